@@ -1,0 +1,275 @@
+"""The core values that flow through a run: Item -> Query -> Response -> Record.
+
+All are plain frozen dataclasses so they can be hashed, compared in tests and
+turned into JSON without surprises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+# Error kinds a provider may report; "empty" is empty content (retried like transient).
+ErrorKind = Literal["rate_limit", "transient", "permanent", "timeout", "empty"]
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """Where an image's bytes come from: a file path, raw bytes, or base64 text (TSV cells).
+
+    The cache identity of an image is the sha256 of its source bytes (see images.source_hash),
+    never the path, so moving a dataset does not invalidate the cache.
+    """
+
+    kind: Literal["path", "bytes", "b64"]
+    value: str | bytes
+
+    @staticmethod
+    def from_path(path: str) -> ImageRef:
+        return ImageRef("path", str(path))
+
+    @staticmethod
+    def from_bytes(data: bytes) -> ImageRef:
+        return ImageRef("bytes", data)
+
+    @staticmethod
+    def from_b64(text: str) -> ImageRef:
+        return ImageRef("b64", text)
+
+    def describe(self) -> str:
+        """Short human label for error messages (never dumps the bytes)."""
+        if self.kind == "path":
+            return str(self.value)
+        return f"<{self.kind} image, {len(self.value)} chars>"
+
+
+@dataclass(frozen=True)
+class Transform:
+    """What is done to an image before sending. Part of the cache key.
+
+    rotate: degrees counter-clockwise (PIL convention), one of 0/90/180/270.
+    crop: (left, top, right, bottom) in pixels of the oriented, rotated image.
+    max_side / max_pixels: downscale (never upscale) to fit, keeping aspect ratio.
+    fmt: output format ("JPEG" or "PNG"); None keeps the source bytes untouched when no
+    other change is asked for, and re-encodes as JPEG (or PNG when there is alpha) otherwise.
+    size: exact output size (w, h) after everything else (benchmarks that standardise, e.g. 512x512).
+    """
+
+    rotate: int = 0
+    crop: tuple[int, int, int, int] | None = None
+    max_side: int | None = None
+    max_pixels: int | None = None
+    size: tuple[int, int] | None = None
+    fmt: str | None = None
+    quality: int = 90
+
+    def is_identity(self) -> bool:
+        return self == Transform(fmt=self.fmt, quality=self.quality) and self.fmt is None
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    ref: ImageRef
+    transform: Transform = Transform()
+
+
+Part = TextPart | ImagePart
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    parts: tuple[Part, ...]
+
+    @staticmethod
+    def user(*parts: Part | str) -> Message:
+        return Message("user", tuple(TextPart(p) if isinstance(p, str) else p for p in parts))
+
+    @staticmethod
+    def system(text: str) -> Message:
+        return Message("system", (TextPart(text),))
+
+    def text(self) -> str:
+        """All text parts joined by newlines (what the simulator and replay match on)."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    def images(self) -> tuple[ImagePart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ImagePart))
+
+
+@dataclass(frozen=True)
+class GenParams:
+    """Every output-affecting generation parameter (all part of the cache key).
+
+    extra: provider/server-specific fields passed through verbatim in the request body,
+    e.g. {"chat_template_kwargs": {"enable_thinking": False}} or {"guided_choice": ["A","B"]}.
+    """
+
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+    top_p: float | None = None
+    extra: tuple[tuple[str, Any], ...] = ()  # sorted (key, value) pairs, hashable
+
+    @staticmethod
+    def with_extra(extra: dict[str, Any] | None = None, **kw: Any) -> GenParams:
+        return GenParams(extra=tuple(sorted((extra or {}).items())), **kw)
+
+    def extra_dict(self) -> dict[str, Any]:
+        return dict(self.extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["extra"] = self.extra_dict()
+        d["stop"] = list(self.stop) if self.stop else None
+        return d
+
+
+@dataclass(frozen=True)
+class Item:
+    """One benchmark question as loaded from the official files."""
+
+    id: str
+    question: str
+    options: dict[str, str]  # letter -> text, in display order (empty for open questions)
+    answer: str  # gold letter (or "Yes"/"No")
+    images: tuple[ImageRef, ...] = ()
+    category: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One request to a model: an item under one variant, with the gold answer moved to match.
+
+    id is stable across runs (item id + variant), which is what resume keys on.
+    base_id groups all variants of one base question (shifts, rotations, languages) for the
+    simulated model's answer key and for consistency metrics.
+    """
+
+    id: str
+    item_id: str
+    base_id: str
+    variant: dict[str, Any]
+    messages: tuple[Message, ...]
+    gold: str
+    options: dict[str, str] = field(default_factory=dict)  # as shown in this variant
+    params: GenParams = GenParams()
+    category: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def prompt_text(self) -> str:
+        """The text of the last user message: what the answer key and replay match on."""
+        users = [m for m in self.messages if m.role == "user"]
+        return users[-1].text() if users else ""
+
+    def image_parts(self) -> tuple[ImagePart, ...]:
+        return tuple(p for m in self.messages for p in m.images())
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_input_tokens += other.cached_input_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any] | None) -> Usage:
+        d = d or {}
+        return Usage(**{k: int(d.get(k) or 0) for k in Usage.__dataclass_fields__})
+
+
+@dataclass
+class Response:
+    """What came back for one request. error is None on success, else an ErrorKind."""
+
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    latency_s: float = 0.0
+    error: ErrorKind | None = None
+    error_message: str | None = None
+    reasoning: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_cache(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "usage": self.usage.to_dict(),
+            "finish_reason": self.finish_reason,
+            "latency_s": self.latency_s,
+            "reasoning": self.reasoning,
+        }
+
+    @staticmethod
+    def from_cache(d: dict[str, Any]) -> Response:
+        return Response(
+            text=d.get("text") or "",
+            usage=Usage.from_dict(d.get("usage")),
+            finish_reason=d.get("finish_reason"),
+            latency_s=float(d.get("latency_s") or 0.0),
+            reasoning=d.get("reasoning"),
+        )
+
+
+@dataclass
+class Parsed:
+    """The outcome of answer extraction. answer None means unparsed (never a guess)."""
+
+    answer: str | None
+    method: str  # e.g. "rule", "first_char", "llm", "empty", "unparsed", "refusal"
+    refusal: bool = False
+
+
+@dataclass
+class Record:
+    """One line of records.jsonl: everything known about one query's outcome."""
+
+    query_id: str
+    item_id: str
+    base_id: str
+    variant: dict[str, Any]
+    model: str
+    request_key: str
+    response: str | None
+    gold: str
+    parsed: str | None = None
+    parse_method: str | None = None
+    correct: bool | None = None
+    refusal: bool = False
+    error: str | None = None
+    error_message: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+    category: str = ""
+    prompt: str = ""  # prompt text, for replay through the simulator
+    image_fps: list[str] = field(default_factory=list)  # image fingerprints, for replay
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Record:
+        known = {k: d[k] for k in Record.__dataclass_fields__ if k in d}
+        return Record(**known)
