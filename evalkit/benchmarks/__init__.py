@@ -1,0 +1,31 @@
+"""The benchmark registry: names on the command line -> Benchmark classes.
+
+A plain mapping filled at import (no registration side effects), so `evalkit list`
+and error messages always show the same set.
+"""
+
+from __future__ import annotations
+
+from ..errors import EvalkitError
+from .base import Benchmark, JudgeRequest
+from .mcq import MCQ
+
+REGISTRY: dict[str, type[Benchmark]] = {
+    MCQ.name: MCQ,
+}
+
+
+def list_benchmarks() -> list[str]:
+    """Registered benchmark names, sorted."""
+    return sorted(REGISTRY)
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """A fresh instance of the named benchmark; unknown names are a usage error listing the known ones."""
+    cls = REGISTRY.get(name)
+    if cls is None:
+        raise EvalkitError(f"unknown benchmark '{name}' (known: {', '.join(list_benchmarks())})")
+    return cls()
+
+
+__all__ = ["REGISTRY", "Benchmark", "JudgeRequest", "get_benchmark", "list_benchmarks"]

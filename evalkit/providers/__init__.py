@@ -1,0 +1,67 @@
+"""Model specs (`provider/model`) and the provider registry.
+
+Keys are read here, once, from the providers' usual environment variables, and go
+straight into the client: they never enter the spec, the config, the cache key or a record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..errors import EvalkitError
+from .base import Provider, ProviderSpec
+
+PROVIDERS = {
+    "openai": "OpenAI API through the official SDK (OPENAI_API_KEY; OPENAI_BASE_URL optional)",
+    "vllm": "a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
+    "openai-compatible": "any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL)",
+    "anthropic": "Anthropic Messages API (not yet available in this version)",
+    "google": "Google Gemini API (not yet available in this version)",
+}
+_AVAILABLE = ("openai", "vllm", "openai-compatible")
+DEFAULT_VLLM_URL = "http://localhost:8000/v1"
+
+
+def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] | None = None) -> ProviderSpec:
+    """`vllm/Qwen/Qwen2.5-VL-7B` -> provider "vllm", model "Qwen/Qwen2.5-VL-7B", with its base URLs."""
+    env = env if env is not None else {}
+    provider, sep, model = (text or "").partition("/")
+    if not sep or not provider or not model or model.strip() != model:
+        raise EvalkitError(f"malformed --model '{text}': expected PROVIDER/MODEL, e.g. openai/gpt-4o or vllm/my-model")
+    if provider not in PROVIDERS:
+        raise EvalkitError(f"unknown provider '{provider}' in --model '{text}' (known: {', '.join(PROVIDERS)})")
+    if provider not in _AVAILABLE:
+        raise EvalkitError(f"provider '{provider}' is not available in this version of evalkit (available: "
+                           f"{', '.join(_AVAILABLE)})")
+    urls = tuple(u for u in base_urls if u)
+    if not urls:
+        if provider == "vllm":
+            urls = (env.get("VLLM_BASE_URL") or DEFAULT_VLLM_URL,)
+        elif env.get("OPENAI_BASE_URL"):
+            urls = (env["OPENAI_BASE_URL"],)
+        elif provider == "openai-compatible":
+            raise EvalkitError(f"--model '{text}' needs --base-url (or OPENAI_BASE_URL)")
+    return ProviderSpec(provider, model, urls)
+
+
+def api_key_for(spec: ProviderSpec, env: Mapping[str, str]) -> str | None:
+    """The key for a provider, or a one-line error when a required key is missing."""
+    if spec.provider == "openai":
+        key = env.get("OPENAI_API_KEY")
+        if not key:
+            raise EvalkitError(f"OPENAI_API_KEY is not set (needed for --model {spec.label})")
+        return key
+    if spec.provider == "vllm":
+        return env.get("VLLM_API_KEY") or None
+    return env.get("OPENAI_API_KEY") or None
+
+
+def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: float = 120.0) -> Provider:
+    key = api_key_for(spec, env)
+    if spec.provider == "openai":
+        from .openai_sdk import OpenAISDKProvider
+
+        return OpenAISDKProvider(spec, api_key=key or "", timeout_s=timeout_s)
+    from .openai_compat import OpenAICompatProvider
+
+    return OpenAICompatProvider(spec, api_key=key, timeout_s=timeout_s)

@@ -1,0 +1,208 @@
+"""The `evalkit` command. A thin layer over the Python API: parse flags, call, print, exit.
+
+Exit codes (DESIGN.md): 0 done; 1 stopped incomplete but resumable; 2 bad input or usage.
+Bad input is one line on stderr, `evalkit: error: ...`, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from . import __version__
+from .benchmarks import REGISTRY
+from .errors import EvalkitError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2 like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise EvalkitError(f"{self.prog.split()[-1]}: {message}")
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bench", help="benchmark: " + ", ".join(REGISTRY))
+    p.add_argument("--model", required=True, help="PROVIDER/MODEL, e.g. openai/gpt-4o or vllm/Qwen2.5-VL-7B")
+    p.add_argument("--data", help="the benchmark's data file or folder (default: the bundled sample)")
+    p.add_argument("--images", help="folder the data's image paths are relative to")
+    p.add_argument("--out", help="run directory (default: runs/<bench>-<model>-<settings hash>)")
+    p.add_argument("--limit", type=int, help="only the first N items")
+    p.add_argument("--mode", choices=("official", "robust"), default="official", help="answer parsing mode")
+    p.add_argument("--judge", help="LLM extractor model for answers the rules cannot parse, e.g. openai/gpt-4o-mini")
+    p.add_argument("--judge-base-url", help="base URL of an OpenAI-compatible judge server")
+    p.add_argument("--base-url", action="append", help="server URL (vllm/, openai-compatible/; repeatable)")
+    p.add_argument("--concurrency", type=int, default=32, help="requests in flight (default 32)")
+    p.add_argument("--rpm", type=float, help="requests per minute limit")
+    p.add_argument("--tpm", type=float, help="tokens per minute limit")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    p.add_argument("--max-attempts", type=int, default=8, help="attempts per query for retryable errors")
+    p.add_argument("--cache-dir", default=None, help="response cache folder (default ./cache)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    p.add_argument("--max-tokens", type=int, help="max output tokens (default: the benchmark's, 1024)")
+    p.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    p.add_argument("--seed", type=int, help="sampling seed sent to the model")
+    p.add_argument("--extra", help='JSON object merged into the request body, e.g. \'{"guided_choice": ["A","B"]}\'')
+    p.add_argument("--max-side", type=int, help="downscale images so the longer side is at most N pixels")
+    p.add_argument("--max-pixels", type=int, help="downscale images to at most N pixels")
+    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    for bench in REGISTRY.values():
+        bench.add_arguments(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="evalkit", description="Evaluate vision-language models on official benchmarks.")
+    parser.add_argument("--version", action="version", version=f"evalkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"))
+    rp = sub.add_parser("report", help="re-score a run directory (optionally resolving answers with a judge)")
+    rp.add_argument("run_dir")
+    rp.add_argument("--judge")
+    rp.add_argument("--judge-base-url")
+    rp.add_argument("--cache-dir", default=None)
+    sub.add_parser("list", help="benchmarks and providers")
+    cp = sub.add_parser("cache", help="response cache: stats or clear")
+    cp.add_argument("action", choices=("stats", "clear"))
+    cp.add_argument("--cache-dir", default=None)
+    sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
+    _add_sim_parser(sp)
+    dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
+    dp.add_argument("--out", default=None, help="run directory (default: a temporary folder)")
+    return parser
+
+
+def _add_sim_parser(sp: argparse.ArgumentParser) -> None:
+    from .sim.server import add_sim_arguments
+
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--bench", help="build the answer key from this benchmark's queries (with --data)")
+    sp.add_argument("--data")
+    sp.add_argument("--images")
+    sp.add_argument("--limit", type=int)
+    add_sim_arguments(sp)
+
+
+def _cache_dir(value: str | None) -> str:
+    from .evaluate import DEFAULTS
+
+    return value or DEFAULTS["cache_dir"]
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    from .evaluate import run
+    from .report.console import print_summary
+
+    opts = {k: v for k, v in vars(args).items() if k not in ("command", "bench", "model", "no_progress")}
+    opts["cache_dir"] = _cache_dir(args.cache_dir)
+    opts["progress"] = not args.no_progress
+    opts = {k: v for k, v in opts.items() if v is not None}
+    result = run(args.bench, args.model, **opts)
+    print_summary(result.summary, console, str(result.out_dir))
+    return result.exit_code
+
+
+def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    from .report.console import print_summary
+    from .rereport import rereport
+
+    summary = asyncio.run(rereport(Path(args.run_dir), judge=args.judge, judge_base_url=args.judge_base_url,
+                                   cache_dir=_cache_dir(args.cache_dir)))
+    print_summary(summary, console, args.run_dir)
+    return 0 if summary.get("complete") else 1
+
+
+def cmd_list(console: Console) -> int:
+    from .providers import PROVIDERS
+
+    console.print("[bold]benchmarks[/bold]")
+    for name, cls in REGISTRY.items():
+        console.print(f"  {name:<14} {cls.description}")
+    console.print("[bold]providers[/bold] (--model PROVIDER/MODEL)")
+    for name, desc in PROVIDERS.items():
+        console.print(f"  {name:<18} {desc}")
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace, console: Console) -> int:
+    from .cache import ResponseCache
+
+    directory = Path(_cache_dir(args.cache_dir))
+    cache = ResponseCache(directory)
+    try:
+        if args.action == "clear":
+            console.print(f"removed {cache.clear()} cached responses from {directory}")
+        else:
+            st = cache.stats()
+            console.print(f"{directory}: {st.entries} responses, {st.size_bytes / 2**20:.1f} MiB")
+    finally:
+        cache.close()
+    return 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from .sim.server import config_from_args, serve_forever
+
+    config = config_from_args(args)
+    if args.bench:
+        from dataclasses import replace
+
+        from .sim.from_bench import answer_key_for
+
+        config = replace(config, answer_key=answer_key_for(args.bench, {"data": args.data, "images": args.images,
+                                                                         "limit": args.limit}))
+    serve_forever(config, args.host, args.port)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, console: Console) -> int:
+    from .demo import run_demo
+    from .report.console import print_summary
+
+    tmp = None
+    out = Path(args.out) if args.out else Path(tmp := tempfile.mkdtemp(prefix="evalkit-demo-"))
+    try:
+        result = run_demo(out, console)
+        print_summary(result.summary, console, str(result.out_dir))
+    finally:
+        if tmp and not args.out:
+            console.print("(demo files were written to a temporary folder, now removed; use --out DIR to keep them)")
+            shutil.rmtree(tmp, ignore_errors=True)
+    return result.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    console = Console()
+    err = Console(stderr=True)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "run":
+            return cmd_run(args, console)
+        if args.command == "report":
+            return cmd_report(args, console)
+        if args.command == "list":
+            return cmd_list(console)
+        if args.command == "cache":
+            return cmd_cache(args, console)
+        if args.command == "sim":
+            return cmd_sim(args)
+        if args.command == "demo":
+            return cmd_demo(args, console)
+    except EvalkitError as e:
+        err.print(f"evalkit: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        err.print("evalkit: interrupted; re-run the same command to resume", markup=False)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""One run, end to end: load -> expand -> ask -> parse -> (judge) -> aggregate -> write.
+
+`run()` is the Python API (DESIGN.md); the CLI is a thin layer over it. Re-running with the
+same settings resumes in the same run directory and sends only what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .benchmarks import get_benchmark
+from .benchmarks.base import Benchmark
+from .cache import NullCache, ResponseCache
+from .errors import EvalkitError
+from .images import ImagePipeline
+from .limiter import Limiter
+from .providers import ProviderSpec, api_key_for, create_provider, parse_spec
+from .report.markdown import write_report
+from .report.progress import RunProgress
+from .resources import dataset_path
+from .rundir import RunDir, default_run_dir
+from .runner import Outcome, RetryPolicy, Runner
+from .scoring import grade, judge_records, make_record, summarize
+from .types import GenParams, Item, Query, Record
+
+# Options that change what is asked or how it is scored: they make a run's identity.
+GENERATION_KEYS = ("max_tokens", "temperature", "seed", "extra")
+DEFAULTS: dict[str, Any] = {
+    "mode": "official", "concurrency": 32, "rpm": None, "tpm": None, "timeout": 120.0, "max_attempts": 8,
+    "cache_dir": os.environ.get("EVALKIT_CACHE_DIR", "cache"), "no_cache": False, "limit": None,
+    "base_url": None, "judge": None, "judge_base_url": None, "out": None, "data": None, "images": None,
+    "progress": True, "max_side": None, "max_pixels": None,
+}
+# Options that never enter a run's identity (how fast, where, how verbose).
+OPERATIONAL_KEYS = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "cache_dir", "no_cache", "out",
+                    "judge", "judge_base_url", "progress", "env", "console", "base_url"}
+
+
+@dataclass
+class RunResult:
+    summary: dict[str, Any]
+    records: list[Record]
+    out_dir: Path
+    exit_code: int = 0
+    messages: list[str] = field(default_factory=list)
+
+
+def run(bench: str, model: str, **options: Any) -> RunResult:
+    """Evaluate `model` (e.g. "openai/gpt-4o") on benchmark `bench`; see `evalkit run --help` for options."""
+    return asyncio.run(run_async(bench, model, **options))
+
+
+def _base_urls(value: Any) -> tuple[str, ...]:
+    if not value:
+        return ()
+    if isinstance(value, str):
+        return tuple(u for u in value.replace(",", " ").split() if u)
+    return tuple(value)
+
+
+def resolve_data(bench: Benchmark, data: str | Path | None) -> Path:
+    if data is None:
+        if bench.default_data is None:
+            raise EvalkitError(f"benchmark '{bench.name}' needs --data")
+        path = dataset_path(bench.default_data)
+    else:
+        path = Path(data).expanduser()
+    if not path.exists():
+        raise EvalkitError(f"data not found: {path}")
+    return path.resolve()
+
+
+def apply_generation(queries: list[Query], opts: Mapping[str, Any]) -> list[Query]:
+    """CLI/API generation overrides on top of each benchmark's own defaults."""
+    extra = opts.get("extra")
+    if isinstance(extra, str):
+        try:
+            extra = json.loads(extra)
+        except ValueError as e:
+            raise EvalkitError(f"--extra is not valid JSON: {e}") from e
+        if not isinstance(extra, dict):
+            raise EvalkitError("--extra must be a JSON object")
+    changes: dict[str, Any] = {k: opts[k] for k in ("max_tokens", "temperature", "seed") if opts.get(k) is not None}
+    if not changes and not extra:
+        return queries
+    out = []
+    for q in queries:
+        params = replace(q.params, **changes)
+        if extra:
+            params = replace(params, extra=tuple(sorted({**params.extra_dict(), **extra}.items())))
+        out.append(replace(q, params=params))
+    return out
+
+
+def prepare(bench_name: str, opts: dict[str, Any]) -> tuple[Benchmark, list[Item], list[Query], Path]:
+    """Load and expand a benchmark's queries (shared by run, report and the simulator's answer key)."""
+    bench = get_benchmark(bench_name)
+    data = resolve_data(bench, opts.get("data"))
+    images = Path(opts["images"]).expanduser().resolve() if opts.get("images") else None
+    if images is not None and not images.is_dir():
+        raise EvalkitError(f"--images: not a directory: {images}")
+    items = bench.load(data, images, opts)
+    if opts.get("limit"):
+        items = items[: int(opts["limit"])]
+    queries = apply_generation(list(bench.expand(items, opts)), opts)
+    seen: set[str] = set()
+    for q in queries:
+        if q.id in seen:
+            raise EvalkitError(f"{data}: duplicate query id '{q.id}'")
+        seen.add(q.id)
+    return bench, items, queries, data
+
+
+def identity_of(bench: Benchmark, spec: ProviderSpec, data: Path, opts: Mapping[str, Any]) -> dict[str, Any]:
+    ident = {k: v for k, v in opts.items() if k not in OPERATIONAL_KEYS and k not in ("data",) and v is not None}
+    ident.update(benchmark=bench.name, model=spec.label, endpoint=spec.endpoint, data=str(data))
+    return json.loads(json.dumps(ident, sort_keys=True, default=str))
+
+
+async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
+    opts = {**DEFAULTS, **options}
+    env: Mapping[str, str] = opts.get("env") or os.environ
+    console: Console = opts.get("console") or Console(stderr=True)
+    if opts["mode"] not in ("official", "robust"):
+        raise EvalkitError(f"--mode must be official or robust, not '{opts['mode']}'")
+    spec = parse_spec(model, _base_urls(opts["base_url"]), env)
+    api_key_for(spec, env)  # a missing key is an error before any work starts
+    judge_spec = parse_spec(opts["judge"], _base_urls(opts["judge_base_url"]), env) if opts["judge"] else None
+    if judge_spec:
+        api_key_for(judge_spec, env)
+    bench, items, queries, data = prepare(bench_name, opts)
+    identity = identity_of(bench, spec, data, opts)
+    out = Path(opts["out"]) if opts["out"] else default_run_dir(bench.name, spec.label, identity)
+    rundir = RunDir(out)
+    config = {**identity, "judge": opts["judge"], "concurrency": opts["concurrency"], "rpm": opts["rpm"],
+              "tpm": opts["tpm"], "timeout_s": opts["timeout"], "max_attempts": opts["max_attempts"],
+              "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
+    rundir.bind(identity, config)
+
+    by_id = {q.id: q for q in queries}
+    existing = rundir.load_records()
+    kept = {qid: r for qid, r in existing.items() if qid in by_id and r.error is None}
+    if rundir.records_path.exists():
+        rundir.rewrite_records(kept.values())  # drop errors left by an earlier attempt and any torn line
+    todo = [q for q in queries if q.id not in kept]
+
+    cache = NullCache() if opts["no_cache"] else ResponseCache(Path(opts["cache_dir"]))
+    pipeline = ImagePipeline()
+    provider = create_provider(spec, env, timeout_s=float(opts["timeout"]))
+    limiter = Limiter(concurrency=int(opts["concurrency"]), rpm=opts["rpm"], tpm=opts["tpm"])
+    policy = RetryPolicy(max_attempts=int(opts["max_attempts"]), timeout_s=float(opts["timeout"]))
+    runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy)
+    records = dict(kept)
+    mode = opts["mode"]
+
+    def sink(outcome: Outcome) -> None:
+        rec = grade(bench, outcome.query, make_record(outcome, spec.label), mode)
+        records[rec.query_id] = rec
+        rundir.append(rec)
+        progress.advance(outcome)
+
+    try:
+        with RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=opts["progress"]) as progress:
+            if todo:
+                await runner.run(todo, sink, workers=int(opts["concurrency"]))
+    finally:
+        rundir.close()
+        await provider.close()
+
+    ordered = [grade(bench, by_id[qid], records[qid], mode) for qid in by_id if qid in records]
+    judge_label = None
+    if judge_spec:
+        judge_label = judge_spec.label
+        judge_provider = create_provider(judge_spec, env, timeout_s=float(opts["timeout"]))
+        judge_runner = Runner(judge_provider, limiter=Limiter(concurrency=int(opts["concurrency"])), cache=cache,
+                              pipeline=pipeline, policy=policy, fingerprints=False)
+        try:
+            await judge_records(bench, by_id, ordered, judge_runner, workers=int(opts["concurrency"]))
+        finally:
+            await judge_provider.close()
+    cache.close()
+    rundir.rewrite_records(ordered)
+    summary = summarize(bench, ordered, model=spec.label, mode=mode, n_items=len(items), n_queries=len(queries),
+                        options=opts_for_bench(opts), config=config, judge=judge_label)
+    rundir.write_summary(summary)
+    write_report(rundir.path, summary)
+    code = 0 if summary["complete"] else 1
+    return RunResult(summary, ordered, rundir.path, code)
+
+
+def opts_for_bench(opts: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in opts.items() if k not in ("env", "console")}
+

@@ -1,0 +1,483 @@
+"""The image pipeline: ImagePart(ref, transform) -> the encoded bytes sent to a model.
+
+Image work is the expensive part of asking a VLM, and the same image is sent many times
+(circular shifts, languages, retries), so everything here is memoised by the sha256 of the
+source bytes plus the transform. Only encoded bytes are kept (never decoded pixels), the
+memo is bounded by bytes, and concurrent callers of the same key wait for one computation.
+Big JPEGs are decoded at reduced scale (Image.draft) when they will be downscaled anyway.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import math
+import os
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from evalkit.errors import EvalkitError
+from evalkit.fingerprint import fingerprint_image
+from evalkit.types import ImagePart, ImageRef, Transform
+
+MIME = {
+    "JPEG": "image/jpeg",
+    "MPO": "image/jpeg",
+    "PNG": "image/png",
+    "WEBP": "image/webp",
+    "GIF": "image/gif",
+}
+_OUT_FORMATS = ("JPEG", "PNG", "WEBP")
+_ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
+_QUARTER = {1: Image.Transpose.ROTATE_90, 2: Image.Transpose.ROTATE_180, 3: Image.Transpose.ROTATE_270}
+_FP_SIDE = 128  # fingerprint decodes keep at least this many pixels per side of the region
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, Image.DecompressionBombError)
+_HASH_MEMO_BYTES = 128 * 2**20  # b64/bytes values are memo keys, so their size counts
+_FP_MEMO_BYTES = 32 * 2**20
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+Box = tuple[float, float, float, float]
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+def fit_size(w: int, h: int, max_side: int | None = None, max_pixels: int | None = None) -> tuple[int, int]:
+    """Largest size <= (w, h) with the same aspect that fits both limits; never upscales."""
+    if w < 1 or h < 1:
+        raise EvalkitError(f"bad image size {w}x{h}")
+    if max_side is not None and max_side < 1:
+        raise EvalkitError(f"max_side must be positive, got {max_side}")
+    if max_pixels is not None and max_pixels < 1:
+        raise EvalkitError(f"max_pixels must be positive, got {max_pixels}")
+    s = 1.0
+    if max_side:
+        s = min(s, max_side / max(w, h))
+    if max_pixels:
+        s = min(s, math.sqrt(max_pixels / (w * h)))
+    if s >= 1.0:
+        return w, h
+    nw, nh = max(1, round(w * s)), max(1, round(h * s))
+    if max_side:  # float rounding must not overshoot the limit
+        nw, nh = min(nw, max_side), min(nh, max_side)
+    if max_pixels and nw * nh > max_pixels:
+        if nw >= nh:
+            nw = max(1, max_pixels // nh)
+        else:
+            nh = max(1, max_pixels // nw)
+    return nw, nh
+
+
+def rotate_image(img: Image.Image, degrees: float) -> Image.Image:
+    """Rotate counter-clockwise with expand; quarter turns are exact transposes (no resampling)."""
+    d = degrees % 360
+    if d == 0:
+        return img
+    if d % 90 == 0:
+        return img.transpose(_QUARTER[int(d) // 90])
+    fill = "white" if img.mode in ("RGB", "L") else None
+    return img.rotate(d, resample=Image.Resampling.BICUBIC, expand=True, fillcolor=fill)
+
+
+def to_rgb(img: Image.Image) -> Image.Image:
+    """RGB as models expect: transparency composited on white, 16-bit scaled, palettes/CMYK converted."""
+    if img.mode in _ALPHA_MODES or "transparency" in img.info:
+        rgba = img.convert("RGBA")
+        out = Image.new("RGB", img.size, (255, 255, 255))
+        out.paste(rgba, (0, 0), rgba)
+        return out
+    if img.mode == "RGB":
+        return img
+    if img.mode.startswith("I") or img.mode == "F":  # 16/32-bit and float data: scale, do not clip
+        arr = np.asarray(img).astype(np.float32)
+        top = float(arr.max()) if arr.size else 0.0
+        if img.mode.startswith("I;16") or top > 255:
+            arr = arr / 257.0
+        elif img.mode == "F" and top <= 1.0:
+            arr = arr * 255.0
+        return Image.fromarray(np.clip(arr + 0.5, 0, 255).astype(np.uint8)).convert("RGB")
+    return img.convert("RGB")
+
+
+def encode(img: Image.Image, fmt: str, quality: int = 90) -> bytes:
+    """Encode an RGB image as JPEG / PNG / WEBP."""
+    buf = io.BytesIO()
+    if fmt == "PNG":
+        img.save(buf, "PNG", compress_level=3)  # output bytes are not part of any key: favour speed
+    else:
+        img.save(buf, fmt, quality=quality)
+    return buf.getvalue()
+
+
+def _norm_fmt(fmt: str | None) -> str | None:
+    if fmt is None:
+        return None
+    f = fmt.upper().replace("JPG", "JPEG")
+    if f not in _OUT_FORMATS:
+        raise EvalkitError(f"unsupported image format {fmt!r} (use JPEG, PNG or WEBP)")
+    return f
+
+
+def _orientation(img: Image.Image) -> int:
+    """EXIF orientation from the header only (a PNG's late eXIf chunk would force a full decode)."""
+    if img.format == "PNG" and "exif" not in img.info:
+        return 1
+    return int(img.getexif().get(0x0112, 1) or 1)
+
+
+def _unrotate_box(box: Box, quarter: int, w: int, h: int) -> Box:
+    """Map a box in the image rotated by quarter*90 deg CCW back to the unrotated (w x h) image."""
+    x0, y0, x1, y1 = box
+    if quarter == 1:
+        return (w - y1, x0, w - y0, x1)
+    if quarter == 2:
+        return (w - x1, h - y1, w - x0, h - y0)
+    if quarter == 3:
+        return (y0, h - x1, y1, h - x0)
+    return box
+
+
+# ---------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """Encoded bytes ready to send; the base64 text is computed once and reused."""
+
+    data: bytes
+    mime: str
+    width: int
+    height: int
+    _b64: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    _uri: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def b64(self) -> str:
+        if not self._b64:
+            self._b64.append(base64.b64encode(self.data).decode("ascii"))
+        return self._b64[0]
+
+    def data_uri(self) -> str:
+        if not self._uri:  # built directly: caching the bare base64 too would double the memory
+            self._uri.append(f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}")
+        return self._uri[0]
+
+    @property
+    def nbytes(self) -> int:
+        """Memo weight: the bytes plus one base64 text form (providers ask for one of the two)."""
+        return len(self.data) + 4 * ((len(self.data) + 2) // 3) + 64
+
+
+@dataclass
+class ImageStats:
+    """Counters that show the pipeline is doing each piece of work once."""
+
+    decodes: int = 0  # full decodes made by prepare()
+    decoded_pixels: int = 0  # pixels those decodes produced (smaller than the source when draft works)
+    fp_decodes: int = 0  # reduced-scale decodes made only for fingerprints
+    passthrough: int = 0  # identity transforms served with the source bytes
+    memo_hits: int = 0
+    memo_misses: int = 0
+    memo_bytes: int = 0
+    evictions: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class _Memo(Generic[K, V]):
+    """LRU bounded by total weight; concurrent misses on one key compute it once."""
+
+    def __init__(self, max_weight: int, weigh: Callable[[K, V], int], stats: ImageStats | None = None):
+        self._max = max_weight
+        self._weigh = weigh
+        self._stats = stats
+        self._lock = threading.Lock()
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._inflight: dict[K, Future[V]] = {}
+        self._total = 0
+
+    def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                self._count("memo_hits")
+                return hit[0]
+            fut = self._inflight.get(key)
+            owner = fut is None
+            if fut is None:
+                fut = self._inflight[key] = Future()
+                self._count("memo_misses")
+            else:
+                self._count("memo_hits")
+        if not owner:
+            return fut.result()
+        try:
+            value = compute()
+        except BaseException as e:
+            with self._lock:
+                del self._inflight[key]
+            fut.set_exception(e)
+            raise
+        with self._lock:
+            del self._inflight[key]
+            self._store(key, value)
+        fut.set_result(value)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            if key not in self._items:
+                self._store(key, value)
+
+    def _store(self, key: K, value: V) -> None:
+        w = self._weigh(key, value)
+        if w > self._max:
+            return
+        self._items[key] = (value, w)
+        self._total += w
+        while self._total > self._max:
+            _, (_, ow) = self._items.popitem(last=False)
+            self._total -= ow
+            self._count("evictions")
+        if self._stats is not None:
+            self._stats.memo_bytes = self._total
+
+    def _count(self, name: str) -> None:
+        if self._stats is not None:
+            setattr(self._stats, name, getattr(self._stats, name) + 1)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where rotate/crop/resize land in the oriented, unrotated source (so we resize before rotating)."""
+
+    quarter: int  # CCW quarter turns
+    box: Box  # crop in unrotated full-resolution coordinates
+    target: tuple[int, int]  # output size in unrotated orientation
+
+    def draft(self, full: tuple[int, int]) -> tuple[int, int] | None:
+        """Smallest decode size that still gives the crop region at least the target resolution."""
+        bw, bh = self.box[2] - self.box[0], self.box[3] - self.box[1]
+        s = max(self.target[0] / bw, self.target[1] / bh)
+        return None if s >= 1 else (max(1, math.ceil(full[0] * s)), max(1, math.ceil(full[1] * s)))
+
+
+def _plan(full: tuple[int, int], t: Transform, what: str) -> _Plan:
+    w, h = full
+    quarter = (t.rotate % 360) // 90
+    rw, rh = (h, w) if quarter % 2 else (w, h)
+    x0, y0, x1, y1 = t.crop or (0, 0, rw, rh)
+    x0, y0, x1, y1 = max(0, x0), max(0, y0), min(rw, x1), min(rh, y1)
+    if x1 <= x0 or y1 <= y0:
+        raise EvalkitError(f"crop {t.crop} is outside image {what} ({rw}x{rh})")
+    tw, th = t.size or fit_size(x1 - x0, y1 - y0, t.max_side, t.max_pixels)
+    box = _unrotate_box((x0, y0, x1, y1), quarter, w, h)
+    return _Plan(quarter, box, (th, tw) if quarter % 2 else (tw, th))
+
+
+# ---------------------------------------------------------------- the pipeline
+
+
+class ImagePipeline:
+    """Turns ImageParts into PreparedImages; thread-safe, memoised, memory-bounded.
+
+    decode_slots bounds how many images are decoded at once: decoding is CPU-bound, so more
+    slots than cores only adds peak memory (a 4000x3000 RGB image is 36 MB).
+    """
+
+    def __init__(self, max_bytes: int = 256 * 2**20, *, decode_slots: int | None = None):
+        self.stats = ImageStats()
+        self._prepared: _Memo[tuple[str, Transform], PreparedImage] = _Memo(
+            max_bytes, lambda _k, p: p.nbytes, self.stats
+        )
+        self._fps: _Memo[tuple[str, int, Any], str] = _Memo(_FP_MEMO_BYTES, lambda _k, s: len(s) + 100)
+        self._hashes: _Memo[tuple[Any, ...], str] = _Memo(
+            _HASH_MEMO_BYTES, lambda k, _s: 200 + (0 if k[0] == "path" else len(k[1]))
+        )
+        self._stats_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(decode_slots or max(1, min(4, os.cpu_count() or 1)))
+
+    # -- sources
+
+    def source_bytes(self, ref: ImageRef) -> bytes:
+        """The encoded bytes as stored: file content, decoded base64, or the raw bytes."""
+        if ref.kind == "bytes":
+            return ref.value if isinstance(ref.value, bytes) else bytes(ref.value, "latin-1")
+        if ref.kind == "b64":
+            text = ref.value.decode("ascii", "replace") if isinstance(ref.value, bytes) else ref.value
+            if text.startswith("data:"):
+                text = text.partition(",")[2]
+            try:
+                return base64.b64decode(text)
+            except (binascii.Error, ValueError) as e:
+                raise EvalkitError(f"cannot read image {ref.describe()}: bad base64 ({e})") from e
+        path = str(ref.value)
+        with self._reading(ref), open(path, "rb") as f:
+            return f.read()
+
+    def source_hash(self, ref: ImageRef) -> str:
+        """sha256 of the source bytes (the image's cache identity), memoised."""
+        if ref.kind == "path":
+            path = str(ref.value)
+            with self._reading(ref):
+                st = os.stat(path)
+            key: tuple[Any, ...] = ("path", path, st.st_mtime_ns, st.st_size)
+            return self._hashes.get_or_compute(key, lambda: self._hash_file(ref))
+        return self._hashes.get_or_compute(
+            (ref.kind, ref.value), lambda: hashlib.sha256(self.source_bytes(ref)).hexdigest()
+        )
+
+    def _hash_file(self, ref: ImageRef) -> str:
+        h = hashlib.sha256()
+        with self._reading(ref), open(str(ref.value), "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        return h.hexdigest()
+
+    @contextmanager
+    def _reading(self, ref: ImageRef) -> Iterator[None]:
+        """Turn any failure to read or decode into one line naming the image."""
+        try:
+            yield
+        except FileNotFoundError as e:
+            raise EvalkitError(f"image not found: {ref.value}") from e
+        except UnidentifiedImageError as e:
+            raise EvalkitError(f"cannot read image {ref.describe()}: not a recognised image format") from e
+        except _DECODE_ERRORS as e:
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise EvalkitError(f"cannot read image {ref.describe()}: {reason}") from e
+
+    @contextmanager
+    def _lazy(self, ref: ImageRef) -> Iterator[Image.Image]:
+        """The image with only its header read; the file is closed on exit."""
+        with self._reading(ref):
+            src = str(ref.value) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
+            img = Image.open(src)
+        with img:
+            yield img
+
+    def _decode(
+        self, img: Image.Image, ref: ImageRef, draft: Callable[[tuple[int, int]], tuple[int, int] | None]
+    ) -> tuple[Image.Image, tuple[int, int], float]:
+        """Decode a lazily opened image to oriented RGB -> (image, full oriented size, scale)."""
+        orient = _orientation(img)
+        swap = orient in (5, 6, 7, 8)
+        full = (img.height, img.width) if swap else img.size
+        scale = 1.0
+        want = draft(full) if img.format in ("JPEG", "MPO") else None
+        with self._reading(ref):
+            if want is not None:
+                res = img.draft("RGB", (want[1], want[0]) if swap else want)
+                if res is not None:
+                    scale = (full[1] if swap else full[0]) / res[1][2]
+            img.load()
+            if orient != 1:
+                img = ImageOps.exif_transpose(img)
+            return to_rgb(img), full, scale
+
+    def open(self, ref: ImageRef, draft_size: tuple[int, int] | None = None) -> Image.Image:
+        """Decoded, EXIF-oriented RGB; JPEGs decode at reduced scale when draft_size allows."""
+        with self._slots, self._lazy(ref) as img:
+            out, _, _ = self._decode(img, ref, lambda _full: draft_size)
+        self._count(decodes=1, decoded_pixels=out.width * out.height)
+        return out
+
+    # -- prepare
+
+    def prepare(self, part: ImagePart) -> PreparedImage:
+        """The bytes to send for one image part, memoised by (source hash, transform)."""
+        key = (self.source_hash(part.ref), part.transform)
+        return self._prepared.get_or_compute(key, lambda: self._prepare(part, key[0]))
+
+    def _prepare(self, part: ImagePart, sha: str) -> PreparedImage:
+        t, ref = part.transform, part.ref
+        fmt = _norm_fmt(t.fmt)
+        if not 1 <= t.quality <= 100:
+            raise EvalkitError(f"JPEG quality must be 1..100, got {t.quality}")
+        with self._lazy(ref) as img:
+            alpha = img.mode in _ALPHA_MODES or "transparency" in img.info
+            plain = img.format in MIME and not alpha and img.mode != "CMYK" and _orientation(img) == 1
+            if t.is_identity() and plain:
+                self._count(passthrough=1)
+                return PreparedImage(self.source_bytes(ref), MIME[img.format], img.width, img.height)
+            with self._slots:
+                out, pixels = self._region(img, ref, t, None)
+        self._count(decodes=1, decoded_pixels=pixels)
+        if min(out.size) >= 64:  # a free fingerprint: 16x16 thumbnails barely notice the resize
+            self._fps.put((sha, t.rotate, t.crop), fingerprint_image(out))
+        fmt = fmt or ("PNG" if alpha else "JPEG")
+        return PreparedImage(encode(out, fmt, t.quality), MIME[fmt], out.width, out.height)
+
+    def _region(
+        self, img: Image.Image, ref: ImageRef, t: Transform, shrink: Callable[[_Plan], _Plan] | None
+    ) -> tuple[Image.Image, int]:
+        """Decode once and apply t's rotate/crop/resize -> (image, decoded pixels).
+
+        Quarter turns are applied last, to the small result: the crop+resize is one resampling
+        pass on the unrotated (possibly draft-reduced) decode.
+        """
+        what = ref.describe()
+        if t.rotate % 90:  # arbitrary angle: rotate at full resolution first (rare, no draft)
+            rgb, _, _ = self._decode(img, ref, lambda _f: None)
+            pixels = rgb.width * rgb.height
+            rgb = rotate_image(rgb, t.rotate)
+            plan = _plan(rgb.size, replace(t, rotate=0), what)
+            return self._crop_resize(rgb, shrink(plan) if shrink else plan, 1.0), pixels
+        plans: list[_Plan] = []
+
+        def want(full: tuple[int, int]) -> tuple[int, int] | None:
+            p = _plan(full, t, what)
+            plans.append(shrink(p) if shrink else p)
+            return plans[0].draft(full)
+
+        rgb, full, scale = self._decode(img, ref, want)
+        if not plans:
+            want(full)
+        out = self._crop_resize(rgb, plans[0], scale)
+        return rotate_image(out, plans[0].quarter * 90), rgb.width * rgb.height
+
+    @staticmethod
+    def _crop_resize(rgb: Image.Image, plan: _Plan, scale: float) -> Image.Image:
+        box = tuple(v / scale for v in plan.box)
+        bw, bh = box[2] - box[0], box[3] - box[1]
+        if scale == 1.0 and plan.target == (bw, bh):
+            return rgb if box == (0, 0, rgb.width, rgb.height) else rgb.crop(tuple(int(v) for v in box))
+        return rgb.resize(plan.target, Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
+
+    # -- fingerprints
+
+    def fingerprint(self, part: ImagePart) -> str:
+        """Fingerprint of the image after rotate and crop (resize/encode barely change it)."""
+        t = part.transform
+        sha = self.source_hash(part.ref)
+        return self._fps.get_or_compute((sha, t.rotate, t.crop), lambda: self._fingerprint(part))
+
+    def _fingerprint(self, part: ImagePart) -> str:
+        def shrink(p: _Plan) -> _Plan:  # only ~128 px of the region are needed for a 16x16 thumbnail
+            bw, bh = p.box[2] - p.box[0], p.box[3] - p.box[1]
+            s = min(1.0, max(_FP_SIDE / bw, _FP_SIDE / bh))
+            return replace(p, target=(math.ceil(bw * s), math.ceil(bh * s)))
+
+        t = Transform(rotate=part.transform.rotate, crop=part.transform.crop)
+        with self._slots, self._lazy(part.ref) as img:
+            out, _ = self._region(img, part.ref, t, shrink)
+        self._count(fp_decodes=1)
+        return fingerprint_image(out)
+
+    def _count(self, **deltas: int) -> None:
+        with self._stats_lock:
+            for name, d in deltas.items():
+                setattr(self.stats, name, getattr(self.stats, name) + d)

@@ -1,0 +1,59 @@
+"""Counts and accuracies over records: the numbers every benchmark reports.
+
+Errors, refusals, unparsed and wrong answers are counted apart (a failed request is not a
+wrong answer), but all of them count as not correct in accuracy, so a model cannot gain
+by failing. Percentages are full floats in 0..100; rounding is the report's job.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from ..types import Record
+
+
+def outcome(record: Record) -> str:
+    """The one bucket a record falls in: errors, correct, wrong, refusals or unparsed."""
+    if record.error:
+        return "errors"
+    if record.correct is True:
+        return "correct"
+    if record.parsed is not None:
+        return "wrong"
+    if record.refusal:
+        return "refusals"
+    return "unparsed"
+
+
+def counts(records: Iterable[Record]) -> dict[str, int]:
+    """How many records are correct, wrong (parsed but incorrect), unparsed, errors, refusals."""
+    out = dict.fromkeys(("correct", "wrong", "unparsed", "errors", "refusals"), 0)
+    for record in records:
+        out[outcome(record)] += 1
+    return out
+
+
+def accuracy(records: Sequence[Record]) -> float:
+    """Percent of records with correct True over all records (0.0 for none)."""
+    if not records:
+        return 0.0
+    return 100.0 * sum(1 for r in records if r.correct is True) / len(records)
+
+
+def accuracy_by(records: Iterable[Record], key: Callable[[Record], str]) -> dict[str, float]:
+    """Accuracy per group (e.g. per category), groups in sorted order."""
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for record in records:
+        groups[key(record)].append(record)
+    return {name: accuracy(groups[name]) for name in sorted(groups)}
+
+
+def usage_totals(records: Iterable[Record]) -> dict[str, int]:
+    """Token usage summed over records; input/output tokens always present."""
+    total: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
+    for record in records:
+        for name, value in (record.usage or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[name] = total.get(name, 0) + int(value)
+    return total

@@ -1,0 +1,52 @@
+"""The provider interface: translate a request, send it, classify what went wrong.
+
+Providers are deliberately thin. Retries, rate limits, caching and accounting live in
+the runner; a provider only knows its wire format and its error vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..images import PreparedImage
+from ..types import GenParams, Message, Response
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """A parsed `--model provider/name` plus where to reach it."""
+
+    provider: str
+    model: str
+    base_urls: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    @property
+    def endpoint(self) -> str:
+        """Cache identity of the endpoint: the sorted set of base URLs (replicas are one endpoint)."""
+        return ",".join(sorted(self.base_urls))
+
+
+class Provider(Protocol):
+    spec: ProviderSpec
+
+    async def complete(
+        self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]
+    ) -> Response:
+        """Send one request. `images` are the prepared images in the order the ImageParts appear.
+
+        Returns a Response (text may be empty) or raises ProviderError with a kind.
+        """
+        ...
+
+    def describe_params(self, params: GenParams) -> dict:
+        """The generation values actually sent (for the run's config)."""
+        ...
+
+    async def close(self) -> None: ...

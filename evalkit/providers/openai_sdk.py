@@ -1,0 +1,71 @@
+"""`openai/<model>`: the official SDK's async client on its aiohttp transport.
+
+The aiohttp transport is several times faster than the default one at high concurrency.
+SDK retries are off: retries live once, in the runner.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+from ..errors import ProviderError, classify_status
+from ..images import PreparedImage
+from ..types import GenParams, Message, Response
+from .base import ProviderSpec
+from .openai_compat import retry_after_from_headers
+from .openai_format import chat_body, openai_messages, response_from_openai
+
+# Reasoning models accept only the default temperature.
+_FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5)")
+
+
+class OpenAISDKProvider:
+    def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0):
+        import openai  # lazy: only when this provider is used
+
+        self._openai = openai
+        self.spec = spec
+        kwargs = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s,
+                  "http_client": openai.DefaultAioHttpClient(timeout=timeout_s)}
+        if spec.base_urls:
+            kwargs["base_url"] = spec.base_urls[0]
+        self._client = openai.AsyncOpenAI(**kwargs)
+        self._send_temperature = not _FIXED_TEMPERATURE.match(spec.model)
+
+    def describe_params(self, params: GenParams) -> dict:
+        d = params.to_dict()
+        if not self._send_temperature:
+            d["temperature"] = None
+        return d
+
+    async def complete(self, messages: Sequence[Message], params: GenParams,
+                       images: Sequence[PreparedImage]) -> Response:
+        body = chat_body(self.spec.model, openai_messages(messages, images), params,
+                         max_tokens_field="max_completion_tokens", send_temperature=self._send_temperature)
+        known = {k: body.pop(k) for k in list(body) if k in
+                 ("model", "messages", "max_completion_tokens", "temperature", "top_p", "seed", "stop")}
+        start = time.perf_counter()
+        oa = self._openai
+        try:
+            completion = await self._client.chat.completions.create(**known, extra_body=body or None)
+        except oa.APITimeoutError as e:
+            raise ProviderError("timeout", "request timed out") from e
+        except oa.APIConnectionError as e:
+            raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
+        except oa.APIStatusError as e:
+            kind = classify_status(e.status_code)
+            raise ProviderError(kind, f"HTTP {e.status_code}: {type(e).__name__}", status=e.status_code,
+                                retry_after=retry_after_from_headers(e.response.headers)) from e
+        except (oa.APIResponseValidationError, ValueError) as e:
+            raise ProviderError("transient", "malformed response body") from e
+        try:
+            out = response_from_openai(completion.model_dump())
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            raise ProviderError("transient", "malformed response body") from e
+        out.latency_s = time.perf_counter() - start
+        return out
+
+    async def close(self) -> None:
+        await self._client.close()

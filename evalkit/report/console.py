@@ -1,0 +1,30 @@
+"""The console view of a finished run (rich tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .tables import count_rows, metric_rows
+
+
+def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None = None) -> None:
+    title = f"{summary['benchmark']} · {summary['model']} · {summary['mode']}"
+    metrics = Table(title=title, show_header=True, header_style="bold")
+    metrics.add_column("metric")
+    metrics.add_column("value", justify="right")
+    for k, v in metric_rows(summary["metrics"]):
+        metrics.add_row(k, v)
+    console.print(metrics)
+    counts = Table(show_header=False, box=None)
+    for k, v in count_rows(summary):
+        counts.add_row(k, v)
+    console.print(counts)
+    if summary.get("hint"):
+        console.print(f"[yellow]{summary['hint']}[/yellow]")
+    if not summary.get("complete", True):
+        console.print("[red]incomplete: some queries failed or are missing; re-run the same command to resume[/red]")
+    if out_dir:
+        console.print(f"run directory: {out_dir}")

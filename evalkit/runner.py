@@ -1,0 +1,164 @@
+"""The asyncio runner: cache lookup, image preparation, limiter, retries, one place for all of it.
+
+Workers pull queries from one iterator, so memory does not grow with the dataset and
+at most `concurrency` requests are in flight. Blocking work (reading and hashing image
+files, decoding and encoding, the sqlite cache) runs in threads, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from .cache import ResponseCache, request_key
+from .errors import ProviderError
+from .images import ImagePipeline, PreparedImage
+from .limiter import Limiter
+from .providers.base import Provider
+from .types import Query, Response
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries for rate-limit, transient, timeout and empty-content errors; none for permanent."""
+
+    max_attempts: int = 8
+    initial_s: float = 0.5
+    max_s: float = 20.0
+    timeout_s: float = 120.0
+    default_pause_s: float = 1.0  # a 429 without Retry-After still pauses the limiter this long
+
+
+@dataclass
+class Outcome:
+    """The result of asking one query (success, empty answer, or an error left after retries)."""
+
+    query: Query
+    response: Response
+    request_key: str
+    cached: bool
+    image_fps: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunnerStats:
+    sent: int = 0
+    attempts: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ProviderError) and exc.retryable
+
+
+def estimate_tokens(query: Query) -> int:
+    """Rough input+output tokens for the TPM bucket before the request (corrected afterwards)."""
+    text = sum(len(m.text()) for m in query.messages)
+    return text // 4 + 800 * len(query.image_parts()) + query.params.max_tokens
+
+
+class Runner:
+    def __init__(self, provider: Provider, *, limiter: Limiter, cache: ResponseCache, pipeline: ImagePipeline,
+                 policy: RetryPolicy | None = None, fingerprints: bool = True):
+        self.provider = provider
+        self.limiter = limiter
+        self.cache = cache
+        self.pipeline = pipeline
+        self.policy = policy or RetryPolicy()
+        self.fingerprints = fingerprints
+        self.stats = RunnerStats()
+
+    # ---- one query ---------------------------------------------------------------------
+    def key_of(self, query: Query) -> str:
+        spec = self.provider.spec
+        return request_key(provider=spec.provider, model=spec.model, endpoint=spec.endpoint,
+                           params=query.params, messages=query.messages, source_hash=self.pipeline.source_hash)
+
+    def _lookup(self, query: Query) -> tuple[str, dict | None, list[str], list[PreparedImage]]:
+        """Thread work: key, cache lookup, fingerprints, and (on a miss) the prepared images."""
+        key = self.key_of(query)
+        hit = self.cache.get(key)
+        parts = query.image_parts()
+        fps = [self.pipeline.fingerprint(p) for p in parts] if self.fingerprints else []
+        prepared = [] if hit is not None else [self.pipeline.prepare(p) for p in parts]
+        return key, hit, fps, prepared
+
+    async def ask(self, query: Query) -> Outcome:
+        key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query)
+        if hit is not None:
+            self.stats.cache_hits += 1
+            return Outcome(query, Response.from_cache(hit), key, True, fps)
+        response = await self._send(query, prepared)
+        if response.ok:
+            self.stats.input_tokens += response.usage.input_tokens
+            self.stats.output_tokens += response.usage.output_tokens
+            if response.text.strip():  # empty answers are not cached: a later run tries again
+                await asyncio.to_thread(self.cache.set, key, response.to_cache())
+        else:
+            self.stats.errors += 1
+        return Outcome(query, response, key, False, fps)
+
+    async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
+        p = self.policy
+        last_empty: Response | None = None
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(p.max_attempts),
+            wait=wait_exponential_jitter(initial=p.initial_s, max=p.max_s),
+            retry=retry_if_exception(_retryable),
+            reraise=True,
+        )
+        self.stats.sent += 1
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    if attempt.retry_state.attempt_number > 1:
+                        self.stats.retries += 1
+                    response = await self._attempt(query, images)
+                    if not response.text.strip():
+                        last_empty = response
+                        raise ProviderError("empty", "empty content")
+                    return response
+        except ProviderError as e:
+            if e.kind == "empty" and last_empty is not None:
+                return last_empty  # the model's answer after all: the benchmark's rule scores it
+            return Response(error=e.kind, error_message=e.message)  # type: ignore[arg-type]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, query: Query, images: Sequence[PreparedImage]) -> Response:
+        self.stats.attempts += 1
+        async with self.limiter.slot(estimate_tokens(query)) as slot:
+            start = time.perf_counter()
+            try:
+                response = await asyncio.wait_for(
+                    self.provider.complete(query.messages, query.params, images), self.policy.timeout_s)
+            except asyncio.TimeoutError as e:
+                slot.report_tokens(0)
+                raise ProviderError("timeout", f"no answer within {self.policy.timeout_s:g}s") from e
+            except ProviderError as e:
+                slot.report_tokens(0)
+                if e.kind == "rate_limit":
+                    self.limiter.pause(e.retry_after if e.retry_after is not None else self.policy.default_pause_s)
+                raise
+            slot.report_tokens(response.usage.input_tokens + response.usage.output_tokens)
+            response.latency_s = time.perf_counter() - start
+            return response
+
+    # ---- many queries ------------------------------------------------------------------
+    async def run(self, queries: Iterable[Query], sink: Callable[[Outcome], None], *, workers: int) -> RunnerStats:
+        """Ask every query; `sink` receives each outcome as soon as it is known (in completion order)."""
+        it = iter(queries)
+
+        async def worker() -> None:
+            for query in it:
+                sink(await self.ask(query))
+
+        await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+        return self.stats

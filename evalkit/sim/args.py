@@ -1,0 +1,63 @@
+"""Command-line flags of `evalkit sim` (the CLI module adds --host/--port and calls serve_forever)."""
+
+from __future__ import annotations
+
+import argparse
+
+from evalkit.sim.answerkey import AnswerKey
+from evalkit.sim.faults import FAULT_KINDS, SimFaults
+from evalkit.sim.model import STYLES, SimParams
+from evalkit.sim.server import SimConfig
+
+
+def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
+    """Simulation, fault and limit options (not --host/--port, which belong to the CLI)."""
+    g = parser.add_argument_group("simulated model")
+    g.add_argument("--answer-key", metavar="PATH", help="answer key JSON written by evalkit")
+    g.add_argument("--replay", metavar="RECORDS_JSONL", help="answer with the responses recorded in a run")
+    g.add_argument("--theta", type=float, default=1.0, help="share of base questions known (default 1.0)")
+    g.add_argument("--r", type=float, default=1.0, help="accuracy on known questions (default 1.0)")
+    g.add_argument("--g", type=float, default=None, help="accuracy when guessing (default 1/number of options)")
+    g.add_argument("--seed", type=int, default=0, help="seed of every simulated draw (default 0)")
+    g.add_argument("--style", choices=STYLES, default="letter", help="how replies are worded (default letter)")
+    g.add_argument("--served-model-name", default="sim-model", help="name listed by /v1/models")
+    g.add_argument("--strict-model", action="store_true", help="404 for other model names, like vLLM")
+    f = parser.add_argument_group("faults and limits")
+    f.add_argument("--latency-ms", type=float, default=0.0, help="added to every answer")
+    f.add_argument("--rps", type=float, default=None, help="requests per second before 429s")
+    f.add_argument("--fault-rate", type=float, default=0.0, help="probability a request gets a fault")
+    f.add_argument(
+        "--fault-kinds",
+        default=",".join(FAULT_KINDS),
+        help=f"comma list of faults to draw from (default {','.join(FAULT_KINDS)})",
+    )
+    f.add_argument("--retry-after", type=float, default=1.0, help="seconds advertised by injected 429s")
+    f.add_argument("--hang-s", type=float, default=30.0, help="how long an injected hang lasts before a 504")
+
+
+def config_from_args(args: argparse.Namespace) -> SimConfig:
+    """SimConfig from parsed flags; raises ValueError on inconsistent values (the CLI reports it)."""
+    key: AnswerKey | None = None
+    if args.replay:
+        key = AnswerKey.from_records(args.replay)
+    if args.answer_key:
+        loaded = AnswerKey.load(args.answer_key)
+        key = key.merged(loaded) if key is not None else loaded
+    kinds = tuple(k.strip() for k in (args.fault_kinds or "").split(",") if k.strip())
+    faults = SimFaults(
+        rate=args.fault_rate,
+        kinds=kinds,
+        retry_after=args.retry_after,
+        hang_s=args.hang_s,
+        rps=args.rps,
+        seed=args.seed,
+    )
+    params = SimParams(theta=args.theta, r=args.r, g=args.g, seed=args.seed, style=args.style)
+    return SimConfig(
+        answer_key=key,
+        params=params,
+        faults=faults,
+        served_model_name=args.served_model_name,
+        latency_s=max(0.0, args.latency_ms) / 1000.0,
+        strict_model=args.strict_model,
+    )

@@ -1,0 +1,94 @@
+"""What the simulated server saw, so tests can assert on retries, limits and exactly-once delivery."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def request_key(body: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a request's model and messages (what per_key counts by)."""
+    canon = json.dumps(
+        {"messages": body.get("messages"), "model": body.get("model")},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class SimCounters:
+    """Counters of one server. Mutated on the server's loop; a lock makes snapshots safe from any thread.
+
+    completions: successful non-empty answers; per_key: request key -> successful completions.
+    """
+
+    requests: int = 0
+    completions: int = 0
+    rate_limited: int = 0
+    errors_5xx: int = 0
+    bad_requests: int = 0
+    faults: dict[str, int] = field(default_factory=dict)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    per_key: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def start(self) -> None:
+        with self._lock:
+            self.requests += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def finish(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def completed(self, key: str) -> None:
+        with self._lock:
+            self.completions += 1
+            self.per_key[key] = self.per_key.get(key, 0) + 1
+
+    def status(self, code: int) -> None:
+        """Count an error status sent back."""
+        with self._lock:
+            if code == 429:
+                self.rate_limited += 1
+            elif code >= 500:
+                self.errors_5xx += 1
+            elif code >= 400:
+                self.bad_requests += 1
+
+    def fault(self, kind: str) -> None:
+        with self._lock:
+            self.faults[kind] = self.faults.get(kind, 0) + 1
+
+    def reset(self) -> None:
+        """Zero everything but in_flight (requests still running will finish and decrement it)."""
+        with self._lock:
+            self.requests = self.completions = self.rate_limited = self.errors_5xx = self.bad_requests = 0
+            self.faults = {}
+            self.per_key = {}
+            self.max_in_flight = self.in_flight
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "completions": self.completions,
+                "rate_limited": self.rate_limited,
+                "errors_5xx": self.errors_5xx,
+                "bad_requests": self.bad_requests,
+                "faults": dict(self.faults),
+                "in_flight": self.in_flight,
+                "max_in_flight": self.max_in_flight,
+                "per_key": dict(self.per_key),
+            }
+
+    def __getitem__(self, name: str) -> Any:
+        """counters["completions"] reads a consistent value from any thread."""
+        return self.snapshot()[name]

@@ -1,0 +1,84 @@
+"""Fault injection and rate limiting for the simulated server.
+
+Faults are drawn from a seeded RNG stream owned by one server, not from the request's content:
+a retried request must be able to succeed, which a content-keyed fault never would.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+
+FAULT_KINDS = ("429", "500", "503", "hang", "drop", "malformed", "empty")
+
+
+@dataclass(frozen=True)
+class SimFaults:
+    """What goes wrong, and how often.
+
+    rate: probability that a request gets a fault; kinds: which faults (chosen uniformly);
+    retry_after: seconds advertised by a fault 429; hang_s: how long a hang lasts before a 504;
+    latency_s: added to every answer; rps: token-bucket limit (None: unlimited), burst max(1, rps/10).
+    """
+
+    rate: float = 0.0
+    kinds: tuple[str, ...] = FAULT_KINDS
+    retry_after: float = 1.0
+    hang_s: float = 30.0
+    latency_s: float = 0.0
+    rps: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [k for k in self.kinds if k not in FAULT_KINDS]
+        if bad:
+            raise ValueError(f"unknown fault kind(s) {', '.join(bad)}; expected some of {', '.join(FAULT_KINDS)}")
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError("fault rate must be between 0 and 1")
+        if self.rate > 0 and not self.kinds:
+            raise ValueError("a fault rate needs at least one fault kind")
+
+
+class FaultDice:
+    """Draws the fault (or None) for each request from a seeded stream."""
+
+    def __init__(self, faults: SimFaults) -> None:
+        self.faults = faults
+        self._rng = random.Random(faults.seed)
+
+    def draw(self) -> str | None:
+        if self.faults.rate <= 0 or not self.faults.kinds:
+            return None
+        if self._rng.random() >= self.faults.rate:
+            return None
+        return self._rng.choice(self.faults.kinds)
+
+
+class TokenBucket:
+    """rps tokens per second, holding at most `burst`; take() returns 0 or the seconds to wait."""
+
+    def __init__(self, rps: float, burst: float | None = None, clock=time.monotonic) -> None:
+        if rps <= 0:
+            raise ValueError("rps must be positive")
+        self.rps = rps
+        self.burst = burst if burst is not None else max(1.0, rps / 10.0)
+        self._clock = clock
+        self._tokens = self.burst
+        self._last = clock()
+
+    def take(self) -> float:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rps)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return 0.0
+        return (1.0 - self._tokens) / self.rps
+
+
+def retry_headers(seconds: float) -> dict[str, str]:
+    """Both spellings clients read: Retry-After (whole seconds, rounded up) and retry-after-ms."""
+    seconds = max(0.0, seconds)
+    return {"Retry-After": str(max(1, math.ceil(seconds))), "retry-after-ms": str(max(1, math.ceil(seconds * 1000)))}

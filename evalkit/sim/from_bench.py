@@ -1,0 +1,23 @@
+"""Answer keys built from a benchmark's own queries (every variant), for the simulated model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..images import ImagePipeline
+from ..types import Query
+from .answerkey import AnswerKey, build_answer_key
+
+
+def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | None = None) -> AnswerKey:
+    pipeline = pipeline or ImagePipeline()
+    return build_answer_key(queries, pipeline.fingerprint)
+
+
+def answer_key_for(bench: str, options: dict[str, Any]) -> AnswerKey:
+    """Load and expand `bench` exactly as `evalkit run` would, and key every query."""
+    from ..evaluate import DEFAULTS, prepare
+
+    _, _, queries, _ = prepare(bench, {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}})
+    return answer_key_from_queries(queries)

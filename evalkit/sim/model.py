@@ -1,0 +1,237 @@
+"""The simulated model: a pure, deterministic function from (prompt text, image fingerprints) to a reply.
+
+Its behaviour follows the reliability model evalkit measures: a base question is "known" with
+probability theta; a known question is answered correctly with probability r, an unknown one with
+probability g (a guess). Every draw is a sha256-derived uniform number, so the same request gets
+the same answer in every process and on every run, which is what caching and resume tests need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalkit.sim.answerkey import AnswerEntry, AnswerKey
+
+STYLES = ("letter", "sentence", "verbose", "refusal", "first", "yes", "mixed")
+MIXED_STYLES = ("letter", "sentence", "verbose")
+REFUSAL = "I'm sorry, but I can't help with identifying that."
+YES_NO = ("Yes", "No")
+
+_OPTION_LINE = re.compile(r"^[ \t]*\(?([A-Z])[.):][ \t]+\S", re.MULTILINE)
+_OPTION_DICT_KEY = re.compile(r"""['"]([A-Z])['"]\s*:""")
+_STANDALONE_LETTER = re.compile(r"(?<![A-Za-z0-9'])([A-E])(?![A-Za-z0-9'])")
+_YES = re.compile(r"\byes\b", re.IGNORECASE)
+_NO = re.compile(r"\bno\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """theta: share of base questions known; r: accuracy when known; g: accuracy when guessing
+    (None: 1 / number of options); style: how the reply is worded (see STYLES)."""
+
+    theta: float = 1.0
+    r: float = 1.0
+    g: float | None = None
+    seed: int = 0
+    style: str = "letter"
+
+    def __post_init__(self) -> None:
+        if self.style not in STYLES:
+            raise ValueError(f"unknown sim style {self.style!r}; expected one of {', '.join(STYLES)}")
+
+
+@dataclass(frozen=True)
+class SimReply:
+    """What the model says, the answer it meant (None for refusals/unknown), and why."""
+
+    content: str
+    answer: str | None
+    source: str  # "key", "replay", "judge", "unknown"
+
+
+def uniform(*parts: object) -> float:
+    """A deterministic uniform float in [0, 1) from the parts (not Python's salted hash())."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def estimate_tokens(text: str) -> int:
+    """Roughly four characters per token, the usual rule of thumb."""
+    return math.ceil(len(text) / 4)
+
+
+def image_tokens(width: int, height: int) -> int:
+    """OpenAI-style image cost: 85 base tokens plus 170 per 512-pixel tile."""
+    tiles = max(1, math.ceil(width / 512)) * max(1, math.ceil(height / 512))
+    return 85 + 170 * tiles
+
+
+def prompt_letters(text: str) -> list[str]:
+    """Option letters shown in a prompt ("A. cat" lines or "'A':" dict keys), in order of appearance."""
+    found: list[str] = []
+    for m in _OPTION_LINE.finditer(text):
+        if m.group(1) not in found:
+            found.append(m.group(1))
+    if not found:
+        for m in _OPTION_DICT_KEY.finditer(text):
+            if m.group(1) not in found:
+                found.append(m.group(1))
+    return found
+
+
+def prompt_options(text: str) -> dict[str, str]:
+    """Letter -> option text for "A. cat" style lines."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = re.match(r"^[ \t]*\(?([A-Z])[.):][ \t]+(.+?)\s*$", line)
+        if m and m.group(1) not in out:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def _default_prompt_dirs() -> list[Path]:
+    here = Path(__file__).resolve()
+    return [here.parents[2] / "prompts", here.parents[1] / "prompts"]
+
+
+def judge_heads(prompt_dirs: list[Path] | None = None) -> dict[str, str]:
+    """First line of each extractor prompt -> its kind ("mcq" / "yesno"); empty if not found."""
+    heads: dict[str, str] = {}
+    for kind in ("mcq", "yesno"):
+        for d in prompt_dirs or _default_prompt_dirs():
+            path = d / "extract" / f"{kind}.txt"
+            if path.is_file():
+                first = path.read_text(encoding="utf-8").splitlines()[0].strip()
+                if first:
+                    heads[first] = kind
+                break
+    return heads
+
+
+def judge_answer(kind: str, text: str) -> str:
+    """What a careful judge replies to an extractor prompt: the chosen letter, or Z / Unknown."""
+    start = text.find("\nAnswer: ")
+    end = text.rfind("\nYour reply:")
+    answer = text[start + len("\nAnswer: ") : end if end > start else None] if start >= 0 else ""
+    if kind == "yesno":
+        yes, no = bool(_YES.search(answer)), bool(_NO.search(answer))
+        return "Yes" if yes and not no else "No" if no and not yes else "Unknown"
+    opts_start = text.find("\nOptions:\n")
+    options = prompt_options(text[opts_start:start]) if 0 <= opts_start < start else {}
+    letters = {m.group(1) for m in _STANDALONE_LETTER.finditer(answer)}
+    if options:
+        letters &= set(options)
+    if len(letters) == 1:
+        return letters.pop()
+    if not letters:
+        low = answer.lower()
+        named = [k for k, v in options.items() if v and v.lower() in low]
+        if len(named) == 1:
+            return named[0]
+    return "Z"
+
+
+class SimModel:
+    """Answers requests from an answer key; pure apart from the judge prompts it reads once."""
+
+    def __init__(self, params: SimParams | None = None, key: AnswerKey | None = None,
+                 prompt_dirs: list[Path] | None = None) -> None:
+        self.params = params or SimParams()
+        self.key = key
+        self._judge_heads = judge_heads(prompt_dirs)
+
+    # -- decisions -----------------------------------------------------------------------
+
+    def knows(self, base_id: str) -> bool:
+        """Known-ness is a property of the base question, shared by all its variants."""
+        return uniform(self.params.seed, "known", base_id) < self.params.theta
+
+    def choices(self, entry: AnswerEntry, text: str) -> list[str]:
+        """What the model may answer for this entry: Yes/No, the option letters, or the prompt's letters."""
+        if entry.answer in YES_NO:
+            return list(YES_NO)
+        if entry.options:
+            return list(entry.options)
+        return prompt_letters(text) or ["A", "B", "C", "D"]
+
+    def decide(self, entry: AnswerEntry, text: str) -> str:
+        """The answer (letter or Yes/No) the model gives for a known entry.
+
+        Correctness is drawn from the entry's own text and fingerprints, not the request's, so
+        a client that resizes or re-encodes differently still gets the same answer.
+        """
+        p = self.params
+        choices = self.choices(entry, text)
+        known = self.knows(entry.base_id)
+        g = p.g if p.g is not None else 1.0 / max(1, len(choices))
+        ident = (p.seed, entry.base_id, entry.text, *entry.images)
+        if uniform(*ident, "correct") < (p.r if known else g):
+            return entry.answer
+        others = [c for c in choices if c != entry.answer]
+        if not others:
+            return "B" if entry.answer == "A" else "A"
+        return others[int(uniform(*ident, "wrong") * len(others))]
+
+    # -- wording -------------------------------------------------------------------------
+
+    def style_for(self, text: str, fps: list[str]) -> str:
+        if self.params.style != "mixed":
+            return self.params.style
+        return MIXED_STYLES[int(uniform(self.params.seed, "style", text, *fps) * len(MIXED_STYLES))]
+
+    @staticmethod
+    def render(style: str, answer: str, options: dict[str, str], letters: list[str]) -> str:
+        """Word an answer in a style. Verbose prose names the choice once and no other letter."""
+        yes_no = answer in YES_NO
+        if style == "refusal":
+            return REFUSAL
+        if style == "yes":
+            return "Yes"
+        if style == "first":
+            return "Yes" if yes_no else (list(options) or letters or ["A"])[0]
+        if style == "sentence":
+            return f"The answer is {answer}." if yes_no else f"The answer is ({answer})."
+        if style == "verbose":
+            if yes_no:
+                return (
+                    "Looking at the image carefully, the relevant details are clearly visible. "
+                    "After weighing what the picture shows against the question, "
+                    f"my answer is {answer.lower()}."
+                )
+            option_text = options.get(answer, "")
+            tail = f", {option_text}" if option_text else ""
+            return (
+                "Looking at the image carefully, the relevant details are clearly visible. "
+                "After weighing each choice against what the picture shows, "
+                f"I would go with option {answer}{tail}."
+            )
+        return answer
+
+    # -- entry point ---------------------------------------------------------------------
+
+    def reply(self, text: str, fps: list[str]) -> SimReply:
+        """The reply to one request, given only what is in its body."""
+        for head, kind in self._judge_heads.items():
+            if text.startswith(head):
+                return SimReply(judge_answer(kind, text), None, "judge")
+        entry = self.key.lookup(text, fps) if self.key is not None else None
+        if entry is not None and entry.reply is not None:
+            return SimReply(entry.reply, None, "replay")
+        style = self.style_for(text, fps)
+        letters = prompt_letters(text)
+        if entry is not None:
+            answer = self.decide(entry, text)
+            options = entry.options or prompt_options(text)
+            source = "key"
+        else:
+            pool = letters or ["A"]
+            answer = pool[int(uniform(self.params.seed, "unknown", text) * len(pool))]
+            options = prompt_options(text)
+            source = "unknown"
+        content = self.render(style, answer, options, letters)
+        meant = None if style == "refusal" else "Yes" if style == "yes" else content if style == "first" else answer
+        return SimReply(content, meant, source)

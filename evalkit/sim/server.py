@@ -1,0 +1,324 @@
+"""`evalkit sim`: an aiohttp server speaking the OpenAI / vLLM chat-completions wire format.
+
+The real `openai` SDK and plain HTTP clients both work against it, so tests exercise the
+real client code paths. The simulated model sees only the request body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import hashlib
+import io
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from PIL import Image
+
+from evalkit import fingerprint
+from evalkit.sim.answerkey import AnswerKey
+from evalkit.sim.counters import SimCounters, request_key
+from evalkit.sim.faults import FaultDice, SimFaults, TokenBucket, retry_headers
+from evalkit.sim.model import SimModel, SimParams, estimate_tokens, image_tokens
+from evalkit.sim.wire import MALFORMED_BODY, BadRequest, error_response, parse_body, shape_reply
+
+
+@dataclass
+class SimConfig:
+    """Everything that shapes one simulated server. latency_s adds to faults.latency_s."""
+
+    answer_key: AnswerKey | None = None
+    params: SimParams = field(default_factory=SimParams)
+    faults: SimFaults = field(default_factory=SimFaults)
+    served_model_name: str = "sim-model"
+    latency_s: float = 0.0
+    strict_model: bool = False  # 404 for model names other than served_model_name, like vLLM
+    fp_cache_size: int = 4096
+
+
+class SimState:
+    """Per-server state: the model, the fault dice, the rate limiter, counters, fingerprint memo."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.model = SimModel(config.params, config.answer_key)
+        self.dice = FaultDice(config.faults)
+        self.bucket = TokenBucket(config.faults.rps) if config.faults.rps else None
+        self.counters = SimCounters()
+        self.latency_s = config.latency_s + config.faults.latency_s
+        self.closing = asyncio.Event()
+        self._fps: OrderedDict[str, tuple[str, int, int]] = OrderedDict()
+        self._serial = 0
+
+    def image_info(self, url: str) -> tuple[str, int, int]:
+        """(fingerprint, width, height) of a data-URI image, memoised by the sha1 of its base64 text."""
+        head, sep, b64 = url.partition(",")
+        if not sep or not head.startswith("data:") or ";base64" not in head:
+            raise BadRequest("only base64 data: image URLs are supported by evalkit sim")
+        memo = hashlib.sha1(b64.encode("ascii", "replace")).hexdigest()
+        hit = self._fps.get(memo)
+        if hit is not None:
+            self._fps.move_to_end(memo)
+            return hit
+        try:
+            data = base64.b64decode(b64, validate=False)
+            fp = fingerprint.fingerprint_bytes(data)
+            with Image.open(io.BytesIO(data)) as img:
+                width, height = img.size
+        except (binascii.Error, OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise BadRequest(f"could not decode image: {exc}") from exc
+        self._fps[memo] = (fp, width, height)
+        if len(self._fps) > self.config.fp_cache_size:
+            self._fps.popitem(last=False)
+        return fp, width, height
+
+    def next_id(self) -> str:
+        self._serial += 1
+        return f"chatcmpl-sim{self._serial:010d}"
+
+
+STATE = web.AppKey("evalkit_sim_state", SimState)
+
+
+async def _drop(request: web.Request) -> web.StreamResponse:
+    """Close the connection without a byte of response (the client sees a disconnect)."""
+    if request.transport is not None:
+        request.transport.abort()
+    raise asyncio.CancelledError  # aiohttp treats this as a dropped connection and writes nothing
+
+
+async def handle_chat(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    state.counters.start()
+    try:
+        return await _chat(request, state)
+    finally:
+        state.counters.finish()
+
+
+async def _chat(request: web.Request, state: SimState) -> web.StreamResponse:
+    counters, config = state.counters, state.config
+    try:
+        body = json.loads(await request.read())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        counters.status(400)
+        return error_response(400, f"invalid JSON body: {exc}", "BadRequestError", 400)
+    if state.bucket is not None:
+        wait = state.bucket.take()
+        if wait > 0:
+            counters.status(429)
+            return error_response(429, "rate limit exceeded (rps)", "RateLimitError", "rate_limit_exceeded", retry_headers(wait))
+    try:
+        req = parse_body(body)
+        fps_info = [state.image_info(u) for u in req.image_urls]
+    except BadRequest as exc:
+        counters.status(400)
+        return error_response(400, str(exc), "BadRequestError", 400)
+    if config.strict_model and req.model != config.served_model_name:
+        counters.status(404)
+        return error_response(404, f"The model `{req.model}` does not exist.", "NotFoundError", 404)
+
+    fault = state.dice.draw()
+    if state.latency_s > 0 and fault not in ("hang", "drop"):
+        await asyncio.sleep(state.latency_s)
+    if fault is not None:
+        counters.fault(fault)
+    if fault == "429":
+        counters.status(429)
+        retry = retry_headers(config.faults.retry_after)
+        return error_response(429, "rate limit exceeded (injected)", "RateLimitError", "rate_limit_exceeded", retry)
+    if fault in ("500", "503"):
+        counters.status(int(fault))
+        message = "internal server error (injected)" if fault == "500" else "service unavailable (injected)"
+        return error_response(int(fault), message, "InternalServerError", int(fault))
+    if fault == "hang":
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(state.closing.wait(), timeout=config.faults.hang_s)
+        counters.status(504)
+        return error_response(504, "gateway timeout (injected hang)", "InternalServerError", 504)
+    if fault == "drop":
+        return await _drop(request)
+    if fault == "malformed":
+        return web.Response(status=200, text=MALFORMED_BODY, content_type="application/json")
+
+    fps = [fp for fp, _, _ in fps_info]
+    reply = state.model.reply(req.text, fps)
+    content, finish = shape_reply("" if fault == "empty" else reply.content, reply.answer, req)
+    prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
+    completion_tokens = estimate_tokens(content) + 1
+    payload = {
+        "id": state.next_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    if content:
+        counters.completed(request_key(body))
+    return web.json_response(payload)
+
+
+async def handle_models(request: web.Request) -> web.Response:
+    name = request.app[STATE].config.served_model_name
+    created = int(time.time())
+    return web.json_response(
+        {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "evalkit-sim"}]}
+    )
+
+
+async def handle_counters(request: web.Request) -> web.Response:
+    return web.json_response(request.app[STATE].counters.snapshot())
+
+
+async def handle_reset(request: web.Request) -> web.Response:
+    request.app[STATE].counters.reset()
+    return web.json_response({"ok": True})
+
+
+async def handle_health(request: web.Request) -> web.Response:
+    return web.Response(text="")
+
+
+def build_app(config: SimConfig) -> web.Application:
+    """The aiohttp application; call inside a running loop (its state owns an asyncio.Event)."""
+    app = web.Application(client_max_size=256 * 1024 * 1024)
+    app[STATE] = SimState(config)
+    app.router.add_post("/v1/chat/completions", handle_chat)
+    app.router.add_get("/v1/models", handle_models)
+    app.router.add_get("/sim/counters", handle_counters)
+    app.router.add_post("/sim/reset", handle_reset)
+    app.router.add_get("/health", handle_health)
+    return app
+
+
+class SimServer:
+    """A running simulated server on the current event loop."""
+
+    def __init__(self, runner: web.AppRunner, state: SimState, url: str) -> None:
+        self._runner = runner
+        self._state = state
+        self.url = url
+        self.config = state.config
+
+    @property
+    def counters(self) -> SimCounters:
+        return self._state.counters
+
+    async def close(self) -> None:
+        """Stop serving; hanging requests are released at once instead of after hang_s."""
+        self._state.closing.set()
+        await self._runner.cleanup()
+
+    async def __aenter__(self) -> SimServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def start_sim(config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 0) -> SimServer:
+    """Start a simulated server on the running loop; port 0 picks a free port (see .url)."""
+    app = build_app(config or SimConfig())
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0]
+    return SimServer(runner, app[STATE], f"http://{bound[0]}:{bound[1]}")
+
+
+class SimThread:
+    """A simulated server on its own event loop in a background thread, for synchronous callers."""
+
+    def __init__(self, config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.config = config or SimConfig()
+        self.host, self.port = host, port
+        self.url = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: SimServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> SimThread:
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                self._server = loop.run_until_complete(start_sim(self.config, self.host, self.port))
+            except BaseException as exc:  # surfaced to the starting thread
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            self.url = self._server.url
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._server.close())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="evalkit-sim", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        return self
+
+    @property
+    def counters(self) -> SimCounters:
+        """The live counters; use .snapshot() or counters[name], both safe from this thread."""
+        if self._server is None:
+            raise RuntimeError("SimThread is not running")
+        return self._server.counters
+
+    def close(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._thread = None
+
+    def __enter__(self) -> SimThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def serve_forever(config: SimConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run until Ctrl-C, for `evalkit sim`."""
+
+    async def main() -> None:
+        server = await start_sim(config, host, port)
+        print(f"evalkit sim listening on {server.url}", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.close()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
