@@ -198,7 +198,9 @@ class ResponseCache:
         return len(self._cache)
 
     def stats(self) -> CacheStats:
-        return CacheStats(entries=len(self._cache), size_bytes=int(self._cache.volume()), directory=str(self.directory))
+        return CacheStats(
+            entries=len(self._cache), size_bytes=int(self._cache.volume()), directory=str(self.directory)
+        )
 
     def clear(self) -> int:
         """Remove every entry; returns how many were removed."""

@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_sim_parser(sp: argparse.ArgumentParser) -> None:
-    from .sim.server import add_sim_arguments
+    from .sim.args import add_sim_arguments
 
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8000)
@@ -148,7 +148,8 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from .sim.server import config_from_args, serve_forever
+    from .sim.args import config_from_args
+    from .sim.server import serve_forever
 
     config = config_from_args(args)
     if args.bench:

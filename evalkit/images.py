@@ -19,7 +19,7 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Generic, TypeVar
@@ -31,13 +31,7 @@ from evalkit.errors import EvalkitError
 from evalkit.fingerprint import fingerprint_image
 from evalkit.types import ImagePart, ImageRef, Transform
 
-MIME = {
-    "JPEG": "image/jpeg",
-    "MPO": "image/jpeg",
-    "PNG": "image/png",
-    "WEBP": "image/webp",
-    "GIF": "image/gif",
-}
+MIME = dict(JPEG="image/jpeg", MPO="image/jpeg", PNG="image/png", WEBP="image/webp", GIF="image/gif")
 _OUT_FORMATS = ("JPEG", "PNG", "WEBP")
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 _QUARTER = {1: Image.Transpose.ROTATE_90, 2: Image.Transpose.ROTATE_180, 3: Image.Transpose.ROTATE_270}
@@ -147,6 +141,25 @@ def _unrotate_box(box: Box, quarter: int, w: int, h: int) -> Box:
     if quarter == 3:
         return (y0, h - x1, y1, h - x0)
     return box
+
+
+def _decode(
+    img: Image.Image, draft: Callable[[tuple[int, int]], tuple[int, int] | None]
+) -> tuple[Image.Image, tuple[int, int], float]:
+    """Decode an image from _lazy to oriented RGB -> (image, full oriented size, draft scale)."""
+    orient = _orientation(img)
+    swap = orient in (5, 6, 7, 8)
+    full = (img.height, img.width) if swap else img.size
+    scale = 1.0
+    want = draft(full) if img.format in ("JPEG", "MPO") else None
+    if want is not None:
+        res = img.draft("RGB", (want[1], want[0]) if swap else want)
+        if res is not None:
+            scale = (full[1] if swap else full[0]) / res[1][2]
+    img.load()
+    if orient != 1:
+        img = ImageOps.exif_transpose(img)
+    return to_rgb(img), full, scale
 
 
 # ---------------------------------------------------------------- values
@@ -294,11 +307,13 @@ def _plan(full: tuple[int, int], t: Transform, what: str) -> _Plan:
 class ImagePipeline:
     """Turns ImageParts into PreparedImages; thread-safe, memoised, memory-bounded.
 
-    decode_slots bounds how many images are decoded at once: decoding is CPU-bound, so more
-    slots than cores only adds peak memory (a 4000x3000 RGB image is 36 MB).
+    All pixel work runs on `workers` threads owned by the pipeline (default: min(2, CPUs)),
+    whatever thread calls it. Decoding is CPU-bound, so more threads only add peak memory (a
+    4000x3000 RGB decode is 36 MB), and glibc keeps freed memory in per-thread arenas: big
+    buffers allocated from every asyncio.to_thread worker nearly doubled peak RSS in tests.
     """
 
-    def __init__(self, max_bytes: int = 256 * 2**20, *, decode_slots: int | None = None):
+    def __init__(self, max_bytes: int = 256 * 2**20, *, workers: int | None = None):
         self.stats = ImageStats()
         self._prepared: _Memo[tuple[str, Transform], PreparedImage] = _Memo(
             max_bytes, lambda _k, p: p.nbytes, self.stats
@@ -308,7 +323,16 @@ class ImagePipeline:
             _HASH_MEMO_BYTES, lambda k, _s: 200 + (0 if k[0] == "path" else len(k[1]))
         )
         self._stats_lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(decode_slots or max(1, min(4, os.cpu_count() or 1)))
+        n = workers or max(1, min(2, os.cpu_count() or 1))
+        self._workers = ThreadPoolExecutor(n, thread_name_prefix="evalkit-image")
+
+    def _on_worker(self, fn: Callable[[], V]) -> V:
+        """Run pixel work on the pipeline's own few threads (see the class docstring)."""
+        return self._workers.submit(fn).result()
+
+    def close(self) -> None:
+        """Stop the worker threads (idle ones cost nothing; this is for tidy shutdowns)."""
+        self._workers.shutdown(wait=True)
 
     # -- sources
 
@@ -362,36 +386,19 @@ class ImagePipeline:
 
     @contextmanager
     def _lazy(self, ref: ImageRef) -> Iterator[Image.Image]:
-        """The image with only its header read; the file is closed on exit."""
+        """The image with only its header read; read errors in the body name the image."""
         with self._reading(ref):
             src = str(ref.value) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
-            img = Image.open(src)
-        with img:
-            yield img
-
-    def _decode(
-        self, img: Image.Image, ref: ImageRef, draft: Callable[[tuple[int, int]], tuple[int, int] | None]
-    ) -> tuple[Image.Image, tuple[int, int], float]:
-        """Decode a lazily opened image to oriented RGB -> (image, full oriented size, scale)."""
-        orient = _orientation(img)
-        swap = orient in (5, 6, 7, 8)
-        full = (img.height, img.width) if swap else img.size
-        scale = 1.0
-        want = draft(full) if img.format in ("JPEG", "MPO") else None
-        with self._reading(ref):
-            if want is not None:
-                res = img.draft("RGB", (want[1], want[0]) if swap else want)
-                if res is not None:
-                    scale = (full[1] if swap else full[0]) / res[1][2]
-            img.load()
-            if orient != 1:
-                img = ImageOps.exif_transpose(img)
-            return to_rgb(img), full, scale
+            with Image.open(src) as img:
+                yield img
 
     def open(self, ref: ImageRef, draft_size: tuple[int, int] | None = None) -> Image.Image:
         """Decoded, EXIF-oriented RGB; JPEGs decode at reduced scale when draft_size allows."""
-        with self._slots, self._lazy(ref) as img:
-            out, _, _ = self._decode(img, ref, lambda _full: draft_size)
+        return self._on_worker(lambda: self._open(ref, draft_size))
+
+    def _open(self, ref: ImageRef, draft_size: tuple[int, int] | None) -> Image.Image:
+        with self._lazy(ref) as img:
+            out, _, _ = _decode(img, lambda _full: draft_size)
         self._count(decodes=1, decoded_pixels=out.width * out.height)
         return out
 
@@ -400,7 +407,9 @@ class ImagePipeline:
     def prepare(self, part: ImagePart) -> PreparedImage:
         """The bytes to send for one image part, memoised by (source hash, transform)."""
         key = (self.source_hash(part.ref), part.transform)
-        return self._prepared.get_or_compute(key, lambda: self._prepare(part, key[0]))
+        return self._prepared.get_or_compute(
+            key, lambda: self._on_worker(lambda: self._prepare(part, key[0]))
+        )
 
     def _prepare(self, part: ImagePart, sha: str) -> PreparedImage:
         t, ref = part.transform, part.ref
@@ -413,8 +422,7 @@ class ImagePipeline:
             if t.is_identity() and plain:
                 self._count(passthrough=1)
                 return PreparedImage(self.source_bytes(ref), MIME[img.format], img.width, img.height)
-            with self._slots:
-                out, pixels = self._region(img, ref, t, None)
+            out, pixels = self._region(img, ref, t, None)
         self._count(decodes=1, decoded_pixels=pixels)
         if min(out.size) >= 64:  # a free fingerprint: 16x16 thumbnails barely notice the resize
             self._fps.put((sha, t.rotate, t.crop), fingerprint_image(out))
@@ -431,7 +439,7 @@ class ImagePipeline:
         """
         what = ref.describe()
         if t.rotate % 90:  # arbitrary angle: rotate at full resolution first (rare, no draft)
-            rgb, _, _ = self._decode(img, ref, lambda _f: None)
+            rgb, _, _ = _decode(img, lambda _f: None)
             pixels = rgb.width * rgb.height
             rgb = rotate_image(rgb, t.rotate)
             plan = _plan(rgb.size, replace(t, rotate=0), what)
@@ -443,7 +451,7 @@ class ImagePipeline:
             plans.append(shrink(p) if shrink else p)
             return plans[0].draft(full)
 
-        rgb, full, scale = self._decode(img, ref, want)
+        rgb, full, scale = _decode(img, want)
         if not plans:
             want(full)
         out = self._crop_resize(rgb, plans[0], scale)
@@ -463,7 +471,8 @@ class ImagePipeline:
         """Fingerprint of the image after rotate and crop (resize/encode barely change it)."""
         t = part.transform
         sha = self.source_hash(part.ref)
-        return self._fps.get_or_compute((sha, t.rotate, t.crop), lambda: self._fingerprint(part))
+        key = (sha, t.rotate, t.crop)
+        return self._fps.get_or_compute(key, lambda: self._on_worker(lambda: self._fingerprint(part)))
 
     def _fingerprint(self, part: ImagePart) -> str:
         def shrink(p: _Plan) -> _Plan:  # only ~128 px of the region are needed for a 16x16 thumbnail
@@ -472,7 +481,7 @@ class ImagePipeline:
             return replace(p, target=(math.ceil(bw * s), math.ceil(bh * s)))
 
         t = Transform(rotate=part.transform.rotate, crop=part.transform.crop)
-        with self._slots, self._lazy(part.ref) as img:
+        with self._lazy(part.ref) as img:
             out, _ = self._region(img, part.ref, t, shrink)
         self._count(fp_decodes=1)
         return fingerprint_image(out)

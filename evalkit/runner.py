@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from .cache import ResponseCache, request_key
+from .cache import CacheLike, request_key
 from .errors import ProviderError
 from .images import ImagePipeline, PreparedImage
 from .limiter import Limiter
@@ -66,7 +66,7 @@ def estimate_tokens(query: Query) -> int:
 
 
 class Runner:
-    def __init__(self, provider: Provider, *, limiter: Limiter, cache: ResponseCache, pipeline: ImagePipeline,
+    def __init__(self, provider: Provider, *, limiter: Limiter, cache: CacheLike, pipeline: ImagePipeline,
                  policy: RetryPolicy | None = None, fingerprints: bool = True):
         self.provider = provider
         self.limiter = limiter
@@ -111,7 +111,7 @@ class Runner:
         last_empty: Response | None = None
         retrying = AsyncRetrying(
             stop=stop_after_attempt(p.max_attempts),
-            wait=wait_exponential_jitter(initial=p.initial_s, max=p.max_s),
+            wait=wait_random_exponential(multiplier=p.initial_s, max=p.max_s),
             retry=retry_if_exception(_retryable),
             reraise=True,
         )

@@ -58,7 +58,10 @@ def test_key_is_stable_sha256_hex() -> None:
     assert k == key()
     assert len(k) == 64 and int(k, 16) >= 0
     # rebuilt from equal (not identical) objects
-    same = (Message("system", (TextPart("Be brief."),)), Message("user", (ImagePart(IMG, Transform()), TextPart("Which is it?\nA. x\nB. y"))))
+    same = (
+        Message("system", (TextPart("Be brief."),)),
+        Message("user", (ImagePart(IMG, Transform()), TextPart("Which is it?\nA. x\nB. y"))),
+    )
     assert key(messages=same) == k
 
 
@@ -74,8 +77,18 @@ def test_key_matches_documented_canonical_json() -> None:
             {
                 "role": "user",
                 "parts": [
-                    {"image": hash_bytes(IMG), "transform": {"rotate": 90, "crop": None, "max_side": None,
-                                                             "max_pixels": None, "size": None, "fmt": None, "quality": 90}},
+                    {
+                        "image": hash_bytes(IMG),
+                        "transform": {
+                            "rotate": 90,
+                            "crop": None,
+                            "max_side": None,
+                            "max_pixels": None,
+                            "size": None,
+                            "fmt": None,
+                            "quality": 90,
+                        },
+                    },
                     {"text": "hi"},
                 ],
             }
@@ -83,7 +96,12 @@ def test_key_matches_documented_canonical_json() -> None:
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     expected = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    assert request_key(provider="p", model="m", endpoint="e", params=GenParams(), messages=msgs, source_hash=hash_bytes) == expected
+    assert (
+        request_key(
+            provider="p", model="m", endpoint="e", params=GenParams(), messages=msgs, source_hash=hash_bytes
+        )
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -100,13 +118,43 @@ def test_key_matches_documented_canonical_json() -> None:
         {"params": GenParams.with_extra({"chat_template_kwargs": {"enable_thinking": False}})},
         {"messages": (Message.system("Be brief!"), Message.user(ImagePart(IMG), "Which is it?\nA. x\nB. y"))},
         {"messages": (Message.user(ImagePart(IMG), "Which is it?\nA. x\nB. y"),)},  # no system message
-        {"messages": (Message.system("Be brief."), Message.user(ImagePart(IMG2), "Which is it?\nA. x\nB. y"))},
+        {
+            "messages": (
+                Message.system("Be brief."),
+                Message.user(ImagePart(IMG2), "Which is it?\nA. x\nB. y"),
+            )
+        },
         {"messages": (Message.system("Be brief."), Message.user("Which is it?\nA. x\nB. y", ImagePart(IMG)))},
-        {"messages": (Message.system("Be brief."), Message.user(ImagePart(IMG, Transform(rotate=90)), "Which is it?\nA. x\nB. y"))},
-        {"messages": (Message.system("Be brief."), Message.user(ImagePart(IMG, Transform(max_side=1024)), "Which is it?\nA. x\nB. y"))},
-        {"messages": (Message.system("Be brief."), Message.user(ImagePart(IMG, Transform(fmt="JPEG")), "Which is it?\nA. x\nB. y"))},
-        {"messages": (Message.system("Be brief."), Message.user(ImagePart(IMG, Transform(crop=(0, 0, 5, 5))), "Which is it?\nA. x\nB. y"))},
-        {"messages": (Message("assistant", (TextPart("Be brief."),)), Message.user(ImagePart(IMG), "Which is it?\nA. x\nB. y"))},
+        {
+            "messages": (
+                Message.system("Be brief."),
+                Message.user(ImagePart(IMG, Transform(rotate=90)), "Which is it?\nA. x\nB. y"),
+            )
+        },
+        {
+            "messages": (
+                Message.system("Be brief."),
+                Message.user(ImagePart(IMG, Transform(max_side=1024)), "Which is it?\nA. x\nB. y"),
+            )
+        },
+        {
+            "messages": (
+                Message.system("Be brief."),
+                Message.user(ImagePart(IMG, Transform(fmt="JPEG")), "Which is it?\nA. x\nB. y"),
+            )
+        },
+        {
+            "messages": (
+                Message.system("Be brief."),
+                Message.user(ImagePart(IMG, Transform(crop=(0, 0, 5, 5))), "Which is it?\nA. x\nB. y"),
+            )
+        },
+        {
+            "messages": (
+                Message("assistant", (TextPart("Be brief."),)),
+                Message.user(ImagePart(IMG), "Which is it?\nA. x\nB. y"),
+            )
+        },
     ],
 )
 def test_any_output_affecting_change_changes_the_key(change: dict[str, Any]) -> None:
@@ -129,6 +177,7 @@ def test_key_depends_on_image_bytes_not_path(tmp_path: Path) -> None:
 
     def msgs(ref: ImageRef) -> tuple[Message, ...]:
         return (Message.user(ImagePart(ref), "q"),)
+
     k_path = key(messages=msgs(ImageRef.from_path(str(a))))
     assert key(messages=msgs(ImageRef.from_path(str(b)))) == k_path
     assert key(messages=msgs(ImageRef.from_bytes(data))) == k_path
@@ -247,7 +296,9 @@ def test_corrupt_or_foreign_entries_are_misses(tmp_path: Path) -> None:
     con = sqlite3.connect(tmp_path / "cache.db")
     try:
         # an entry written by something else: a pickled blob (mode 4), and broken JSON text
-        con.execute("UPDATE Cache SET mode = 4, value = ? WHERE key = 'ok'", (pickle.dumps({"text": "evil"}),))
+        con.execute(
+            "UPDATE Cache SET mode = 4, value = ? WHERE key = 'ok'", (pickle.dumps({"text": "evil"}),)
+        )
         con.execute("UPDATE Cache SET value = '{not json' WHERE key = 'broken'")
         con.execute("UPDATE Cache SET value = '[1, 2]' WHERE key = 'list'")
         con.commit()

@@ -164,6 +164,18 @@ def test_jpeg_draft_decodes_big_images_at_reduced_scale(tmp_path: Path) -> None:
     assert np.abs(np.asarray(decode(out), dtype=np.int16) - want).mean() < 6
 
 
+def test_draft_respects_exif_orientation(tmp_path: Path) -> None:
+    big = picture(1600, 1200, seed=4)
+    exif = Image.Exif()
+    exif[0x0112] = 8  # display = stored rotated 90 degrees counter-clockwise
+    ref = write(tmp_path, "ob.jpg", encoded(big, "JPEG", exif=exif.tobytes(), quality=90))
+    pipe = ImagePipeline()
+    out = pipe.prepare(ImagePart(ref, Transform(max_side=400, fmt="PNG")))
+    assert (out.width, out.height) == (300, 400) and pipe.stats.decoded_pixels == 400 * 300
+    want = np.asarray(rotate_image(big, 90).resize((300, 400), Image.Resampling.LANCZOS), dtype=np.int16)
+    assert np.abs(np.asarray(decode(out), dtype=np.int16) - want).mean() < 6
+
+
 # ---------------------------------------------------------------- transforms
 
 
@@ -213,6 +225,8 @@ def test_max_side_max_pixels_and_size(tmp_path: Path) -> None:
     assert dims(Transform(size=(64, 64))) == (64, 64)
     assert dims(Transform(size=(512, 512))) == (512, 512)  # exact size may upscale
     assert dims(Transform(rotate=90, max_side=200)) == (150, 200)
+    w, h = dims(Transform(rotate=45, max_side=200))  # arbitrary angles expand, then fit
+    assert max(w, h) == 200 and abs(w - h) < 30
 
 
 def test_identity_sends_the_source_bytes(tmp_path: Path) -> None:
@@ -301,7 +315,9 @@ def test_fingerprint_survives_resize_and_reencode(tmp_path: Path) -> None:
     img = picture(640, 480, seed=5)
     ref = write(tmp_path, "f.png", encoded(img))
     copy = ImageRef.from_bytes(encoded(img.resize((320, 240)), "JPEG", quality=60))
-    other = write(tmp_path, "g.png", encoded(picture(640, 480, seed=6).transpose(Image.Transpose.FLIP_LEFT_RIGHT)))
+    other = write(
+        tmp_path, "g.png", encoded(picture(640, 480, seed=6).transpose(Image.Transpose.FLIP_LEFT_RIGHT))
+    )
     pipe = ImagePipeline()
     fp = pipe.fingerprint(ImagePart(ref))
     assert distance(fp, pipe.fingerprint(ImagePart(copy))) < 8

@@ -82,7 +82,9 @@ def max_window_excess(times: Sequence[float], weights: Sequence[float], rate: fl
     return best
 
 
-async def _request(lim: Limiter, clock: FakeClock, log: list[tuple[float, int]], dur: float, est: int = 0) -> None:
+async def _request(
+    lim: Limiter, clock: FakeClock, log: list[tuple[float, int]], dur: float, est: int = 0
+) -> None:
     async with lim.slot(est):
         log.append((clock.now(), est))
         await clock.sleep(dur)
@@ -284,7 +286,9 @@ async def test_report_tokens_without_tpm_is_harmless() -> None:
 # --- pauses --------------------------------------------------------------------------------
 
 
-async def _flow_with_pauses(pauses: list[tuple[float, float]], n: int = 300) -> tuple[list[tuple[str, float]], Limiter]:
+async def _flow_with_pauses(
+    pauses: list[tuple[float, float]], n: int = 300
+) -> tuple[list[tuple[str, float]], Limiter]:
     clock = FakeClock()
     lim = Limiter(concurrency=8, rpm=1200, clock=clock)
     events: list[tuple[str, float]] = []

@@ -13,9 +13,11 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -42,6 +44,21 @@ class SimConfig:
     fp_cache_size: int = 4096
 
 
+ImageInfo = tuple[str, int, int]
+
+
+def decode_image(b64: str) -> ImageInfo:
+    """Fingerprint and size of base64 image bytes; BadRequest when they are not an image."""
+    try:
+        data = base64.b64decode(b64, validate=False)
+        fp = fingerprint.fingerprint_bytes(data)
+        with Image.open(io.BytesIO(data)) as img:
+            width, height = img.size
+    except (binascii.Error, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise BadRequest(f"could not decode image: {exc}") from exc
+    return fp, width, height
+
+
 class SimState:
     """Per-server state: the model, the fault dice, the rate limiter, counters, fingerprint memo."""
 
@@ -53,30 +70,37 @@ class SimState:
         self.counters = SimCounters()
         self.latency_s = config.latency_s + config.faults.latency_s
         self.closing = asyncio.Event()
-        self._fps: OrderedDict[str, tuple[str, int, int]] = OrderedDict()
+        self._fps: OrderedDict[str, asyncio.Future[ImageInfo]] = OrderedDict()
+        self._pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="evalkit-sim-img")
         self._serial = 0
 
-    def image_info(self, url: str) -> tuple[str, int, int]:
-        """(fingerprint, width, height) of a data-URI image, memoised by the sha1 of its base64 text."""
+    async def image_info(self, url: str) -> ImageInfo:
+        """(fingerprint, width, height) of a data-URI image, memoised by the sha1 of its base64 text.
+
+        Decoding runs in a small thread pool (PIL releases the GIL), and concurrent requests for
+        the same picture share one decode.
+        """
         head, sep, b64 = url.partition(",")
         if not sep or not head.startswith("data:") or ";base64" not in head:
             raise BadRequest("only base64 data: image URLs are supported by evalkit sim")
         memo = hashlib.sha1(b64.encode("ascii", "replace")).hexdigest()
-        hit = self._fps.get(memo)
-        if hit is not None:
+        fut = self._fps.get(memo)
+        if fut is None:
+            fut = asyncio.get_running_loop().run_in_executor(self._pool, decode_image, b64)
+            self._fps[memo] = fut
+            if len(self._fps) > self.config.fp_cache_size:
+                self._fps.popitem(last=False)
+        else:
             self._fps.move_to_end(memo)
-            return hit
         try:
-            data = base64.b64decode(b64, validate=False)
-            fp = fingerprint.fingerprint_bytes(data)
-            with Image.open(io.BytesIO(data)) as img:
-                width, height = img.size
-        except (binascii.Error, OSError, ValueError, Image.DecompressionBombError) as exc:
-            raise BadRequest(f"could not decode image: {exc}") from exc
-        self._fps[memo] = (fp, width, height)
-        if len(self._fps) > self.config.fp_cache_size:
-            self._fps.popitem(last=False)
-        return fp, width, height
+            return await asyncio.shield(fut)
+        except BadRequest:
+            self._fps.pop(memo, None)
+            raise
+
+    def shutdown(self) -> None:
+        self.closing.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def next_id(self) -> str:
         self._serial += 1
@@ -116,7 +140,7 @@ async def _chat(request: web.Request, state: SimState) -> web.StreamResponse:
             return error_response(429, "rate limit exceeded (rps)", "RateLimitError", "rate_limit_exceeded", retry_headers(wait))
     try:
         req = parse_body(body)
-        fps_info = [state.image_info(u) for u in req.image_urls]
+        fps_info = [await state.image_info(u) for u in req.image_urls]
     except BadRequest as exc:
         counters.status(400)
         return error_response(400, str(exc), "BadRequestError", 400)
@@ -149,7 +173,9 @@ async def _chat(request: web.Request, state: SimState) -> web.StreamResponse:
 
     fps = [fp for fp, _, _ in fps_info]
     reply = state.model.reply(req.text, fps)
-    content, finish = shape_reply("" if fault == "empty" else reply.content, reply.answer, req)
+    content, finish = shape_reply(reply.content, reply.answer, req)
+    if fault == "empty":
+        content = ""
     prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
     completion_tokens = estimate_tokens(content) + 1
     payload = {
@@ -224,7 +250,7 @@ class SimServer:
 
     async def close(self) -> None:
         """Stop serving; hanging requests are released at once instead of after hang_s."""
-        self._state.closing.set()
+        self._state.shutdown()
         await self._runner.cleanup()
 
     async def __aenter__(self) -> SimServer:

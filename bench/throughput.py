@@ -1,0 +1,205 @@
+"""Throughput of evalkit's request path against a bare aiohttp loop, on the simulated server.
+
+The server runs in its own process (`python -m evalkit.cli sim`). For each server latency,
+each path sends --requests requests with --concurrency in flight, cache off, one ~30 KB JPEG:
+
+  bare      one aiohttp ClientSession, a semaphore, the same pre-encoded body every time
+  vllm      evalkit's Runner + vllm provider + Limiter + NullCache + ImagePipeline over
+            distinct Query objects (key, image memo, provider, retries wrapper, limiter)
+  run       evalkit.run_async("mcq", "vllm/sim-model", ...) on a JSONL dataset: the whole
+            run (load, expand, ask, records.jsonl, parse, summary, report)
+  openai    the same Runner with the openai/ provider (official SDK, aiohttp transport)
+
+Paths are measured in rotating order over --repeats rounds, after a short warm-up; the best
+round of each path is reported and divided by the best bare round of the same latency.
+
+    .venv/bin/python bench/throughput.py [--requests 3000] [--concurrency 64] [--latencies 0,100]
+                                         [--repeats 2] [--paths bare,vllm,run,openai] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from _common import QUESTION, SimProcess, bare_loop, chat_body, env_without_keys, make_jpeg, write_dataset
+
+from evalkit.cache import NullCache
+from evalkit.evaluate import run_async
+from evalkit.images import ImagePipeline
+from evalkit.limiter import Limiter
+from evalkit.providers import create_provider, parse_spec
+from evalkit.runner import Outcome, RetryPolicy, Runner
+from evalkit.types import GenParams, ImagePart, ImageRef, Message, Query
+
+TARGETS = {0.0: 0.5, 100.0: 0.8}  # vllm path / bare, acceptance
+ALL_PATHS = ("bare", "vllm", "run", "openai")
+
+
+def make_queries(image: Path, n: int, tag: str) -> list[Query]:
+    """n distinct queries (distinct question text, so no key repeats) on the same image file."""
+    ref = ImageRef.from_path(str(image))
+    params = GenParams(temperature=0.0, max_tokens=1024)
+    return [
+        Query(id=f"{tag}{i}", item_id=f"{tag}{i}", base_id=f"{tag}{i}", variant={},
+              messages=(Message.user(ImagePart(ref), f"[{tag} {i}] {QUESTION}"),), gold="A",
+              options={"A": "a cat", "B": "a dog", "C": "a tree", "D": "a car"}, params=params)
+        for i in range(n)
+    ]
+
+
+async def runner_path(model: str, url: str, queries: list[Query], concurrency: int) -> int:
+    """One evalkit run's ask phase (fresh provider, limiter, cache, pipeline); returns errors."""
+    env = {**env_without_keys(), "OPENAI_API_KEY": "sk-sim-bench"}
+    spec = parse_spec(model, [url + "/v1"], env)
+    provider = create_provider(spec, env)
+    pipeline = ImagePipeline()
+    runner = Runner(provider, limiter=Limiter(concurrency=concurrency), cache=NullCache(), pipeline=pipeline,
+                    policy=RetryPolicy())
+    errors = 0
+
+    def sink(outcome: Outcome) -> None:
+        nonlocal errors
+        if not outcome.response.ok:
+            errors += 1
+
+    try:
+        await runner.run(queries, sink, workers=concurrency)
+    finally:
+        await provider.close()
+        pipeline.close()
+    return errors
+
+
+async def full_run(url: str, data: Path, concurrency: int) -> int:
+    """evalkit.run_async end to end in a fresh run directory; returns queries without a good record."""
+    with tempfile.TemporaryDirectory(prefix="evalkit-bench-run-") as out:
+        result = await run_async("mcq", "vllm/sim-model", data=str(data), no_cache=True, progress=False,
+                                 concurrency=concurrency, base_url=url, out=out, env=env_without_keys())
+        good = sum(1 for r in result.records if r.error is None)
+        return result.summary["n_queries"] - good
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, work: Path):
+        self.args = args
+        self.image = work / "image.jpg"
+        self.image_kb = make_jpeg(self.image) / 1000
+        self.body = chat_body(self.image.read_bytes(), QUESTION)
+        self.data = work / "items.jsonl"
+        write_dataset(self.data, self.image, args.requests)
+        self._round = 0
+
+    def job(self, path: str, url: str, n: int) -> Callable[[], Awaitable[int]]:
+        """A zero-argument coroutine factory sending n requests by `path`; it returns the error count."""
+        c = self.args.concurrency
+        self._round += 1
+        tag = f"r{self._round}-"
+        if path == "bare":
+            bodies = [self.body] * n
+
+            async def bare() -> int:
+                st = await bare_loop(url, bodies, c)
+                return n - st.get("200", 0)
+            return bare
+        if path in ("vllm", "openai"):
+            queries = make_queries(self.image, n, tag)  # built before the clock starts
+            return lambda: runner_path(f"{path}/sim-model", url, queries, c)
+        if path == "run":
+            if n == self.args.requests:
+                return lambda: full_run(url, self.data, c)
+            small = self.data.with_name(f"warm{self._round}.jsonl")
+            write_dataset(small, self.image, n)
+            return lambda: full_run(url, small, c)
+        raise ValueError(path)
+
+    def measure(self, path: str, url: str, n: int) -> tuple[float, int]:
+        job = self.job(path, url, n)
+        t0 = time.perf_counter()
+        errors = asyncio.run(job())
+        return n / (time.perf_counter() - t0), errors
+
+
+def profile_vllm(bench: Bench, url: str, n: int, top: int = 30) -> str:
+    """cProfile of the vllm path (event-loop thread only), sorted by own time."""
+    job = bench.job("vllm", url, n)
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    asyncio.run(job())
+    prof.disable()
+    elapsed = time.perf_counter() - t0
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf)
+    stats.sort_stats("tottime").print_stats(top)
+    buf.write("\n--- by cumulative time ---\n")
+    stats.sort_stats("cumulative").print_stats(top)
+    return f"vllm path under cProfile: {n} requests in {elapsed:.2f}s ({n / elapsed:.0f} req/s)\n" + buf.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--requests", type=int, default=3000)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--latencies", default="0,100", help="server latencies in ms, comma-separated")
+    p.add_argument("--repeats", type=int, default=2, help="timed rounds per path (best is reported)")
+    p.add_argument("--warmup", type=int, default=300, help="requests per path before timing")
+    p.add_argument("--paths", default=",".join(ALL_PATHS), help=f"subset of {','.join(ALL_PATHS)} (bare always)")
+    p.add_argument("--profile", action="store_true", help="also print a cProfile of the vllm path at 0 ms")
+    args = p.parse_args(argv)
+    latencies = [float(x) for x in args.latencies.split(",") if x.strip()]
+    paths = ["bare"] + [x for x in args.paths.split(",") if x in ALL_PATHS and x != "bare"]
+
+    with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
+        bench = Bench(args, Path(tmp))
+        print(f"image {bench.image_kb:.1f} KB, request body {len(bench.body) / 1000:.1f} KB, "
+              f"{args.requests} requests, {args.concurrency} in flight, cache off, {args.repeats} rounds\n", flush=True)
+        rows: list[tuple[float, str, float, float, int]] = []
+        profile_text = ""
+        for lat in latencies:
+            with SimProcess("--latency-ms", f"{lat:g}") as sim:
+                for path in paths:  # warm-up: server, imports, connection setup, JIT-free but cache-warm
+                    bench.measure(path, sim.url, args.warmup)
+                best: dict[str, float] = {}
+                errs: dict[str, int] = {}
+                for r in range(args.repeats):
+                    order = paths[r % len(paths):] + paths[:r % len(paths)]
+                    if r % 2:
+                        order.reverse()
+                    for path in order:
+                        rate, e = bench.measure(path, sim.url, args.requests)
+                        print(f"  latency {lat:g} ms  round {r + 1}  {path:<7} {rate:8.0f} req/s  errors {e}",
+                              flush=True)
+                        best[path] = max(best.get(path, 0.0), rate)
+                        errs[path] = errs.get(path, 0) + e
+                for path in paths:
+                    rows.append((lat, path, best[path], best[path] / best["bare"], errs[path]))
+                if args.profile and lat == 0.0:
+                    profile_text = profile_vllm(bench, sim.url, args.requests)
+
+        print(f"\n{'latency':>8}  {'path':<8} {'req/s':>8} {'vs bare':>8}  {'target':>8}  {'errors':>6}")
+        ok = True
+        for lat, path, rate, ratio, e in rows:
+            target = ""
+            if path == "vllm" and lat in TARGETS:
+                passed = ratio >= TARGETS[lat]
+                ok &= passed
+                target = f">= {TARGETS[lat]:.1f} {'ok' if passed else 'MISS'}"
+            print(f"{lat:>6g}ms  {path:<8} {rate:8.0f} {ratio:8.2f}  {target:>8}  {e:>6}")
+        print("\nvllm = Runner+vllm provider+Limiter+NullCache+ImagePipeline; run = evalkit.run_async end to end;"
+              "\nopenai = Runner+OpenAISDKProvider (information only); best of the rounds, bare of the same latency.")
+        if profile_text:
+            print("\n" + profile_text)
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

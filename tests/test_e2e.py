@@ -1,0 +1,148 @@
+"""End to end through the real pipeline and the simulated server: faults, resume, cache, keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import draw_image, make_mcq_jsonl
+
+from evalkit.evaluate import run
+from evalkit.sim.answerkey import AnswerKey
+from evalkit.sim.faults import SimFaults
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.model import SimParams
+from evalkit.sim.server import SimConfig, SimThread
+
+ALL_FAULTS = ("429", "500", "503", "hang", "drop", "malformed", "empty")
+
+
+def key_for(data: Path, **opts) -> AnswerKey:
+    return answer_key_for("mcq", {"data": str(data), **opts})
+
+
+def read_records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+
+
+def test_faults_every_query_answered_exactly_once(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 500)
+    faults = SimFaults(rate=0.3, kinds=ALL_FAULTS, retry_after=0.05, hang_s=2.0, seed=3)
+    with SimThread(SimConfig(answer_key=key_for(data), faults=faults)) as sim:
+        res = run("mcq", "vllm/sim-model", data=str(data), base_url=sim.url, out=str(tmp_path / "run"),
+                  cache_dir=str(tmp_path / "cache"), timeout=0.75, concurrency=32, max_attempts=14, progress=False)
+        counters = sim.counters.snapshot()
+    assert res.exit_code == 0
+    recs = read_records(tmp_path / "run")
+    assert len(recs) == 500 and len({r["query_id"] for r in recs}) == 500
+    assert all(r["error"] is None for r in recs)
+    assert res.summary["metrics"]["accuracy"] == 100.0  # a perfect model, faults or not
+    assert res.summary["counts"]["correct"] == 500
+    # the server delivered exactly one successful completion per query
+    assert counters["completions"] == 500
+    assert len(counters["per_key"]) == 500 and set(counters["per_key"].values()) == {1}
+    assert all(counters["faults"].get(k, 0) > 0 for k in ALL_FAULTS), counters["faults"]
+
+
+def _cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evalkit.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_resume_after_sigkill_sends_only_what_is_missing(tmp_path):
+    n = 200
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=5)
+    params = SimParams(theta=0.7, r=0.9, g=0.25, seed=11, style="mixed")
+    cmd = [sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model", "--data", str(data),
+           "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--concurrency", "4",
+           "--no-progress"]
+    with SimThread(SimConfig(answer_key=key_for(data), params=params, latency_s=0.04)) as sim:
+        full = cmd + ["--base-url", sim.url]
+        proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        records = tmp_path / "run" / "records.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if records.exists() and records.read_text().count("\n") >= n // 2:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        time.sleep(0.5)  # let the server finish answering requests that were in flight at the kill
+        done_at_kill = records.read_text().count("\n")
+        assert n // 2 <= done_at_kill < n
+        before = sim.counters.snapshot()["completions"]
+        second = subprocess.run(full, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0, second.stderr
+        sent_again = sim.counters.snapshot()["completions"] - before
+        # only the missing queries were sent (a few that were in flight at the kill may come from the cache)
+        assert n - done_at_kill - 4 <= sent_again <= n - done_at_kill
+        per_key = sim.counters.snapshot()["per_key"]
+        assert sum(1 for v in per_key.values() if v > 1) <= 4  # only requests in flight at the kill
+        # an uninterrupted run (fresh directory, no cache) gives the same metrics and counts
+        res = run("mcq", "vllm/sim-model", data=str(data), base_url=sim.url, out=str(tmp_path / "fresh"),
+                  no_cache=True, progress=False, concurrency=16)
+    recs = read_records(tmp_path / "run")
+    assert len(recs) == n and len({r["query_id"] for r in recs}) == n
+    resumed = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert resumed["metrics"] == res.summary["metrics"]
+    assert resumed["counts"] == res.summary["counts"]
+    assert 40 < res.summary["metrics"]["accuracy"] < 95  # a non-trivial model, so equality means something
+
+
+def test_identical_rerun_sends_nothing(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 60, seed=2)
+    params = SimParams(theta=0.6, r=0.9, seed=4, style="verbose")
+    common = dict(data=str(data), cache_dir=str(tmp_path / "cache"), progress=False)
+    with SimThread(SimConfig(answer_key=key_for(data), params=params)) as sim:
+        first = run("mcq", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "a"), **common)
+        n1 = sim.counters.snapshot()["requests"]
+        again = run("mcq", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "a"), **common)
+        other_dir = run("mcq", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "b"), **common)
+        n2 = sim.counters.snapshot()["requests"]
+    assert n1 == 60 and n2 == n1  # zero requests for the re-runs
+    for res in (again, other_dir):
+        assert res.summary["metrics"] == first.summary["metrics"]
+        assert res.summary["counts"] == first.summary["counts"]
+    assert other_dir.summary["cache"]["hits"] == 60
+
+
+def test_same_question_different_images_after_resize(tmp_path):
+    folder = tmp_path / "ds"
+    (folder / "images").mkdir(parents=True)
+    opts = {"A": "red", "B": "blue", "C": "green", "D": "white"}
+    lines = []
+    for i, gold in enumerate("AB"):
+        draw_image(100 + i, size=400).save(folder / "images" / f"{i}.png")
+        lines.append({"id": f"x{i}", "image": f"images/{i}.png", "question": "Which colour is the ball?",
+                      "options": opts, "answer": gold})
+    data = folder / "data.jsonl"
+    data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with SimThread(SimConfig(answer_key=key_for(data))) as sim:
+        res = run("mcq", "vllm/sim-model", data=str(data), base_url=sim.url, out=str(tmp_path / "run"),
+                  no_cache=True, progress=False, max_side=150)
+    recs = {r["item_id"]: r for r in read_records(tmp_path / "run")}
+    assert recs["x0"]["parsed"] == "A" and recs["x1"]["parsed"] == "B"
+    assert res.summary["metrics"]["accuracy"] == 100.0
+
+
+def test_secrets_never_leave_the_process(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 30, seed=9)
+    secret = "sk-test-SECRET123"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "VLLM"))}
+    env["OPENAI_API_KEY"] = secret
+    faults = SimFaults(rate=0.2, kinds=("429", "500"), retry_after=0.05, seed=2)
+    with SimThread(SimConfig(answer_key=key_for(data), params=SimParams(style="mixed"), faults=faults)) as sim:
+        out = _cli("run", "mcq", "--model", "openai/sim-model", "--base-url", sim.url + "/v1", "--data", str(data),
+                   "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"),
+                   "--judge", "openai/sim-model", "--judge-base-url", sim.url + "/v1", env=env)
+    assert out.returncode == 0, out.stderr
+    assert secret not in out.stdout and secret not in out.stderr
+    files = [p for d in (tmp_path / "run", tmp_path / "cache") for p in d.rglob("*") if p.is_file()]
+    assert files
+    for p in files:
+        assert secret.encode() not in p.read_bytes(), p
