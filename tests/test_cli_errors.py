@@ -1,0 +1,96 @@
+"""Bad input: one line naming the culprit, exit code 2, no traceback; nothing computed is lost."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import draw_image, make_mcq_jsonl
+
+from evalkit.cli import main
+
+
+def _b64_png(seed: int) -> str:
+    buf = io.BytesIO()
+    draw_image(seed, 32).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _tsv(path, rows):
+    header = "index\timage\tquestion\tA\tB\tC\tD\tanswer\tcategory"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "VLLM_BASE_URL"):
+        monkeypatch.delenv(k, raising=False)
+
+
+def _check(capsys, argv, *needles):
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("evalkit: error: ")
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in err, (n, err)
+    return err
+
+
+def test_missing_data_file(capsys, tmp_path, clean_env):
+    _check(capsys, ["run", "mcq", "--model", "vllm/m", "--data", str(tmp_path / "nope.tsv")], "nope.tsv")
+
+
+def test_tsv_row_without_answer(capsys, tmp_path, clean_env):
+    p = _tsv(tmp_path / "a.tsv", [f"1\t{_b64_png(1)}\tq?\tx\ty\tz\tw\tA\tc", f"2\t{_b64_png(2)}\tq?\tx\ty\tz\tw\t\tc"])
+    _check(capsys, ["run", "mcq", "--model", "vllm/m", "--data", str(p)], "a.tsv", "row 2")
+
+
+def test_answer_not_among_options(capsys, tmp_path, clean_env):
+    p = _tsv(tmp_path / "b.tsv", [f"7\t{_b64_png(1)}\tq?\tx\ty\t\t\tC\tc"])
+    _check(capsys, ["run", "mcq", "--model", "vllm/m", "--data", str(p)], "b.tsv", "'C'")
+
+
+def test_unknown_benchmark(capsys, clean_env):
+    _check(capsys, ["run", "no-such-bench", "--model", "vllm/m"], "no-such-bench")
+
+
+def test_unknown_provider(capsys, clean_env):
+    _check(capsys, ["run", "mcq", "--model", "acme/m"], "acme")
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "openai/", "/gpt-4o"])
+def test_malformed_model(capsys, clean_env, spec):
+    _check(capsys, ["run", "mcq", "--model", spec], spec)
+
+
+def test_missing_api_key(capsys, clean_env):
+    _check(capsys, ["run", "mcq", "--model", "openai/gpt-4o"], "OPENAI_API_KEY")
+
+
+def test_bad_flag_value(capsys, clean_env):
+    _check(capsys, ["run", "mcq", "--model", "vllm/m", "--concurrency", "many"], "--concurrency")
+
+
+def test_corrupt_image_names_it_and_keeps_finished_records(tmp_path):
+    """A corrupt image stops the run with exit 2, naming the file; records already written stay."""
+    from evalkit.sim.server import SimConfig, SimThread
+
+    data = make_mcq_jsonl(tmp_path / "ds", 40, seed=1)
+    (tmp_path / "ds" / "images" / "img00039.png").write_bytes(b"\x89PNG\r\n\x1a\nthis is not a png")
+    with SimThread(SimConfig()) as sim:
+        out = subprocess.run([sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/m", "--data",
+                              str(data), "--base-url", sim.url, "--out", str(tmp_path / "run"), "--no-cache",
+                              "--concurrency", "1"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "img00039.png" in lines[0] and "Traceback" not in out.stderr
+    recs = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert len(recs) == 39  # everything asked before the bad image is kept
