@@ -278,7 +278,10 @@ def test_verbose_and_mixed_styles_name_the_choice_once():
     for i in range(60):
         q = MCQ_TEXT.replace("shape", f"shape {i}")
         seen.add(SimModel(SimParams(style="mixed"), AnswerKey([AnswerEntry("b", q, [], "B", OPTIONS)])).reply(q, []).content[:4])
-    assert seen == {"B", "The ", "Look"}
+    assert seen == {"B", "The ", "Look", "I'd "}
+    ordinal = SimModel(SimParams(style="ordinal"), AnswerKey([entry])).reply(MCQ_TEXT, []).content
+    assert "C" not in ordinal and judge_answer("mcq", f"Q?\nOptions:\nA. circle\nB. square\nC. triangle\n"
+                                                      f"Answer: {ordinal}\nYour reply:") == "C"
 
 
 def test_prompt_without_entry_answers_a_shown_letter():

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 
-STYLES = ("letter", "sentence", "verbose", "refusal", "first", "yes", "mixed")
-MIXED_STYLES = ("letter", "sentence", "verbose")
+STYLES = ("letter", "sentence", "verbose", "ordinal", "refusal", "first", "yes", "mixed")
+# "ordinal" ("the second option") defeats rule parsers on purpose: it is what the LLM extractor is for.
+MIXED_STYLES = ("letter", "sentence", "verbose", "letter", "sentence", "verbose", "ordinal")
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 REFUSAL = "I'm sorry, but I can't help with identifying that."
 YES_NO = ("Yes", "No")
 
@@ -132,6 +134,9 @@ def judge_answer(kind: str, text: str) -> str:
         named = [k for k, v in options.items() if v and v.lower() in low]
         if len(named) == 1:
             return named[0]
+        ordinal = [i for i, word in enumerate(ORDINALS) if re.search(rf"\b{word}\b", low)]
+        if len(ordinal) == 1 and ordinal[0] < len(options):
+            return list(options)[ordinal[0]]
     return "Z"
 
 
@@ -209,6 +214,8 @@ class SimModel:
                 "After weighing each choice against what the picture shows, "
                 f"I would go with option {answer}{tail}."
             )
+        if style == "ordinal" and not yes_no and answer in options:
+            return f"I'd go with the {ORDINALS[list(options).index(answer)]} option."
         return answer
 
     # -- entry point ---------------------------------------------------------------------
