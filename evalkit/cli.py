@@ -45,6 +45,7 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
     p.add_argument("--max-attempts", type=int, default=8, help="attempts per query for retryable errors")
     p.add_argument("--cache-dir", default=None, help="response cache folder (default ./cache)")
+    p.add_argument("--cache-tag", help="use this tag instead of the server URL in cache keys (a moved server)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     p.add_argument("--max-tokens", type=int, help="max output tokens (default: the benchmark's, 1024)")
     p.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
@@ -141,7 +142,7 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
             console.print(f"removed {cache.clear()} cached responses from {directory}")
         else:
             st = cache.stats()
-            console.print(f"{directory}: {st.entries} responses, {st.size_bytes / 2**20:.1f} MiB")
+            console.print(f"{directory}: {st.entries} responses, {st.size_bytes / 1024:,.0f} KiB")
     finally:
         cache.close()
     return 0

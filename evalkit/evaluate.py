@@ -132,6 +132,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     if opts["mode"] not in ("official", "robust"):
         raise EvalkitError(f"--mode must be official or robust, not '{opts['mode']}'")
     spec = parse_spec(model, _base_urls(opts["base_url"]), env)
+    if opts.get("cache_tag"):
+        spec = replace(spec, cache_tag=str(opts["cache_tag"]))
     api_key_for(spec, env)  # a missing key is an error before any work starts
     judge_spec = parse_spec(opts["judge"], _base_urls(opts["judge_base_url"]), env) if opts["judge"] else None
     if judge_spec:

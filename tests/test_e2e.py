@@ -146,3 +146,15 @@ def test_secrets_never_leave_the_process(tmp_path):
     assert files
     for p in files:
         assert secret.encode() not in p.read_bytes(), p
+
+
+def test_cache_tag_survives_a_moved_server(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 20, seed=21)
+    common = dict(data=str(data), cache_dir=str(tmp_path / "cache"), progress=False, cache_tag="my-qwen")
+    with SimThread(SimConfig(answer_key=key_for(data))) as a:
+        first = run("mcq", "vllm/sim-model", base_url=a.url, out=str(tmp_path / "a"), **common)
+    with SimThread(SimConfig(answer_key=key_for(data))) as b:  # another port
+        second = run("mcq", "vllm/sim-model", base_url=b.url, out=str(tmp_path / "b"), **common)
+        assert b.counters.snapshot()["requests"] == 0
+    assert a.url != b.url and second.summary["cache"]["hits"] == 20
+    assert second.summary["metrics"] == first.summary["metrics"]

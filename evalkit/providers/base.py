@@ -21,6 +21,7 @@ class ProviderSpec:
     provider: str
     model: str
     base_urls: tuple[str, ...] = ()
+    cache_tag: str | None = None  # stands in for the endpoint in the cache key (e.g. a moved server)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -30,6 +31,8 @@ class ProviderSpec:
     @property
     def endpoint(self) -> str:
         """Cache identity of the endpoint: the sorted set of base URLs (replicas are one endpoint)."""
+        if self.cache_tag:
+            return f"tag:{self.cache_tag}"
         return ",".join(sorted(self.base_urls))
 
 

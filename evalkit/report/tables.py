@@ -38,4 +38,7 @@ def count_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
              ("cache hits / misses", f"{cache.get('hits', 0)} / {cache.get('misses', 0)}"),
              ("input / output tokens", f"{u.get('input_tokens', 0):,} / {u.get('output_tokens', 0):,}"),
              ("cost (USD)", fmt(u.get("cost_usd")))]
+    methods = summary.get("parse_methods") or {}
+    if methods:
+        rows.append(("parse methods", " · ".join(f"{k} {v}" for k, v in methods.items())))
     return rows
