@@ -10,11 +10,13 @@ each path sends --requests requests with --concurrency in flight, cache off, one
             run (load, expand, ask, records.jsonl, parse, summary, report)
   openai    the same Runner with the openai/ provider (official SDK, aiohttp transport)
 
-Paths are measured in rotating order over --repeats rounds, after a short warm-up; the best
-round of each path is reported and divided by the best bare round of the same latency.
+bare, vllm and run are measured in rotating order over --repeats rounds, after a short warm-up;
+the best round of each is reported and divided by the best bare round of the same latency.
+openai (information only, ~5x slower) is measured once per latency with --openai-requests.
 
     .venv/bin/python bench/throughput.py [--requests 3000] [--concurrency 64] [--latencies 0,100]
-                                         [--repeats 2] [--paths bare,vllm,run,openai] [--profile]
+        [--repeats 2] [--paths bare,vllm,run,openai] [--openai-requests 1000]
+        [--profile vllm|run ...] [--profile-only]
 """
 
 from __future__ import annotations
@@ -128,9 +130,9 @@ class Bench:
         return n / (time.perf_counter() - t0), errors
 
 
-def profile_vllm(bench: Bench, url: str, n: int, top: int = 30) -> str:
-    """cProfile of the vllm path (event-loop thread only), sorted by own time."""
-    job = bench.job("vllm", url, n)
+def profile_path(bench: Bench, path: str, url: str, n: int, top: int = 30) -> str:
+    """cProfile of one path (event-loop thread only: to_thread work shows as queue/GIL waits)."""
+    job = bench.job(path, url, n)
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
@@ -142,7 +144,8 @@ def profile_vllm(bench: Bench, url: str, n: int, top: int = 30) -> str:
     stats.sort_stats("tottime").print_stats(top)
     buf.write("\n--- by cumulative time ---\n")
     stats.sort_stats("cumulative").print_stats(top)
-    return f"vllm path under cProfile: {n} requests in {elapsed:.2f}s ({n / elapsed:.0f} req/s)\n" + buf.getvalue()
+    return f"{path} path under cProfile at 0 ms: {n} requests in {elapsed:.2f}s ({n / elapsed:.0f} req/s)\n" \
+        + buf.getvalue()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,12 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--latencies", default="0,100", help="server latencies in ms, comma-separated")
     p.add_argument("--repeats", type=int, default=2, help="timed rounds per path (best is reported)")
-    p.add_argument("--warmup", type=int, default=300, help="requests per path before timing")
+    p.add_argument("--warmup", type=int, default=200, help="requests per path before timing")
     p.add_argument("--paths", default=",".join(ALL_PATHS), help=f"subset of {','.join(ALL_PATHS)} (bare always)")
-    p.add_argument("--profile", action="store_true", help="also print a cProfile of the vllm path at 0 ms")
+    p.add_argument("--openai-requests", type=int, default=1000, help="requests of the one openai measurement")
+    p.add_argument("--profile", action="append", choices=("vllm", "run"), default=[],
+                   help="also print a cProfile of this path at 0 ms (repeatable)")
+    p.add_argument("--profile-only", action="store_true", help="skip the timed rounds (with --profile)")
     args = p.parse_args(argv)
     latencies = [float(x) for x in args.latencies.split(",") if x.strip()]
-    paths = ["bare"] + [x for x in args.paths.split(",") if x in ALL_PATHS and x != "bare"]
+    paths = ["bare"] + [x for x in args.paths.split(",") if x in ALL_PATHS and x not in ("bare", "openai")]
+    with_openai = "openai" in args.paths.split(",")
+    if args.profile_only:
+        latencies = [0.0]
 
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
         bench = Bench(args, Path(tmp))
@@ -166,8 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         profile_text = ""
         for lat in latencies:
             with SimProcess("--latency-ms", f"{lat:g}") as sim:
-                for path in paths:  # warm-up: server, imports, connection setup, JIT-free but cache-warm
+                for path in paths + (["openai"] if with_openai else []):  # warm-up: server, imports, code paths
                     bench.measure(path, sim.url, args.warmup)
+                if args.profile_only:
+                    profile_text = "\n".join(profile_path(bench, x, sim.url, args.requests) for x in args.profile)
+                    print(profile_text)
+                    return 0
                 best: dict[str, float] = {}
                 errs: dict[str, int] = {}
                 for r in range(args.repeats):
@@ -180,10 +193,15 @@ def main(argv: list[str] | None = None) -> int:
                               flush=True)
                         best[path] = max(best.get(path, 0.0), rate)
                         errs[path] = errs.get(path, 0) + e
-                for path in paths:
+                    if r == 0 and with_openai:  # once, between the rounds
+                        rate, e = bench.measure("openai", sim.url, args.openai_requests)
+                        print(f"  latency {lat:g} ms  round 1  openai  {rate:8.0f} req/s  errors {e}"
+                              f"  ({args.openai_requests} requests)", flush=True)
+                        best["openai"], errs["openai"] = rate, e
+                for path in paths + (["openai"] if with_openai else []):
                     rows.append((lat, path, best[path], best[path] / best["bare"], errs[path]))
                 if args.profile and lat == 0.0:
-                    profile_text = profile_vllm(bench, sim.url, args.requests)
+                    profile_text = "\n".join(profile_path(bench, x, sim.url, args.requests) for x in args.profile)
 
         print(f"\n{'latency':>8}  {'path':<8} {'req/s':>8} {'vs bare':>8}  {'target':>8}  {'errors':>6}")
         ok = True
@@ -195,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                 target = f">= {TARGETS[lat]:.1f} {'ok' if passed else 'MISS'}"
             print(f"{lat:>6g}ms  {path:<8} {rate:8.0f} {ratio:8.2f}  {target:>8}  {e:>6}")
         print("\nvllm = Runner+vllm provider+Limiter+NullCache+ImagePipeline; run = evalkit.run_async end to end;"
-              "\nopenai = Runner+OpenAISDKProvider (information only); best of the rounds, bare of the same latency.")
+              "\nopenai = Runner+OpenAISDKProvider (information only, one measurement);"
+              "\nreq/s: best of the rounds; ratio: against the best bare round of the same latency.")
         if profile_text:
             print("\n" + profile_text)
         return 0 if ok else 1

@@ -1,3 +1,21 @@
-"""evalkit: a lightweight async evaluator for hosted vision-language models."""
+"""evalkit: a lightweight async evaluator for hosted vision-language models.
+
+    import evalkit
+    result = evalkit.run("mcq", "vllm/my-model", data="set.tsv", base_url="http://localhost:8000/v1")
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["run", "run_async", "RunResult", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """The API is imported lazily so `import evalkit` (and the CLI's start-up) stays light."""
+    if name in ("run", "run_async", "RunResult"):
+        from . import evaluate
+
+        return getattr(evaluate, name)
+    raise AttributeError(name)
