@@ -111,6 +111,7 @@ class CacheLike(Protocol):
 
     hits: int
     misses: int
+    blocking: bool  # True when get/set touch the disk (the runner then calls them from a thread)
 
     def get(self, key: str) -> dict[str, Any] | None: ...
 
@@ -153,6 +154,8 @@ class ResponseCache:
     Safe across threads and processes as diskcache is; hits/misses count this object's get()
     calls, for the run summary.
     """
+
+    blocking = True
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory).expanduser()
@@ -220,6 +223,7 @@ class NullCache:
     """--no-cache: the same interface, stores nothing; every get() is a miss."""
 
     directory = ""
+    blocking = False
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -189,6 +189,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         finally:
             await judge_provider.close()
     cache.close()
+    pipeline.close()
     rundir.rewrite_records(ordered)
     summary = summarize(bench, ordered, model=spec.label, mode=mode, n_items=len(items), n_queries=len(queries),
                         options=opts_for_bench(opts), config=config, judge=judge_label)

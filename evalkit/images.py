@@ -52,10 +52,9 @@ def fit_size(w: int, h: int, max_side: int | None = None, max_pixels: int | None
     """Largest size <= (w, h) with the same aspect that fits both limits; never upscales."""
     if w < 1 or h < 1:
         raise EvalkitError(f"bad image size {w}x{h}")
-    if max_side is not None and max_side < 1:
-        raise EvalkitError(f"max_side must be positive, got {max_side}")
-    if max_pixels is not None and max_pixels < 1:
-        raise EvalkitError(f"max_pixels must be positive, got {max_pixels}")
+    for name, limit in (("max_side", max_side), ("max_pixels", max_pixels)):
+        if limit is not None and limit < 1:
+            raise EvalkitError(f"{name} must be positive, got {limit}")
     s = 1.0
     if max_side:
         s = min(s, max_side / max(w, h))
@@ -249,6 +248,16 @@ class _Memo(Generic[K, V]):
             self._store(key, value)
         fut.set_result(value)
         return value
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def peek(self, key: K) -> V | None:
+        """The memoised value or None, without computing or counting anything."""
+        with self._lock:
+            hit = self._items.get(key)
+        return hit[0] if hit is not None else None
 
     def put(self, key: K, value: V) -> None:
         with self._lock:
@@ -464,6 +473,20 @@ class ImagePipeline:
         if scale == 1.0 and plan.target == (bw, bh):
             return rgb if box == (0, 0, rgb.width, rgb.height) else rgb.crop(tuple(int(v) for v in box))
         return rgb.resize(plan.target, Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
+
+    def ready(self, part: ImagePart) -> bool:
+        """True when hash, prepared bytes and fingerprint are all memo hits (no read, no decode),
+        so a caller on the event loop may skip a thread hop. For a path that costs one stat."""
+        if part.ref.kind == "path":
+            try:
+                st = os.stat(str(part.ref.value))
+            except OSError:
+                return False
+            sha = self._hashes.peek(("path", str(part.ref.value), st.st_mtime_ns, st.st_size))
+        else:
+            sha = self._hashes.peek((part.ref.kind, part.ref.value))
+        t = part.transform
+        return sha is not None and (sha, t) in self._prepared and (sha, t.rotate, t.crop) in self._fps
 
     # -- fingerprints
 

@@ -92,7 +92,10 @@ class Runner:
         return key, hit, fps, prepared
 
     async def ask(self, query: Query) -> Outcome:
-        key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query)
+        if self.cache.blocking or not all(self.pipeline.ready(p) for p in query.image_parts()):
+            key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query)
+        else:  # everything is in memory: a thread hop would cost more than the work
+            key, hit, fps, prepared = self._lookup(query)
         if hit is not None:
             self.stats.cache_hits += 1
             return Outcome(query, Response.from_cache(hit), key, True, fps)
@@ -101,7 +104,10 @@ class Runner:
             self.stats.input_tokens += response.usage.input_tokens
             self.stats.output_tokens += response.usage.output_tokens
             if response.text.strip():  # empty answers are not cached: a later run tries again
-                await asyncio.to_thread(self.cache.set, key, response.to_cache())
+                if self.cache.blocking:
+                    await asyncio.to_thread(self.cache.set, key, response.to_cache())
+                else:
+                    self.cache.set(key, response.to_cache())
         else:
             self.stats.errors += 1
         return Outcome(query, response, key, False, fps)

@@ -267,7 +267,12 @@ class Record:
     image_fps: list[str] = field(default_factory=list)  # image fingerprints, for replay
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
+        d = dict(self.__dict__)
+        d["variant"] = dict(self.variant)
+        d["usage"] = dict(self.usage)
+        d["image_fps"] = list(self.image_fps)
+        return d
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Record:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +62,7 @@ class OpenAICompatProvider:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
+        self._nonce = f"@evalkit-image-{uuid.uuid4().hex}-"
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -74,8 +76,7 @@ class OpenAICompatProvider:
 
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
-        body = chat_body(self.spec.model, openai_messages(messages, images), params)
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        payload = self._encode(messages, params, images)
         start = time.perf_counter()
         try:
             async with self._get_session().post(self._url, data=payload) as resp:
@@ -94,6 +95,16 @@ class OpenAICompatProvider:
             raise ProviderError("transient", "malformed response body") from e
         out.latency_s = time.perf_counter() - start
         return out
+
+    def _encode(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> bytes:
+        """JSON body with the data URIs spliced in as bytes: JSON-encoding a 40 KB base64 string
+        on every request was the largest cost of the client (base64 needs no JSON escaping)."""
+        marks = [f"{self._nonce}{i}@" for i in range(len(images))]
+        body = chat_body(self.spec.model, openai_messages(messages, marks), params)
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        for mark, img in zip(marks, images, strict=True):
+            payload = payload.replace(mark.encode(), img.data_uri().encode("ascii"), 1)
+        return payload
 
     async def close(self) -> None:
         if self._session is not None:

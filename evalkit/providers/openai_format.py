@@ -9,8 +9,13 @@ from ..images import PreparedImage
 from ..types import GenParams, ImagePart, Message, Response, TextPart, Usage
 
 
-def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage]) -> list[dict[str, Any]]:
-    """Messages with images as base64 data URIs in `image_url` parts, in their original order."""
+def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage] | Sequence[str]
+                    ) -> list[dict[str, Any]]:
+    """Messages with images as `image_url` parts, in their original order.
+
+    `images` are prepared images (sent as base64 data URIs) or ready-made URL strings
+    (placeholders that a caller splices the data URIs into after JSON encoding).
+    """
     out: list[dict[str, Any]] = []
     it = iter(images)
     for m in messages:
@@ -20,7 +25,9 @@ def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage]
         content: list[dict[str, Any]] = []
         for p in m.parts:
             if isinstance(p, ImagePart):
-                content.append({"type": "image_url", "image_url": {"url": next(it).data_uri()}})
+                img = next(it)
+                url = img if isinstance(img, str) else img.data_uri()
+                content.append({"type": "image_url", "image_url": {"url": url}})
             else:
                 content.append({"type": "text", "text": p.text})
         out.append({"role": m.role, "content": content})

@@ -38,6 +38,8 @@ class RunProgress:
         self.errors += not outcome.response.ok
         if not outcome.cached:
             self.tokens += outcome.response.usage.input_tokens + outcome.response.usage.output_tokens
+        if self._progress.disable:
+            return
         task = self._progress.tasks[0]
         speed = task.speed or 0.0
         self._progress.update(self._task, advance=1, hits=self.hits, errors=self.errors,

@@ -11,8 +11,13 @@ from .answerkey import AnswerKey, build_answer_key
 
 
 def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | None = None) -> AnswerKey:
-    pipeline = pipeline or ImagePipeline()
-    return build_answer_key(queries, pipeline.fingerprint)
+    if pipeline is not None:
+        return build_answer_key(queries, pipeline.fingerprint)
+    own = ImagePipeline()
+    try:
+        return build_answer_key(queries, own.fingerprint)
+    finally:
+        own.close()
 
 
 def answer_key_for(bench: str, options: dict[str, Any]) -> AnswerKey:
