@@ -17,19 +17,21 @@ import math
 import os
 import struct
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from evalkit.errors import EvalkitError
 from evalkit.fingerprint import fingerprint_image
+from evalkit.memo import BoundedMemo
 from evalkit.types import ImagePart, ImageRef, Transform
+
+T = TypeVar("T")
 
 MIME = dict(JPEG="image/jpeg", MPO="image/jpeg", PNG="image/png", WEBP="image/webp", GIF="image/gif")
 _OUT_FORMATS = ("JPEG", "PNG", "WEBP")
@@ -40,8 +42,6 @@ _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, Imag
 _HASH_MEMO_BYTES = 128 * 2**20  # b64/bytes values are memo keys, so their size counts
 _FP_MEMO_BYTES = 32 * 2**20
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 Box = tuple[float, float, float, float]
 
 
@@ -208,80 +208,6 @@ class ImageStats:
         return asdict(self)
 
 
-class _Memo(Generic[K, V]):
-    """LRU bounded by total weight; concurrent misses on one key compute it once."""
-
-    def __init__(self, max_weight: int, weigh: Callable[[K, V], int], stats: ImageStats | None = None):
-        self._max = max_weight
-        self._weigh = weigh
-        self._stats = stats
-        self._lock = threading.Lock()
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
-        self._inflight: dict[K, Future[V]] = {}
-        self._total = 0
-
-    def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-                self._count("memo_hits")
-                return hit[0]
-            fut = self._inflight.get(key)
-            owner = fut is None
-            if fut is None:
-                fut = self._inflight[key] = Future()
-                self._count("memo_misses")
-            else:
-                self._count("memo_hits")
-        if not owner:
-            return fut.result()
-        try:
-            value = compute()
-        except BaseException as e:
-            with self._lock:
-                del self._inflight[key]
-            fut.set_exception(e)
-            raise
-        with self._lock:
-            del self._inflight[key]
-            self._store(key, value)
-        fut.set_result(value)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._items
-
-    def peek(self, key: K) -> V | None:
-        """The memoised value or None, without computing or counting anything."""
-        with self._lock:
-            hit = self._items.get(key)
-        return hit[0] if hit is not None else None
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            if key not in self._items:
-                self._store(key, value)
-
-    def _store(self, key: K, value: V) -> None:
-        w = self._weigh(key, value)
-        if w > self._max:
-            return
-        self._items[key] = (value, w)
-        self._total += w
-        while self._total > self._max:
-            _, (_, ow) = self._items.popitem(last=False)
-            self._total -= ow
-            self._count("evictions")
-        if self._stats is not None:
-            self._stats.memo_bytes = self._total
-
-    def _count(self, name: str) -> None:
-        if self._stats is not None:
-            setattr(self._stats, name, getattr(self._stats, name) + 1)
-
-
 @dataclass(frozen=True)
 class _Plan:
     """Where rotate/crop/resize land in the oriented, unrotated source (so we resize before rotating)."""
@@ -324,18 +250,18 @@ class ImagePipeline:
 
     def __init__(self, max_bytes: int = 256 * 2**20, *, workers: int | None = None):
         self.stats = ImageStats()
-        self._prepared: _Memo[tuple[str, Transform], PreparedImage] = _Memo(
+        self._prepared: BoundedMemo[tuple[str, Transform], PreparedImage] = BoundedMemo(
             max_bytes, lambda _k, p: p.nbytes, self.stats
         )
-        self._fps: _Memo[tuple[str, int, Any], str] = _Memo(_FP_MEMO_BYTES, lambda _k, s: len(s) + 100)
-        self._hashes: _Memo[tuple[Any, ...], str] = _Memo(
+        self._fps: BoundedMemo[tuple[str, int, Any], str] = BoundedMemo(_FP_MEMO_BYTES, lambda _k, s: len(s) + 100)
+        self._hashes: BoundedMemo[tuple[Any, ...], str] = BoundedMemo(
             _HASH_MEMO_BYTES, lambda k, _s: 200 + (0 if k[0] == "path" else len(k[1]))
         )
         self._stats_lock = threading.Lock()
         n = workers or max(1, min(2, os.cpu_count() or 1))
         self._workers = ThreadPoolExecutor(n, thread_name_prefix="evalkit-image")
 
-    def _on_worker(self, fn: Callable[[], V]) -> V:
+    def _on_worker(self, fn: Callable[[], T]) -> T:
         """Run pixel work on the pipeline's own few threads (see the class docstring)."""
         return self._workers.submit(fn).result()
 
