@@ -18,7 +18,8 @@ class ProviderError(Exception):
 
     kind: "rate_limit" (retry after `retry_after` seconds, pausing the whole limiter),
     "transient" (retry with backoff), "timeout" (retry), "empty" (empty content, retry),
-    "permanent" (never retried: bad request, auth, content refused).
+    "permanent" (never retried: bad request, auth), "refused" (never retried: the provider
+    declined on content grounds — a safety block or content filter).
     """
 
     def __init__(self, kind: str, message: str, *, retry_after: float | None = None, status: int | None = None):
@@ -30,7 +31,7 @@ class ProviderError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.kind != "permanent"
+        return self.kind not in ("permanent", "refused")
 
 
 def classify_status(status: int) -> str:

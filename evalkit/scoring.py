@@ -110,6 +110,7 @@ def summarize(bench: Benchmark, records: Sequence[Record], *, model: str, mode: 
         "missing": missing,
         "metrics": bench.aggregate(records, options),
         "counts": counts,
+        "error_kinds": _tally(r.error for r in records if r.error),
         "parse_methods": _tally(r.parse_method or "error" for r in records),
         "judge": judge,
         "hint": hint,

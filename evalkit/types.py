@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-# Error kinds a provider may report; "empty" is empty content (retried like transient).
-ErrorKind = Literal["rate_limit", "transient", "permanent", "timeout", "empty"]
+# Error kinds a provider may report; "empty" is empty content (retried like transient);
+# "refused" is the provider declining on content grounds (permanent, counted on its own).
+ErrorKind = Literal["rate_limit", "transient", "permanent", "refused", "timeout", "empty"]
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ProviderError
 from ..images import PreparedImage
 from ..types import GenParams, ImagePart, Message, Response, TextPart, Usage
 
@@ -63,9 +64,12 @@ def usage_from_openai(u: dict[str, Any] | None) -> Usage:
 
 
 def response_from_openai(d: dict[str, Any]) -> Response:
-    """Chat-completion JSON -> Response. Raises KeyError/TypeError on a malformed body."""
+    """Chat-completion JSON -> Response. Raises KeyError/TypeError on a malformed body,
+    ProviderError("refused") when the content filter or the model's refusal replaced the answer."""
     choice = d["choices"][0]
     msg = choice["message"]
+    if not msg.get("content") and (choice.get("finish_reason") == "content_filter" or msg.get("refusal")):
+        raise ProviderError("refused", f"content refused ({msg.get('refusal') or 'content_filter'})")
     reasoning = msg.get("reasoning_content") or msg.get("reasoning")
     return Response(
         text=msg.get("content") or "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from evalkit.sim.answerkey import AnswerKey
-from evalkit.sim.faults import FAULT_KINDS, SimFaults
+from evalkit.sim.faults import DEFAULT_KINDS, FAULT_KINDS, SimFaults
 from evalkit.sim.model import STYLES, SimParams
 from evalkit.sim.server import SimConfig
 
@@ -28,8 +28,8 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     f.add_argument("--fault-rate", type=float, default=0.0, help="probability a request gets a fault")
     f.add_argument(
         "--fault-kinds",
-        default=",".join(FAULT_KINDS),
-        help=f"comma list of faults to draw from (default {','.join(FAULT_KINDS)})",
+        default=",".join(DEFAULT_KINDS),
+        help=f"comma list of faults to draw from, of {','.join(FAULT_KINDS)} (default {','.join(DEFAULT_KINDS)})",
     )
     f.add_argument("--retry-after", type=float, default=1.0, help="seconds advertised by injected 429s")
     f.add_argument("--hang-s", type=float, default=30.0, help="how long an injected hang lasts before a 504")

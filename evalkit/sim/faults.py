@@ -11,7 +11,9 @@ import random
 import time
 from dataclasses import dataclass
 
-FAULT_KINDS = ("429", "500", "503", "hang", "drop", "malformed", "empty")
+FAULT_KINDS = ("429", "500", "503", "hang", "drop", "malformed", "empty", "400", "refusal")
+# drawn when no kinds are named: the transient ones (400 and refusal are permanent: opt in)
+DEFAULT_KINDS = FAULT_KINDS[:7]
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class SimFaults:
     """
 
     rate: float = 0.0
-    kinds: tuple[str, ...] = FAULT_KINDS
+    kinds: tuple[str, ...] = DEFAULT_KINDS
     retry_after: float = 1.0
     hang_s: float = 30.0
     latency_s: float = 0.0

@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -26,9 +27,10 @@ from PIL import Image
 from evalkit import fingerprint
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters, request_key
+from evalkit.sim.dialects import DIALECTS, Dialect, Usage
 from evalkit.sim.faults import FaultDice, SimFaults, TokenBucket, retry_headers
 from evalkit.sim.model import SimModel, SimParams, estimate_tokens, image_tokens
-from evalkit.sim.wire import MALFORMED_BODY, BadRequest, error_response, parse_body, shape_reply
+from evalkit.sim.wire import MALFORMED_BODY, BadRequest, shape_reply
 
 
 @dataclass
@@ -117,36 +119,41 @@ async def _drop(request: web.Request) -> web.StreamResponse:
     raise asyncio.CancelledError  # aiohttp treats this as a dropped connection and writes nothing
 
 
-async def handle_chat(request: web.Request) -> web.StreamResponse:
-    state = request.app[STATE]
-    state.counters.start()
-    try:
-        return await _chat(request, state)
-    finally:
-        state.counters.finish()
+def dialect_handler(dialect: Dialect) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """An aiohttp handler serving one wire format; faults, latency and the model are shared."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        state = request.app[STATE]
+        state.counters.start()
+        try:
+            return await _serve(request, state, dialect)
+        finally:
+            state.counters.finish()
+
+    return handle
 
 
-async def _chat(request: web.Request, state: SimState) -> web.StreamResponse:
+async def _serve(request: web.Request, state: SimState, dialect: Dialect) -> web.StreamResponse:
     counters, config = state.counters, state.config
     try:
         body = json.loads(await request.read())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         counters.status(400)
-        return error_response(400, f"invalid JSON body: {exc}", "BadRequestError", 400)
+        return dialect.error(400, "bad_request", f"invalid JSON body: {exc}")
     if state.bucket is not None:
         wait = state.bucket.take()
         if wait > 0:
             counters.status(429)
-            return error_response(429, "rate limit exceeded (rps)", "RateLimitError", "rate_limit_exceeded", retry_headers(wait))
+            return dialect.error(429, "rate_limit", "rate limit exceeded (rps)", retry_headers(wait))
     try:
-        req = parse_body(body)
+        req = dialect.parse(body, request)
         fps_info = [await state.image_info(u) for u in req.image_urls]
     except BadRequest as exc:
         counters.status(400)
-        return error_response(400, str(exc), "BadRequestError", 400)
+        return dialect.error(400, "bad_request", str(exc))
     if config.strict_model and req.model != config.served_model_name:
         counters.status(404)
-        return error_response(404, f"The model `{req.model}` does not exist.", "NotFoundError", 404)
+        return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
 
     fault = state.dice.draw()
     if state.latency_s > 0 and fault not in ("hang", "drop"):
@@ -155,51 +162,35 @@ async def _chat(request: web.Request, state: SimState) -> web.StreamResponse:
         counters.fault(fault)
     if fault == "429":
         counters.status(429)
-        retry = retry_headers(config.faults.retry_after)
-        return error_response(429, "rate limit exceeded (injected)", "RateLimitError", "rate_limit_exceeded", retry)
-    if fault in ("500", "503"):
-        counters.status(int(fault))
-        message = "internal server error (injected)" if fault == "500" else "service unavailable (injected)"
-        return error_response(int(fault), message, "InternalServerError", int(fault))
+        return dialect.error(429, "rate_limit", "rate limit exceeded (injected)",
+                             retry_headers(config.faults.retry_after))
+    if fault in ("500", "503", "400"):
+        status = dialect.overloaded_status if fault == "503" else int(fault)
+        counters.status(status)
+        kind = {"500": "server", "503": "overloaded", "400": "bad_request"}[fault]
+        return dialect.error(status, kind, f"{kind.replace('_', ' ')} (injected)")
     if fault == "hang":
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(state.closing.wait(), timeout=config.faults.hang_s)
         counters.status(504)
-        return error_response(504, "gateway timeout (injected hang)", "InternalServerError", 504)
+        return dialect.error(504, "server", "gateway timeout (injected hang)")
     if fault == "drop":
         return await _drop(request)
     if fault == "malformed":
         return web.Response(status=200, text=MALFORMED_BODY, content_type="application/json")
+    if fault == "refusal":
+        return dialect.refusal(state, req)
 
     fps = [fp for fp, _, _ in fps_info]
     reply = state.model.reply(req.text, fps)
     content, finish = shape_reply(reply.content, reply.answer, req)
     if fault == "empty":
         content = ""
-    prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
-    completion_tokens = estimate_tokens(content) + 1
-    payload = {
-        "id": state.next_id(),
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": req.model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
+    usage = Usage(estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info),
+                  estimate_tokens(content) + 1)
     if content:
         counters.completed(request_key(body))
-    return web.json_response(payload)
+    return dialect.ok(state, req, content, finish, usage)
 
 
 async def handle_models(request: web.Request) -> web.Response:
@@ -227,7 +218,9 @@ def build_app(config: SimConfig) -> web.Application:
     """The aiohttp application; call inside a running loop (its state owns an asyncio.Event)."""
     app = web.Application(client_max_size=256 * 1024 * 1024)
     app[STATE] = SimState(config)
-    app.router.add_post("/v1/chat/completions", handle_chat)
+    for dialect in DIALECTS:
+        for route in dialect.routes:
+            app.router.add_post(route, dialect_handler(dialect))
     app.router.add_get("/v1/models", handle_models)
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)

@@ -1,0 +1,88 @@
+"""Wire formats ("dialects") the simulated server speaks, behind one small interface.
+
+The server does everything that does not depend on the format once — rate limit, fault
+dice, latency, the simulated model, counters — and asks the dialect only to read a request
+body and to shape a success, an error or a refusal the way that provider's API does.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aiohttp import web
+
+from evalkit.sim.wire import ParsedRequest, error_response, parse_body
+
+if TYPE_CHECKING:
+    from evalkit.sim.server import SimState
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+
+
+class Dialect(Protocol):
+    name: str
+    routes: tuple[str, ...]
+    overloaded_status: int  # what "overloaded" looks like: 503 for OpenAI/Gemini, 529 for Anthropic
+
+    def parse(self, body: Any, request: web.Request) -> ParsedRequest:
+        """The parts the simulator uses; raise BadRequest for a body the real API would reject."""
+        ...
+
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response: ...
+
+    def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+        """kind: bad_request, not_found, rate_limit, server, overloaded."""
+        ...
+
+    def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
+        """The provider's way of declining to answer (content filter / safety block)."""
+        ...
+
+
+_OPENAI_TYPES = {"bad_request": "BadRequestError", "not_found": "NotFoundError", "rate_limit": "RateLimitError",
+                 "server": "InternalServerError", "overloaded": "InternalServerError"}
+
+
+class OpenAIDialect:
+    """OpenAI / vLLM chat completions."""
+
+    name = "openai"
+    routes = ("/v1/chat/completions",)
+    overloaded_status = 503
+
+    def parse(self, body: Any, request: web.Request) -> ParsedRequest:
+        return parse_body(body)
+
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response:
+        return web.json_response(self._completion(state, req, content, finish, usage))
+
+    @staticmethod
+    def _completion(state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> dict[str, Any]:
+        return {
+            "id": state.next_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": finish, "logprobs": None}],
+            "usage": {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+                      "total_tokens": usage.input_tokens + usage.output_tokens,
+                      "prompt_tokens_details": {"cached_tokens": usage.cached_input_tokens}},
+        }
+
+    def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+        code = "rate_limit_exceeded" if kind == "rate_limit" else status
+        return error_response(status, message, _OPENAI_TYPES.get(kind, "APIError"), code, headers)
+
+    def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
+        return web.json_response(self._completion(state, req, "", "content_filter", Usage(0, 0)))
+
+
+DIALECTS: tuple[Dialect, ...] = (OpenAIDialect(),)
