@@ -41,7 +41,7 @@ DEFAULTS: dict[str, Any] = {
 }
 # Options that never enter a run's identity (how fast, where, how verbose).
 OPERATIONAL_KEYS = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "cache_dir", "no_cache", "out",
-                    "judge", "judge_base_url", "progress", "env", "console", "base_url"}
+                    "judge", "judge_base_url", "progress", "env", "console", "base_url", "on_record"}
 
 
 @dataclass
@@ -135,6 +135,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     if opts.get("cache_tag"):
         spec = replace(spec, cache_tag=str(opts["cache_tag"]))
     api_key_for(spec, env)  # a missing key is an error before any work starts
+    spec = await resolve_auto(spec, env)
     judge_spec = parse_spec(opts["judge"], _base_urls(opts["judge_base_url"]), env) if opts["judge"] else None
     if judge_spec:
         api_key_for(judge_spec, env)
@@ -162,12 +163,15 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy)
     records = dict(kept)
     mode = opts["mode"]
+    on_record = opts.get("on_record")  # a hook for tests and embedding tools: called after each record
 
     def sink(outcome: Outcome) -> None:
         rec = grade(bench, outcome.query, make_record(outcome, spec.label), mode)
         records[rec.query_id] = rec
         rundir.append(rec)
         progress.advance(outcome)
+        if on_record is not None:
+            on_record()
 
     try:
         with RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=opts["progress"]) as progress:
@@ -199,6 +203,19 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     return RunResult(summary, ordered, rundir.path, code)
 
 
+async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSpec:
+    """`vllm/auto`: the one model the server lists at /v1/models."""
+    if spec.model != "auto" or spec.provider not in ("vllm", "openai-compatible"):
+        return spec
+    from .providers.openai_compat import served_models
+
+    names = await served_models(spec.base_urls[0], api_key_for(spec, env))
+    if len(names) != 1:
+        raise EvalkitError(f"{spec.label}: {spec.base_urls[0]} serves {len(names)} models "
+                           f"({', '.join(names) or 'none'}); name one with --model {spec.provider}/NAME")
+    return replace(spec, model=names[0])
+
+
 def opts_for_bench(opts: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in opts.items() if k not in ("env", "console")}
+    return {k: v for k, v in opts.items() if k not in ("env", "console", "on_record")}
 

@@ -15,11 +15,12 @@ from typing import Any
 
 import aiohttp
 
-from ..errors import ProviderError, classify_status, parse_retry_after
+from ..errors import EvalkitError, ProviderError, classify_status, parse_retry_after
 from ..images import PreparedImage
 from ..types import GenParams, Message, Response
 from .base import ProviderSpec
 from .openai_format import chat_body, openai_messages, response_from_openai
+from .replicas import Replica, ReplicaPool
 
 
 def normalise_base_url(url: str) -> str:
@@ -50,12 +51,12 @@ def error_message(status: int, body: str) -> str:
 
 
 class OpenAICompatProvider:
-    """One aiohttp session shared by all requests; the first base URL is used (replicas: issue 3)."""
+    """One aiohttp session shared by all requests, spread over the replicas of the model."""
 
     def __init__(self, spec: ProviderSpec, *, api_key: str | None = None, timeout_s: float = 120.0,
                  connections: int = 256):
         self.spec = spec
-        self._url = normalise_base_url(spec.base_urls[0]) + "/chat/completions"
+        self.pool = ReplicaPool([normalise_base_url(u) for u in spec.base_urls])
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -77,9 +78,27 @@ class OpenAICompatProvider:
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
         payload = self._encode(messages, params, images)
+        tried: list[Replica] = []
+        while True:
+            replica = self.pool.pick(exclude=tried)
+            tried.append(replica)
+            try:
+                with self.pool.lease(replica):
+                    out = await self._post(replica.url + "/chat/completions", payload)
+            except ProviderError as e:
+                unreachable = isinstance(e.__cause__, aiohttp.ClientConnectorError)
+                if e.kind in ("transient", "timeout") or unreachable:
+                    self.pool.failed(replica, unreachable=unreachable)
+                if unreachable and len(tried) < len(self.pool):
+                    continue  # nothing was delivered: another replica takes it within this attempt
+                raise
+            self.pool.succeeded(replica)
+            return out
+
+    async def _post(self, url: str, payload: bytes) -> Response:
         start = time.perf_counter()
         try:
-            async with self._get_session().post(self._url, data=payload) as resp:
+            async with self._get_session().post(url, data=payload) as resp:
                 text = await resp.text()
                 if resp.status != 200:
                     kind = classify_status(resp.status)
@@ -109,3 +128,18 @@ class OpenAICompatProvider:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+async def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 10.0) -> list[str]:
+    """Model names listed by an OpenAI-compatible server's /v1/models (for `vllm/auto`)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = normalise_base_url(base_url) + "/models"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
+                session.get(url, headers=headers) as resp:
+            if resp.status != 200:
+                raise EvalkitError(f"{url}: HTTP {resp.status} while listing served models")
+            data = await resp.json(content_type=None)
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
+        raise EvalkitError(f"cannot list served models at {url}: {type(e).__name__}") from e
+    return [m["id"] for m in data.get("data", []) if isinstance(m, dict) and "id" in m]
