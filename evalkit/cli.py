@@ -54,6 +54,12 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-side", type=int, help="downscale images so the longer side is at most N pixels")
     p.add_argument("--max-pixels", type=int, help="downscale images to at most N pixels")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p.add_argument("--dry-run", action="store_true",
+                   help="count queries and cached answers, estimate tokens and cost; send nothing")
+    p.add_argument("--max-cost", type=float, help="stop sending new queries once this run has spent USD")
+    p.add_argument("--prices", help="JSON file of prices overriding/extending the built-in table")
+    p.add_argument("--no-group-images", dest="group_images", action="store_false",
+                   help="do not send questions on the same image back to back")
     for bench in REGISTRY.values():
         bench.add_arguments(p)
 
@@ -99,14 +105,19 @@ def _cache_dir(value: str | None) -> str:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     from .evaluate import run
-    from .report.console import print_summary
+    from .report.console import print_dry_run, print_summary
 
     opts = {k: v for k, v in vars(args).items() if k not in ("command", "bench", "model", "no_progress")}
     opts["cache_dir"] = _cache_dir(args.cache_dir)
     opts["progress"] = not args.no_progress
     opts = {k: v for k, v in opts.items() if v is not None}
     result = run(args.bench, args.model, **opts)
+    if "dry_run" in result.summary:
+        print_dry_run(result.summary, console)
+        return 0
     print_summary(result.summary, console, str(result.out_dir))
+    for message in result.messages:
+        console.print(f"[yellow]{message}[/yellow]")
     return result.exit_code
 
 

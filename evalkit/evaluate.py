@@ -18,16 +18,19 @@ from rich.console import Console
 
 from .benchmarks import get_benchmark
 from .benchmarks.base import Benchmark
-from .cache import NullCache, ResponseCache
+from .cache import CacheLike, NullCache, ResponseCache
+from .costs import CostMeter, plan_dry_run, records_cost
 from .errors import EvalkitError
 from .images import ImagePipeline
 from .limiter import Limiter
+from .pricing import Price, load_prices
 from .providers import ProviderSpec, api_key_for, create_provider, parse_spec
 from .report.markdown import write_report
 from .report.progress import RunProgress
 from .resources import dataset_path
 from .rundir import RunDir, default_run_dir
 from .runner import Outcome, RetryPolicy, Runner
+from .schedule import group_by_image, image_group
 from .scoring import grade, judge_records, make_record, summarize
 from .types import GenParams, Item, Query, Record
 
@@ -37,11 +40,13 @@ DEFAULTS: dict[str, Any] = {
     "mode": "official", "concurrency": 32, "rpm": None, "tpm": None, "timeout": 120.0, "max_attempts": 8,
     "cache_dir": os.environ.get("EVALKIT_CACHE_DIR", "cache"), "no_cache": False, "limit": None,
     "base_url": None, "judge": None, "judge_base_url": None, "out": None, "data": None, "images": None,
-    "progress": True, "max_side": None, "max_pixels": None,
+    "progress": True, "max_side": None, "max_pixels": None, "dry_run": False, "max_cost": None, "prices": None,
+    "group_images": True,
 }
 # Options that never enter a run's identity (how fast, where, how verbose).
 OPERATIONAL_KEYS = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "cache_dir", "no_cache", "out",
-                    "judge", "judge_base_url", "progress", "env", "console", "base_url", "on_record"}
+                    "judge", "judge_base_url", "progress", "env", "console", "base_url", "on_record",
+                    "dry_run", "max_cost", "prices", "group_images"}
 
 
 @dataclass
@@ -131,76 +136,126 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     console: Console = opts.get("console") or Console(stderr=True)
     if opts["mode"] not in ("official", "robust"):
         raise EvalkitError(f"--mode must be official or robust, not '{opts['mode']}'")
-    spec = parse_spec(model, _base_urls(opts["base_url"]), env)
-    if opts.get("cache_tag"):
-        spec = replace(spec, cache_tag=str(opts["cache_tag"]))
-    api_key_for(spec, env)  # a missing key is an error before any work starts
-    spec = await resolve_auto(spec, env)
-    judge_spec = parse_spec(opts["judge"], _base_urls(opts["judge_base_url"]), env) if opts["judge"] else None
-    if judge_spec:
-        api_key_for(judge_spec, env)
+    spec, judge_spec = await _specs(model, opts, env)
     bench, items, queries, data = prepare(bench_name, opts)
+    price = load_prices(Path(opts["prices"]) if opts.get("prices") else None).lookup(spec.provider, spec.model)
+    if opts.get("max_cost") is not None and price is None:
+        raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
     identity = identity_of(bench, spec, data, opts)
     out = Path(opts["out"]) if opts["out"] else default_run_dir(bench.name, spec.label, identity)
     rundir = RunDir(out)
     config = {**identity, "judge": opts["judge"], "concurrency": opts["concurrency"], "rpm": opts["rpm"],
               "tpm": opts["tpm"], "timeout_s": opts["timeout"], "max_attempts": opts["max_attempts"],
+              "group_images": opts["group_images"], "price": price.__dict__ if price else None,
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
-    rundir.bind(identity, config)
-
     by_id = {q.id: q for q in queries}
+    if opts.get("dry_run"):
+        return await _dry_run(rundir, queries, spec, env, opts, price, bench.name, config)
+    rundir.bind(identity, config)
     existing = rundir.load_records()
     kept = {qid: r for qid, r in existing.items() if qid in by_id and r.error is None}
     if rundir.records_path.exists():
         rundir.rewrite_records(kept.values())  # drop errors left by an earlier attempt and any torn line
     todo = [q for q in queries if q.id not in kept]
+    if opts["group_images"]:
+        todo = list(group_by_image(todo, window=int(opts["concurrency"])))
 
     cache = NullCache() if opts["no_cache"] else ResponseCache(Path(opts["cache_dir"]))
     pipeline = ImagePipeline()
-    provider = create_provider(spec, env, timeout_s=float(opts["timeout"]))
-    limiter = Limiter(concurrency=int(opts["concurrency"]), rpm=opts["rpm"], tpm=opts["tpm"])
-    policy = RetryPolicy(max_attempts=int(opts["max_attempts"]), timeout_s=float(opts["timeout"]))
-    runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy)
+    runner = _runner(spec, env, opts, cache, pipeline)
     records = dict(kept)
     mode = opts["mode"]
+    meter = CostMeter(price)
+    max_cost = opts.get("max_cost")
     on_record = opts.get("on_record")  # a hook for tests and embedding tools: called after each record
 
     def sink(outcome: Outcome) -> None:
         rec = grade(bench, outcome.query, make_record(outcome, spec.label), mode)
         records[rec.query_id] = rec
         rundir.append(rec)
+        meter.add(outcome)
         progress.advance(outcome)
         if on_record is not None:
             on_record()
 
+    def over_budget() -> bool:
+        return max_cost is not None and meter.spent_usd >= float(max_cost)
+
     try:
         with RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=opts["progress"]) as progress:
             if todo:
-                await runner.run(todo, sink, workers=int(opts["concurrency"]))
+                await runner.run(todo, sink, workers=int(opts["concurrency"]), stop=over_budget,
+                                 group_of=image_group if opts["group_images"] else None)
     finally:
         rundir.close()
-        await provider.close()
+        await runner.provider.close()
 
     ordered = [grade(bench, by_id[qid], records[qid], mode) for qid in by_id if qid in records]
-    judge_label = None
     if judge_spec:
-        judge_label = judge_spec.label
-        judge_provider = create_provider(judge_spec, env, timeout_s=float(opts["timeout"]))
-        judge_runner = Runner(judge_provider, limiter=Limiter(concurrency=int(opts["concurrency"])), cache=cache,
-                              pipeline=pipeline, policy=policy, fingerprints=False)
+        judge_runner = _runner(judge_spec, env, {**opts, "rpm": None, "tpm": None}, cache, pipeline,
+                               fingerprints=False)
         try:
             await judge_records(bench, by_id, ordered, judge_runner, workers=int(opts["concurrency"]))
         finally:
-            await judge_provider.close()
+            await judge_runner.provider.close()
     cache.close()
     pipeline.close()
     rundir.rewrite_records(ordered)
     summary = summarize(bench, ordered, model=spec.label, mode=mode, n_items=len(items), n_queries=len(queries),
-                        options=opts_for_bench(opts), config=config, judge=judge_label)
+                        options=opts_for_bench(opts), config=config, judge=judge_spec.label if judge_spec else None)
+    summary["usage"]["cost_usd"] = records_cost(price, ordered)
+    messages = []
+    if over_budget():
+        messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${float(max_cost):.4f} in this run; "
+                        f"{summary['missing']} queries not sent; re-run the same command to resume")
+        summary["stopped"] = "max_cost"
     rundir.write_summary(summary)
     write_report(rundir.path, summary)
     code = 0 if summary["complete"] else 1
-    return RunResult(summary, ordered, rundir.path, code)
+    return RunResult(summary, ordered, rundir.path, code, messages)
+
+
+async def _specs(model: str, opts: Mapping[str, Any], env: Mapping[str, str]
+                 ) -> tuple[ProviderSpec, ProviderSpec | None]:
+    """The model's and the judge's specs; missing keys are errors before any work starts."""
+    spec = parse_spec(model, _base_urls(opts["base_url"]), env)
+    if opts.get("cache_tag"):
+        spec = replace(spec, cache_tag=str(opts["cache_tag"]))
+    api_key_for(spec, env)
+    spec = await resolve_auto(spec, env)
+    judge_spec = parse_spec(opts["judge"], _base_urls(opts["judge_base_url"]), env) if opts["judge"] else None
+    if judge_spec:
+        api_key_for(judge_spec, env)
+    return spec, judge_spec
+
+
+def _runner(spec: ProviderSpec, env: Mapping[str, str], opts: Mapping[str, Any], cache: CacheLike,
+            pipeline: ImagePipeline, fingerprints: bool = True) -> Runner:
+    provider = create_provider(spec, env, timeout_s=float(opts["timeout"]))
+    limiter = Limiter(concurrency=int(opts["concurrency"]), rpm=opts["rpm"], tpm=opts["tpm"])
+    policy = RetryPolicy(max_attempts=int(opts["max_attempts"]), timeout_s=float(opts["timeout"]))
+    return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
+                  fingerprints=fingerprints)
+
+
+async def _dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],
+             opts: Mapping[str, Any], price: Price | None, bench: str, config: dict[str, Any]) -> RunResult:
+    """Count, look up, estimate; send nothing and write nothing."""
+    done = {qid for qid, r in rundir.load_records().items() if r.error is None} if rundir.path.exists() else set()
+    rest = [q for q in queries if q.id not in done]
+    cache = NullCache() if opts["no_cache"] else ResponseCache(Path(opts["cache_dir"]))
+    pipeline = ImagePipeline()
+    runner = _runner(spec, env, opts, cache, pipeline)
+    try:
+        plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)
+    finally:
+        cache.close()
+        pipeline.close()
+        await runner.provider.close()
+    summary = {"benchmark": bench, "model": spec.label, "dry_run": {**plan.to_dict(), "n_queries": len(queries),
+                                                                    "already_done": len(done)},
+               "config": config}
+    return RunResult(summary, [], rundir.path, 0)
 
 
 async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSpec:

@@ -8,8 +8,9 @@ files, decoding and encoding, the sqlite cache) runs in threads, off the event l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
@@ -158,13 +159,39 @@ class Runner:
             return response
 
     # ---- many queries ------------------------------------------------------------------
-    async def run(self, queries: Iterable[Query], sink: Callable[[Outcome], None], *, workers: int) -> RunnerStats:
-        """Ask every query; `sink` receives each outcome as soon as it is known (in completion order)."""
+    async def run(self, queries: Iterable[Query], sink: Callable[[Outcome], None], *, workers: int,
+                  stop: Callable[[], bool] | None = None,
+                  group_of: Callable[[Query], Hashable | None] | None = None) -> RunnerStats:
+        """Ask every query; `sink` receives each outcome as soon as it is known (in completion order).
+
+        `stop` is checked before each new query (e.g. a spending budget): once it says so, no new
+        query starts, and those in flight finish and reach the sink. With `group_of`, the first
+        query of a group is answered before the rest of its group is sent (prompt caching).
+        """
         it = iter(queries)
+        primed: dict[Hashable, asyncio.Event] = {}
+
+        async def ask(query: Query) -> Outcome:
+            key = group_of(query) if group_of is not None else None
+            if key is None:
+                return await self.ask(query)
+            event = primed.get(key)
+            if event is None:  # this query primes its group
+                primed[key] = event = asyncio.Event()
+                try:
+                    return await self.ask(query)
+                finally:
+                    event.set()
+            if not event.is_set():
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(event.wait(), self.policy.timeout_s)
+            return await self.ask(query)
 
         async def worker() -> None:
             for query in it:
-                sink(await self.ask(query))
+                if stop is not None and stop():
+                    return
+                sink(await ask(query))
 
         await asyncio.gather(*(worker() for _ in range(max(1, workers))))
         return self.stats

@@ -15,11 +15,13 @@ PROVIDERS = {
     "openai": "OpenAI API through the official SDK (OPENAI_API_KEY; OPENAI_BASE_URL optional)",
     "vllm": "a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
     "openai-compatible": "any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL)",
-    "anthropic": "Anthropic Messages API (not yet available in this version)",
-    "google": "Google Gemini API (not yet available in this version)",
+    "anthropic": "Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
+    "google": "Google Gemini API through google-genai (GEMINI_API_KEY or GOOGLE_API_KEY; GEMINI_BASE_URL optional)",
 }
-_AVAILABLE = ("openai", "vllm", "openai-compatible")
+_AVAILABLE = ("openai", "vllm", "openai-compatible", "anthropic", "google")
 DEFAULT_VLLM_URL = "http://localhost:8000/v1"
+_BASE_URL_VARS = {"openai": "OPENAI_BASE_URL", "vllm": "VLLM_BASE_URL", "openai-compatible": "OPENAI_BASE_URL",
+                  "anthropic": "ANTHROPIC_BASE_URL", "google": "GEMINI_BASE_URL"}
 
 
 def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] | None = None) -> ProviderSpec:
@@ -35,10 +37,11 @@ def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] 
                            f"{', '.join(_AVAILABLE)})")
     urls = tuple(u for u in base_urls if u)
     if not urls:
-        if provider == "vllm":
-            urls = (env.get("VLLM_BASE_URL") or DEFAULT_VLLM_URL,)
-        elif env.get("OPENAI_BASE_URL"):
-            urls = (env["OPENAI_BASE_URL"],)
+        env_url = env.get(_BASE_URL_VARS[provider])
+        if env_url:
+            urls = tuple(env_url.replace(",", " ").split())
+        elif provider == "vllm":
+            urls = (DEFAULT_VLLM_URL,)
         elif provider == "openai-compatible":
             raise EvalkitError(f"--model '{text}' needs --base-url (or OPENAI_BASE_URL)")
     return ProviderSpec(provider, model, urls)
@@ -51,6 +54,16 @@ def api_key_for(spec: ProviderSpec, env: Mapping[str, str]) -> str | None:
         if not key:
             raise EvalkitError(f"OPENAI_API_KEY is not set (needed for --model {spec.label})")
         return key
+    if spec.provider == "anthropic":
+        key = env.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise EvalkitError(f"ANTHROPIC_API_KEY is not set (needed for --model {spec.label})")
+        return key
+    if spec.provider == "google":
+        key = env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY")
+        if not key:
+            raise EvalkitError(f"GEMINI_API_KEY (or GOOGLE_API_KEY) is not set (needed for --model {spec.label})")
+        return key
     if spec.provider == "vllm":
         return env.get("VLLM_API_KEY") or None
     return env.get("OPENAI_API_KEY") or None
@@ -62,6 +75,14 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: fl
         from .openai_sdk import OpenAISDKProvider
 
         return OpenAISDKProvider(spec, api_key=key or "", timeout_s=timeout_s)
+    if spec.provider == "anthropic":
+        from .anthropic import AnthropicProvider
+
+        return AnthropicProvider(spec, api_key=key or "", timeout_s=timeout_s)
+    if spec.provider == "google":
+        from .google import GoogleProvider
+
+        return GoogleProvider(spec, api_key=key or "", timeout_s=timeout_s)
     from .openai_compat import OpenAICompatProvider
 
     return OpenAICompatProvider(spec, api_key=key, timeout_s=timeout_s)

@@ -28,3 +28,23 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
         console.print("[red]incomplete: some queries failed or are missing; re-run the same command to resume[/red]")
     if out_dir:
         console.print(f"run directory: {out_dir}")
+
+
+def print_dry_run(summary: dict[str, Any], console: Console) -> None:
+    d = summary["dry_run"]
+
+    def money(v: float | None) -> str:
+        return "unknown (no price)" if v is None else f"${v:,.4f}"
+
+    table = Table(title=f"dry run · {summary['benchmark']} · {summary['model']}", show_header=False)
+    table.add_row("queries", f"{d['n_queries']:,}")
+    table.add_row("already in the run directory", f"{d['already_done']:,}")
+    table.add_row("answered from the cache", f"{d['cached']:,}")
+    table.add_row("to send", f"{d['to_send']:,}")
+    table.add_row("input tokens (est.)", f"{d['input_tokens']:,}")
+    table.add_row("output tokens (est.)", f"{d['output_tokens_low']:,} – {d['output_tokens_high']:,}")
+    table.add_row("cost (est.)", f"{money(d['cost_low_usd'])} – {money(d['cost_high_usd'])}")
+    console.print(table)
+    for note in d.get("notes", []):
+        console.print(f"[yellow]{note}[/yellow]")
+    console.print("nothing was sent")

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
+from evalkit.sim.anthropic_wire import AnthropicDialect
+from evalkit.sim.gemini_wire import GeminiDialect
+from evalkit.sim.prompt_cache import prompt_chunks
 from evalkit.sim.wire import ParsedRequest, error_response, parse_body
 
 if TYPE_CHECKING:
@@ -43,6 +46,10 @@ class Dialect(Protocol):
 
     def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
         """The provider's way of declining to answer (content filter / safety block)."""
+        ...
+
+    def cached_tokens(self, state: SimState, body: Any, image_sizes: list[tuple[int, int]]) -> int:
+        """Prompt tokens served from the provider's prompt cache (0 where it has none)."""
         ...
 
 
@@ -84,5 +91,10 @@ class OpenAIDialect:
     def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
         return web.json_response(self._completion(state, req, "", "content_filter", Usage(0, 0)))
 
+    def cached_tokens(self, state: SimState, body: Any, image_sizes: list[tuple[int, int]]) -> int:
+        """Automatic prefix caching (evalkit.sim.prompt_cache states the rule)."""
+        chunks = prompt_chunks(body.get("messages") or [], image_sizes)
+        return state.prefix_cache.lookup_and_store(chunks, ready_in=state.latency_s)
 
-DIALECTS: tuple[Dialect, ...] = (OpenAIDialect(),)
+
+DIALECTS: tuple[Dialect, ...] = (OpenAIDialect(), AnthropicDialect(), GeminiDialect(),)

@@ -28,8 +28,10 @@ from evalkit import fingerprint
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect, Usage
+from evalkit.sim.edits import handle_image_edit
 from evalkit.sim.faults import FaultDice, SimFaults, TokenBucket, retry_headers
 from evalkit.sim.model import SimModel, SimParams, estimate_tokens, image_tokens
+from evalkit.sim.prompt_cache import PrefixCache
 from evalkit.sim.wire import MALFORMED_BODY, BadRequest, shape_reply
 
 
@@ -70,6 +72,7 @@ class SimState:
         self.dice = FaultDice(config.faults)
         self.bucket = TokenBucket(config.faults.rps) if config.faults.rps else None
         self.counters = SimCounters()
+        self.prefix_cache = PrefixCache()
         self.latency_s = config.latency_s + config.faults.latency_s
         self.closing = asyncio.Event()
         self._fps: OrderedDict[str, asyncio.Future[ImageInfo]] = OrderedDict()
@@ -155,6 +158,8 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect) -> web
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
 
+    cached_tokens = getattr(dialect, "cached_tokens", None)  # dialects without a prompt cache omit it
+    cached = cached_tokens(state, body, [(w, h) for _, w, h in fps_info]) if cached_tokens else 0
     fault = state.dice.draw()
     if state.latency_s > 0 and fault not in ("hang", "drop"):
         await asyncio.sleep(state.latency_s)
@@ -186,8 +191,8 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect) -> web
     content, finish = shape_reply(reply.content, reply.answer, req)
     if fault == "empty":
         content = ""
-    usage = Usage(estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info),
-                  estimate_tokens(content) + 1)
+    prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
+    usage = Usage(max(prompt_tokens, cached), estimate_tokens(content) + 1, cached)
     if content:
         counters.completed(request_key(body))
     return dialect.ok(state, req, content, finish, usage)
@@ -221,6 +226,7 @@ def build_app(config: SimConfig) -> web.Application:
     for dialect in DIALECTS:
         for route in dialect.routes:
             app.router.add_post(route, dialect_handler(dialect))
+    app.router.add_post("/v1/images/edits", handle_image_edit)
     app.router.add_get("/v1/models", handle_models)
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)

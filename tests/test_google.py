@@ -1,0 +1,332 @@
+"""`google/<model>`: the real google-genai SDK against the simulator's Gemini dialect."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import draw_image, make_mcq_jsonl
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+from PIL import Image
+
+from evalkit.errors import EvalkitError, ProviderError
+from evalkit.evaluate import run
+from evalkit.fingerprint import fingerprint_bytes
+from evalkit.images import PreparedImage
+from evalkit.providers import api_key_for, create_provider, parse_spec
+from evalkit.providers.google import (
+    GoogleProvider,
+    gemini_contents,
+    generation_settings,
+    response_from_gemini,
+    thinking_mode,
+)
+from evalkit.sim import edits
+from evalkit.sim.answerkey import AnswerEntry, AnswerKey
+from evalkit.sim.faults import SimFaults
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.gemini_wire import EDIT_TEXT, simulated_edit
+from evalkit.sim.server import SimConfig, SimThread, start_sim
+from evalkit.types import GenParams, ImagePart, ImageRef, Message
+
+KEY = "gm-test-SECRET77"
+ENV = {"GEMINI_API_KEY": KEY}
+OPTIONS = "A. red\nB. green\nC. blue\nD. white"
+
+
+def png(seed: int, size: int = 96) -> PreparedImage:
+    buf = io.BytesIO()
+    draw_image(seed, size).save(buf, "PNG")
+    return PreparedImage(buf.getvalue(), "image/png", size, size)
+
+
+def user(n_images: int, text: str) -> Message:
+    return Message.user(*[ImagePart(ImageRef.from_bytes(bytes([i]))) for i in range(n_images)], text)
+
+
+def provider(url: str, model: str = "sim-model") -> GoogleProvider:
+    return GoogleProvider(parse_spec(f"google/{model}", [url]), api_key=KEY)
+
+
+def sdk(url: str) -> genai.Client:
+    return genai.Client(api_key=KEY, vertexai=False, http_options=types.HttpOptions(
+        base_url=url, timeout=10_000, retry_options=types.HttpRetryOptions(attempts=1)))
+
+
+def read_records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+
+
+def tokens(text: str) -> int:
+    return -(-len(text) // 4)
+
+
+# ---- request translation -----------------------------------------------------------------
+
+def test_contents_keep_order_and_system_becomes_the_instruction():
+    imgs = [png(1), png(2)]
+    system, contents = gemini_contents([Message.system("be brief"), user(2, "Which?")], imgs)
+    assert system == "be brief" and len(contents) == 1 and contents[0].role == "user"
+    parts = contents[0].parts
+    assert [p.inline_data.data for p in parts[:2]] == [imgs[0].data, imgs[1].data]
+    assert parts[0].inline_data.mime_type == "image/png" and parts[2].text == "Which?"
+
+
+def test_thinking_defaults_and_pass_through():
+    base = GenParams(max_tokens=64, stop=("\n",), top_p=0.9, seed=7)
+    flash = generation_settings("gemini-2.5-flash", base)
+    assert flash["thinking_config"] == {"thinking_budget": 0} and flash["max_output_tokens"] == 64
+    assert flash["stop_sequences"] == ["\n"] and flash["seed"] == 7 and flash["top_p"] == 0.9
+    pro = generation_settings("gemini-2.5-pro", base)
+    assert "thinking_config" not in pro and pro["max_output_tokens"] == 8192
+    assert "thinking_config" not in generation_settings("gemini-2.0-flash", base)  # rejected there
+    assert "thinking_config" not in generation_settings("gemini-2.5-flash-image", base)
+    assert (thinking_mode("gemini-3-pro-preview"), thinking_mode("models/gemini-2.5-flash-lite")) == ("always", "off")
+    budget = generation_settings("gemini-2.5-flash", GenParams.with_extra(
+        {"thinking_budget": 1024, "response_mime_type": "text/plain", "topK": 3}, max_tokens=64))
+    assert budget["thinking_config"] == {"thinking_budget": 1024} and budget["max_output_tokens"] == 8192
+    assert budget["response_mime_type"] == "text/plain" and budget["topK"] == 3
+    types.GenerateContentConfig(**budget)  # the SDK accepts every key
+    with pytest.raises(ProviderError) as info:
+        generation_settings("gemini-2.5-flash", GenParams.with_extra({"guided_choice": ["A"]}))
+    assert info.value.kind == "permanent" and "guided_choice" in info.value.message
+    described = provider("http://127.0.0.1:9", "gemini-2.5-pro").describe_params(base)
+    assert described["max_tokens"] == 8192 and described["thinking_budget"] is None and "8192" in described["note"]
+    assert provider("http://127.0.0.1:9", "gemini-2.5-flash").describe_params(base)["thinking_budget"] == 0
+
+
+def test_safety_finish_without_text_is_a_refusal_and_thoughts_are_reasoning():
+    blocked = types.GenerateContentResponse(candidates=[types.Candidate(finish_reason="SAFETY")])
+    with pytest.raises(ProviderError) as info:
+        response_from_gemini(blocked)
+    assert info.value.kind == "refused"
+    mixed = types.GenerateContentResponse(
+        candidates=[types.Candidate(finish_reason="STOP", content=types.Content(role="model", parts=[
+            types.Part(text="think", thought=True), types.Part(text="B")]))],
+        usage_metadata=types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=10, candidates_token_count=1, cached_content_token_count=4, thoughts_token_count=5))
+    out = response_from_gemini(mixed)
+    assert (out.text, out.reasoning, out.finish_reason) == ("B", "think", "STOP")
+    assert out.usage.to_dict() == {"input_tokens": 10, "output_tokens": 1, "cached_input_tokens": 4,
+                                   "reasoning_tokens": 5}
+
+
+def test_retry_after_header_wins_over_retry_info():
+    p = provider("http://127.0.0.1:9")
+    body = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": f"quota for {KEY}", "details": [
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2s"}]}}
+    with_header = genai_errors.ClientError(429, body, SimpleNamespace(headers={"retry-after": "3"}))
+    without = genai_errors.ClientError(429, body, SimpleNamespace(headers={}))
+    assert p._classify(with_header).retry_after == 3.0
+    e = p._classify(without)
+    assert e.retry_after == 2.0 and e.kind == "rate_limit" and KEY not in e.message
+
+
+def test_missing_key_is_a_one_line_error(tmp_path):
+    spec = parse_spec("google/gemini-2.5-flash")
+    with pytest.raises(EvalkitError, match="GEMINI_API_KEY") as info:
+        api_key_for(spec, {"OPENAI_API_KEY": "sk-other"})
+    assert "GOOGLE_API_KEY" in str(info.value) and "\n" not in str(info.value)
+    assert api_key_for(spec, {"GOOGLE_API_KEY": "g"}) == "g" and api_key_for(spec, ENV) == KEY
+    data = make_mcq_jsonl(tmp_path / "ds", 2)
+    with pytest.raises(EvalkitError, match="GEMINI_API_KEY"):
+        run("mcq", "google/sim-model", data=str(data), base_url="http://127.0.0.1:9", env={},
+            out=str(tmp_path / "run"), no_cache=True, progress=False)
+
+
+# ---- the SDK against the simulator ---------------------------------------------------------
+
+async def test_one_and_two_images_arrive_in_order():
+    a, b, c = png(11), png(12), png(13)
+    fa, fb, fc = (fingerprint_bytes(i.data) for i in (a, b, c))
+    two = f"Which picture is brighter?\n{OPTIONS}"
+    # the nearest entry wins, so a swapped order lands on the [fb, fa] entry, not on [fa, fb]
+    key = AnswerKey([AnswerEntry("pair", two, [fa, fb], "A"), AnswerEntry("pair", two, [fb, fa], "C"),
+                     AnswerEntry("one", f"Colour?\n{OPTIONS}", [fc], "B")])
+    async with await start_sim(SimConfig(answer_key=key)) as sim:
+        p = provider(sim.url)
+        try:
+            one = await p.complete([user(1, f"Colour?\n{OPTIONS}")], GenParams(max_tokens=8), [c])
+            ab = await p.complete([Message.system("Answer with a letter."), user(2, two)], GenParams(), [a, b])
+            ba = await p.complete([user(2, two)], GenParams(), [b, a])
+        finally:
+            await p.close()
+        per_key = sim.counters.snapshot()["per_key"]
+    assert (one.text, ab.text, ba.text) == ("B", "A", "C")
+    assert one.finish_reason == "STOP" and one.error is None
+    assert len(per_key) == 3 and set(per_key.values()) == {1}  # the server tells the three requests apart
+    # 96x96 images cost 255 tokens each in the simulator; text is ~4 characters a token
+    assert one.usage.input_tokens == 255 + tokens(f"Colour?\n{OPTIONS}")
+    assert ab.usage.input_tokens == 2 * 255 + tokens(f"Answer with a letter.\n{two}")
+    assert one.usage.output_tokens == 2 and one.usage.cached_input_tokens == 0 and one.usage.reasoning_tokens == 0
+
+
+async def test_raw_sdk_shapes_thoughts_length_and_prefix_cache():
+    img = png(5, size=600)
+    long_text = "Describe carefully.\n" + "context line with some words in it\n" * 140 + OPTIONS
+    contents = [types.Part.from_bytes(data=img.data, mime_type="image/png"), long_text]
+    async with await start_sim(SimConfig()) as sim:
+        client = sdk(sim.url)
+        try:
+            first = await client.aio.models.generate_content(model="sim-model", contents=contents)
+            again = await client.aio.models.generate_content(
+                model="sim-model", contents=contents, config=types.GenerateContentConfig(
+                    thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=512)))
+            with pytest.raises(genai_errors.ClientError) as bad:
+                await client.aio.models.generate_content(model="sim-model", contents="hi",
+                                                         config=types.GenerateContentConfig(temperature=5))
+        finally:
+            await client.aio.aclose()
+    assert first.candidates[0].finish_reason == types.FinishReason.STOP
+    assert first.model_version == "sim-model" and first.response_id and first.text in "ABCD"
+    assert first.usage_metadata.cached_content_token_count is None  # omitted when nothing was cached
+    assert again.usage_metadata.cached_content_token_count >= 1024
+    parts = again.candidates[0].content.parts
+    assert parts[0].thought and parts[0].text and not parts[1].thought
+    assert again.usage_metadata.thoughts_token_count > 0
+    assert bad.value.code == 400 and bad.value.status == "INVALID_ARGUMENT"
+
+
+async def test_provider_reads_cache_thoughts_and_max_tokens():
+    img = png(6, size=600)
+    long_text = "Describe carefully.\n" + "context line with some words in it\n" * 140 + OPTIONS
+    params = GenParams.with_extra({"thinking_config": {"include_thoughts": True, "thinking_budget": 256}})
+    async with await start_sim(SimConfig()) as sim:
+        p = provider(sim.url)
+        try:
+            await p.complete([user(1, long_text)], GenParams(), [img])
+            out = await p.complete([user(1, long_text)], params, [img])
+            cut = await p.complete([user(1, "Say a lot?")], GenParams.with_extra({"max_output_tokens": 1}), [png(7)])
+        finally:
+            await p.close()
+    assert out.usage.cached_input_tokens >= 1024 and out.usage.input_tokens > out.usage.cached_input_tokens
+    assert out.reasoning and out.usage.reasoning_tokens > 0 and out.text in "ABCD"
+    assert cut.finish_reason in ("MAX_TOKENS", "STOP")
+
+
+@pytest.mark.parametrize("fault, kind, status, google_status", [
+    ("503", "transient", 503, "UNAVAILABLE"),
+    ("500", "transient", 500, "INTERNAL"),
+    ("429", "rate_limit", 429, "RESOURCE_EXHAUSTED"),
+    ("400", "permanent", 400, "INVALID_ARGUMENT"),
+    ("drop", "transient", None, None),
+])
+async def test_errors_are_classified(fault, kind, status, google_status):
+    faults = SimFaults(rate=1.0, kinds=(fault,), retry_after=0.05)
+    async with await start_sim(SimConfig(faults=faults)) as sim:
+        p = provider(sim.url)
+        client = sdk(sim.url)
+        try:
+            start = time.perf_counter()
+            with pytest.raises(ProviderError) as info:
+                await p.complete([user(1, "Colour?")], GenParams(), [png(1)])
+            elapsed = time.perf_counter() - start
+            requests = sim.counters.snapshot()["requests"]
+            if status is not None:
+                with pytest.raises(genai_errors.APIError) as raw:
+                    await client.aio.models.generate_content(model="sim-model", contents="hi")
+                assert raw.value.code == status and raw.value.status == google_status
+                assert "retry-after" not in {k.lower() for k in raw.value.response.headers}
+        finally:
+            await p.close()
+            await client.aio.aclose()
+    e = info.value
+    assert e.kind == kind and e.status == status and KEY not in e.message
+    assert requests == 1 and elapsed < 1.0  # no SDK retries, not even its hidden one for connection errors
+    if fault == "503":
+        assert "overloaded" in e.message
+    if fault == "429":
+        assert e.retry_after == pytest.approx(0.05)  # from RetryInfo.retryDelay
+
+
+async def test_refusal_is_its_own_kind():
+    async with await start_sim(SimConfig(faults=SimFaults(rate=1.0, kinds=("refusal",)))) as sim:
+        p = create_provider(parse_spec("google/sim-model", [sim.url]), ENV)
+        try:
+            with pytest.raises(ProviderError) as info:
+                await p.complete([user(1, "Colour?")], GenParams(), [png(1)])
+        finally:
+            await p.close()
+    assert info.value.kind == "refused" and not info.value.retryable and "SAFETY" in info.value.message
+
+
+# ---- image output (GenViP editing through Gemini) ---------------------------------------------
+
+async def test_image_output_is_the_simulated_edit():
+    src = png(31, size=80).data
+    async with await start_sim(SimConfig()) as sim:
+        client = sdk(sim.url)
+        try:
+            resp = await client.aio.models.generate_content(
+                model="gemini-2.5-flash-image",
+                contents=[types.Part.from_bytes(data=src, mime_type="image/png"), "Turn this infrared image into RGB."],
+                config=types.GenerateContentConfig(response_modalities=["TEXT", "IMAGE"]))
+            text_only = await client.aio.models.generate_content(
+                model="gemini-2.5-flash-image", contents=[types.Part.from_bytes(data=src, mime_type="image/png"), "?"])
+        finally:
+            await client.aio.aclose()
+    parts = resp.candidates[0].content.parts
+    assert parts[0].text == EDIT_TEXT
+    blob = parts[1].inline_data
+    assert blob.mime_type == "image/png" and blob.data == simulated_edit(src)
+    with Image.open(io.BytesIO(blob.data)) as out, Image.open(io.BytesIO(src)) as inp:
+        assert out.size == inp.size and not np.array_equal(np.asarray(out.convert("RGB")), np.asarray(inp))
+    assert edits.simulated_edit(src) == blob.data  # the OpenAI image-edit route gives the same picture
+    assert resp.usage_metadata.candidates_token_count >= 1290
+    assert all(p.inline_data is None for p in text_only.candidates[0].content.parts)
+
+
+# ---- end to end through evalkit.run ----------------------------------------------------------
+
+def test_run_scores_a_perfect_model(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 40, seed=3)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        res = run("mcq", "google/sim-model", data=str(data), base_url=sim.url, env=ENV,
+                  out=str(tmp_path / "run"), cache_dir=str(tmp_path / "cache"), progress=False)
+        requests = sim.counters.snapshot()["requests"]
+    assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
+    assert res.summary["counts"]["correct"] == 40 and requests == 40
+    assert res.summary["usage"]["input_tokens"] > 40 * 255
+    recs = read_records(tmp_path / "run")
+    assert all(r["finish_reason"] == "STOP" and r["usage"]["output_tokens"] > 0 for r in recs)
+    for path in [*(tmp_path / "run").rglob("*"), *(tmp_path / "cache").rglob("*")]:
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_faults_every_query_answered_exactly_once(tmp_path):
+    n = 150
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=6)
+    faults = SimFaults(rate=0.3, kinds=("429", "500", "503", "drop"), retry_after=0.05, seed=5)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
+        res = run("mcq", "google/sim-model", data=str(data), base_url=sim.url, env=ENV, no_cache=True,
+                  out=str(tmp_path / "run"), concurrency=32, max_attempts=14, timeout=10, progress=False)
+        counters = sim.counters.snapshot()
+    assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
+    assert res.summary["error_kinds"] == {}
+    assert counters["completions"] == n
+    assert len(counters["per_key"]) == n and set(counters["per_key"].values()) == {1}
+    assert all(counters["faults"].get(k, 0) > 0 for k in ("429", "500", "503", "drop")), counters["faults"]
+    assert counters["requests"] == n + sum(counters["faults"].values())  # each fault cost exactly one retry
+
+
+@pytest.mark.parametrize("fault, kind", [("400", "permanent"), ("refusal", "refused")])
+def test_permanent_faults_are_not_retried(tmp_path, fault, kind):
+    n = 6
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=8)
+    faults = SimFaults(rate=1.0, kinds=(fault,))
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
+        res = run("mcq", "google/sim-model", data=str(data), base_url=sim.url, env=ENV, no_cache=True,
+                  out=str(tmp_path / "run"), progress=False)
+        counters = sim.counters.snapshot()
+    assert counters["requests"] == n and counters["completions"] == 0
+    recs = read_records(tmp_path / "run")
+    assert [r["error"] for r in recs] == [kind] * n
+    assert res.summary["error_kinds"] == {kind: n} and res.exit_code == 1
