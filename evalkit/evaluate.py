@@ -163,6 +163,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     cache = NullCache() if opts["no_cache"] else ResponseCache(Path(opts["cache_dir"]))
     pipeline = ImagePipeline()
     runner = _runner(spec, env, opts, cache, pipeline)
+    if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
+        config["generation_sent"] = runner.provider.describe_params(queries[0].params)
+        rundir.write_config(identity, config)
     records = dict(kept)
     mode = opts["mode"]
     meter = CostMeter(price)

@@ -191,6 +191,14 @@ class PreparedImage:
         return len(self.data) + 4 * ((len(self.data) + 2) // 3) + 64
 
 
+@dataclass(frozen=True)
+class ImageHeader:
+    width: int
+    height: int
+    mime: str
+    nbytes: int
+
+
 @dataclass
 class ImageStats:
     """Counters that show the pipeline is doing each piece of work once."""
@@ -254,6 +262,7 @@ class ImagePipeline:
             max_bytes, lambda _k, p: p.nbytes, self.stats
         )
         self._fps: BoundedMemo[tuple[str, int, Any], str] = BoundedMemo(_FP_MEMO_BYTES, lambda _k, s: len(s) + 100)
+        self._headers: BoundedMemo[str, ImageHeader] = BoundedMemo(_FP_MEMO_BYTES, lambda _k, _h: 200)
         self._hashes: BoundedMemo[tuple[Any, ...], str] = BoundedMemo(
             _HASH_MEMO_BYTES, lambda k, _s: 200 + (0 if k[0] == "path" else len(k[1]))
         )
@@ -326,6 +335,19 @@ class ImagePipeline:
             src = str(ref.value) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
             with Image.open(src) as img:
                 yield img
+
+    def header(self, ref: ImageRef) -> ImageHeader:
+        """Size (EXIF-oriented), type and byte count from the header alone: what provider limits need."""
+        def read() -> ImageHeader:
+            with self._lazy(ref) as img:
+                w, h = img.size
+                if _orientation(img) in (5, 6, 7, 8):
+                    w, h = h, w
+                mime = MIME.get(img.format or "", f"image/{(img.format or 'unknown').lower()}")
+            nbytes = os.stat(str(ref.value)).st_size if ref.kind == "path" else len(self.source_bytes(ref))
+            return ImageHeader(w, h, mime, nbytes)
+
+        return self._headers.get_or_compute(self.source_hash(ref), read)
 
     def open(self, ref: ImageRef, draft_size: tuple[int, int] | None = None) -> Image.Image:
         """Decoded, EXIF-oriented RGB; JPEGs decode at reduced scale when draft_size allows."""

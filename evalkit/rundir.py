@@ -64,6 +64,9 @@ class RunDir:
                                    f"({', '.join(diff)}); choose another --out")
         write_json_atomic(cfg_path, {"identity": identity, "config": config})
 
+    def write_config(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
+        write_json_atomic(self.path / CONFIG, {"identity": identity, "config": config})
+
     def read_config(self) -> dict[str, Any]:
         cfg_path = self.path / CONFIG
         if not cfg_path.exists():

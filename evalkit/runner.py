@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -19,8 +19,9 @@ from .cache import CacheLike, request_key
 from .errors import ProviderError
 from .images import ImagePipeline, PreparedImage
 from .limiter import Limiter
+from .limits import check_image_count, check_request_bytes, fit_transform, limits_for, prepare_within
 from .providers.base import Provider
-from .types import Query, Response
+from .types import ImagePart, Message, Query, Response
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Outcome:
     request_key: str
     cached: bool
     image_fps: list[str] = field(default_factory=list)
+    image_sizes: list[list[int]] = field(default_factory=list)  # as sent (after provider limits)
 
 
 @dataclass
@@ -76,42 +78,77 @@ class Runner:
         self.policy = policy or RetryPolicy()
         self.fingerprints = fingerprints
         self.stats = RunnerStats()
+        lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
+        self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
 
     # ---- one query ---------------------------------------------------------------------
+    def fit(self, query: Query) -> Query:
+        """The query with each image's transform tightened to the provider's documented limits
+        (reads image headers only). Servers without limits get the query unchanged."""
+        parts = query.image_parts()
+        if self.limits is None or not parts:
+            return query
+        check_image_count(self.limits, len(parts), f"query {query.id}")
+
+        def fitted(part: ImagePart) -> ImagePart:
+            h = self.pipeline.header(part.ref)
+            t = fit_transform(self.limits, part.transform, h.width, h.height, mime=h.mime, nbytes=h.nbytes)
+            return part if t == part.transform else ImagePart(part.ref, t)
+
+        messages = tuple(Message(m.role, tuple(fitted(p) if isinstance(p, ImagePart) else p for p in m.parts))
+                         for m in query.messages)
+        return replace(query, messages=messages)
+
     def key_of(self, query: Query) -> str:
+        """The cache key of a query as it will be sent (after fitting provider limits)."""
         spec = self.provider.spec
         return request_key(provider=spec.provider, model=spec.model, endpoint=spec.endpoint,
-                           params=query.params, messages=query.messages, source_hash=self.pipeline.source_hash)
+                           params=query.params, messages=self.fit(query).messages,
+                           source_hash=self.pipeline.source_hash)
+
+    def _prepare(self, query: Query) -> list[PreparedImage]:
+        """Encoded images within the provider's limits (stepping quality/size down for bytes)."""
+        parts = query.image_parts()
+        if self.limits is None:
+            return [self.pipeline.prepare(p) for p in parts]
+        out = [prepare_within(lambda t, p=p: self.pipeline.prepare(ImagePart(p.ref, t)), p.transform, self.limits,
+                              p.ref.describe(), n_images=len(parts))[0] for p in parts]
+        check_request_bytes(self.limits, sum(len(i.data) for i in out), f"query {query.id}")
+        return out
 
     def _lookup(self, query: Query) -> tuple[str, dict | None, list[str], list[PreparedImage]]:
         """Thread work: key, cache lookup, fingerprints, and (on a miss) the prepared images."""
+        query = self.fit(query)
         key = self.key_of(query)
         hit = self.cache.get(key)
         parts = query.image_parts()
         fps = [self.pipeline.fingerprint(p) for p in parts] if self.fingerprints else []
-        prepared = [] if hit is not None else [self.pipeline.prepare(p) for p in parts]
+        prepared = [] if hit is not None else self._prepare(query)
         return key, hit, fps, prepared
 
     async def ask(self, query: Query) -> Outcome:
-        if self.cache.blocking or not all(self.pipeline.ready(p) for p in query.image_parts()):
+        in_memory = self.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
+        if self.cache.blocking or not in_memory:
             key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query)
         else:  # everything is in memory: a thread hop would cost more than the work
             key, hit, fps, prepared = self._lookup(query)
         if hit is not None:
             self.stats.cache_hits += 1
-            return Outcome(query, Response.from_cache(hit), key, True, fps)
+            return Outcome(query, Response.from_cache(hit), key, True, fps, hit.get("image_sizes") or [])
+        sizes = [[i.width, i.height] for i in prepared]
         response = await self._send(query, prepared)
         if response.ok:
             self.stats.input_tokens += response.usage.input_tokens
             self.stats.output_tokens += response.usage.output_tokens
             if response.text.strip():  # empty answers are not cached: a later run tries again
+                value = {**response.to_cache(), "image_sizes": sizes}
                 if self.cache.blocking:
-                    await asyncio.to_thread(self.cache.set, key, response.to_cache())
+                    await asyncio.to_thread(self.cache.set, key, value)
                 else:
-                    self.cache.set(key, response.to_cache())
+                    self.cache.set(key, value)
         else:
             self.stats.errors += 1
-        return Outcome(query, response, key, False, fps)
+        return Outcome(query, response, key, False, fps, sizes)
 
     async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
         p = self.policy

@@ -266,6 +266,7 @@ class Record:
     category: str = ""
     prompt: str = ""  # prompt text, for replay through the simulator
     image_fps: list[str] = field(default_factory=list)  # image fingerprints, for replay
+    image_sizes: list[list[int]] = field(default_factory=list)  # [width, height] of each image as sent
 
     def to_dict(self) -> dict[str, Any]:
         """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
@@ -273,6 +274,7 @@ class Record:
         d["variant"] = dict(self.variant)
         d["usage"] = dict(self.usage)
         d["image_fps"] = list(self.image_fps)
+        d["image_sizes"] = [list(x) for x in self.image_sizes]
         return d
 
     @staticmethod

@@ -33,6 +33,7 @@ from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.gemini_wire import EDIT_TEXT, simulated_edit
+from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread, start_sim
 from evalkit.types import GenParams, ImagePart, ImageRef, Message
 
@@ -198,17 +199,18 @@ async def test_provider_reads_cache_thoughts_and_max_tokens():
     img = png(6, size=600)
     long_text = "Describe carefully.\n" + "context line with some words in it\n" * 140 + OPTIONS
     params = GenParams.with_extra({"thinking_config": {"include_thoughts": True, "thinking_budget": 256}})
-    async with await start_sim(SimConfig()) as sim:
+    async with await start_sim(SimConfig(params=SimParams(style="verbose"))) as sim:
         p = provider(sim.url)
         try:
             await p.complete([user(1, long_text)], GenParams(), [img])
             out = await p.complete([user(1, long_text)], params, [img])
-            cut = await p.complete([user(1, "Say a lot?")], GenParams.with_extra({"max_output_tokens": 1}), [png(7)])
+            cut = await p.complete([user(1, f"Colour?\n{OPTIONS}")], GenParams(max_tokens=3), [png(7)])
         finally:
             await p.close()
     assert out.usage.cached_input_tokens >= 1024 and out.usage.input_tokens > out.usage.cached_input_tokens
-    assert out.reasoning and out.usage.reasoning_tokens > 0 and out.text in "ABCD"
-    assert cut.finish_reason in ("MAX_TOKENS", "STOP")
+    assert out.reasoning and out.usage.reasoning_tokens > 0 and out.text.startswith("Looking at the image")
+    assert out.reasoning not in out.text  # thought parts are kept out of the answer
+    assert cut.finish_reason == "MAX_TOKENS" and 0 < len(cut.text) <= 12 and out.finish_reason == "STOP"
 
 
 @pytest.mark.parametrize("fault, kind, status, google_status", [

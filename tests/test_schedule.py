@@ -63,5 +63,5 @@ def test_grouped_scheduling_hits_the_prompt_cache(tmp_path):
         shares[grouped] = sum(r.usage["cached_input_tokens"] > 0 for r in followers) / len(followers)
         assert res.summary["metrics"]["accuracy"] == 100.0
         assert res.summary["usage"]["cached_input_tokens"] == sum(r.usage["cached_input_tokens"] for r in res.records)
-    assert shares[True] >= 0.9
-    assert shares[False] < 0.5
+    assert shares[True] >= 0.8  # followers wait for their primer: nearly all hit
+    assert shares[False] < 0.5  # sent together, same-image queries all miss

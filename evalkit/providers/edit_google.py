@@ -2,8 +2,8 @@
 
 The input image and the instruction go in one user turn; `response_modalities=["TEXT",
 "IMAGE"]` asks for an image back, which arrives as a part with inline_data. The SDK's own
-retries stay off (its default when no retry_options are given): retries live once, in
-editing.with_retries. A safety block is "refused"; a reply without an image is "empty".
+retries are off (one attempt: otherwise it silently retries dropped connections): retries
+live once, in editing.with_retries. A safety block is "refused"; a reply without an image is "empty".
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class GoogleImageEditor:
 
         self._types, self._errors = types, errors
         self.spec = spec
-        options = types.HttpOptions(timeout=int(timeout_s * 1000))
+        options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1))
         if spec.base_urls:
             options.base_url = spec.base_urls[0]
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
