@@ -32,6 +32,7 @@ import binascii
 import hashlib
 import io
 import json
+import math
 import time
 import weakref
 from collections import OrderedDict
@@ -67,31 +68,42 @@ class AnthropicRequest(ParsedRequest):
 
 @dataclass
 class PromptCache:
-    """Cached prefixes of one simulated server: prefix hash -> expiry time."""
+    """Cached prefixes of one simulated server: prefix hash -> (ready from, expires at).
+
+    A prefix becomes readable only once the request that wrote it has been answered (Anthropic:
+    "a cache entry is only available after the first response begins"), so requests sent
+    together with one prefix all miss, as they do on the real API.
+    """
 
     ttl_s: float = CACHE_TTL_S
     min_tokens: int = 0
     clock: Callable[[], float] = time.monotonic
-    entries: dict[str, float] = field(default_factory=dict)
+    entries: dict[str, tuple[float, float]] = field(default_factory=dict)
     reads: int = 0
     writes: int = 0
 
-    def use(self, breakpoints: tuple[tuple[str, int], ...]) -> tuple[int, int]:
-        """(read, created) tokens for a request's breakpoints; writes the prefixes it lacks."""
+    def use(self, breakpoints: tuple[tuple[str, int], ...], processing_s: float = 0.0) -> tuple[int, int]:
+        """(read, created) tokens for a request's breakpoints; writes the prefixes it lacks.
+
+        Called when the answer is ready; the request arrived `processing_s` earlier, and only
+        entries ready by then can serve it."""
         now = self.clock()
+        arrival = now - processing_s
         if len(self.entries) > 10_000:
-            self.entries = {h: t for h, t in self.entries.items() if t > now}
+            self.entries = {h: t for h, t in self.entries.items() if t[1] > now}
         usable = [(h, n) for h, n in breakpoints if n >= self.min_tokens]
         if not usable:
             return 0, 0
         hit = -1
         for i in range(len(usable) - 1, -1, -1):
-            if self.entries.get(usable[i][0], 0.0) > now:
+            ready, expires = self.entries.get(usable[i][0], (math.inf, 0.0))
+            if ready <= arrival < expires:
                 hit = i
                 break
         read = usable[hit][1] if hit >= 0 else 0
         for h, _ in usable[max(hit, 0):]:
-            self.entries[h] = now + self.ttl_s  # refresh the hit, write the later ones
+            ready = self.entries.get(h, (now, 0.0))[0]
+            self.entries[h] = (min(ready, now), now + self.ttl_s)  # refresh the hit, write the later ones
         created = usable[-1][1] - read if hit < len(usable) - 1 else 0
         self.reads += read > 0
         self.writes += created > 0
@@ -254,7 +266,7 @@ class AnthropicDialect:
 
     def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response:
         breakpoints = req.breakpoints if isinstance(req, AnthropicRequest) else ()
-        read, created = self.cache_for(state).use(breakpoints)
+        read, created = self.cache_for(state).use(breakpoints, processing_s=state.latency_s)
         read, created = min(read, usage.input_tokens), min(created, max(0, usage.input_tokens - read))
         stop_reason, stop_sequence = "end_turn", None
         if finish == "length":
