@@ -17,13 +17,12 @@ import json
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from PIL import Image
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from .cache import CacheLike, request_key
 from .errors import EvalkitError, ProviderError
@@ -31,7 +30,7 @@ from .images import ImagePipeline, PreparedImage
 from .limiter import Limiter
 from .providers import api_key_for, parse_spec
 from .providers.base import ProviderSpec
-from .runner import RetryPolicy
+from .retry import RetryPolicy, with_retries
 from .types import GenParams, ImagePart, ImageRef, Message, Transform, Usage
 
 T = TypeVar("T")
@@ -123,46 +122,6 @@ def create_editor(spec_text: str, base_urls: Sequence[str] = (), env: Mapping[st
 
         return GoogleImageEditor(spec, api_key=key, timeout_s=timeout_s)
     raise EvalkitError(f"provider '{provider}' cannot edit images (use openai/<model> or google/<model>)")
-
-
-# ---------------------------------------------------------------- retries (shared shape with runner.py)
-
-
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ProviderError) and exc.retryable
-
-
-async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, limiter: Limiter, *,
-                       est_tokens: int = 0, tokens_of: Callable[[T], int] | None = None,
-                       on_attempt: Callable[[int], None] | None = None) -> T:
-    """One request under the retry policy, each attempt inside a limiter slot and a timeout.
-
-    Rate limits pause the whole limiter for Retry-After (or default_pause_s); transient, timeout
-    and empty errors back off and retry; permanent and refused raise at once. The last
-    ProviderError is re-raised when the attempts are spent.
-    """
-    retrying = AsyncRetrying(stop=stop_after_attempt(policy.max_attempts),
-                             wait=wait_random_exponential(multiplier=policy.initial_s, max=policy.max_s),
-                             retry=retry_if_exception(_retryable), reraise=True)
-    async for attempt in retrying:
-        with attempt:
-            if on_attempt is not None:
-                on_attempt(attempt.retry_state.attempt_number)
-            async with limiter.slot(est_tokens) as slot:
-                try:
-                    result = await asyncio.wait_for(call(), policy.timeout_s)
-                except asyncio.TimeoutError as e:
-                    slot.report_tokens(0)
-                    raise ProviderError("timeout", f"no answer within {policy.timeout_s:g}s") from e
-                except ProviderError as e:
-                    slot.report_tokens(0)
-                    if e.kind == "rate_limit":
-                        limiter.pause(e.retry_after if e.retry_after is not None else policy.default_pause_s)
-                    raise
-                if tokens_of is not None:
-                    slot.report_tokens(tokens_of(result))
-                return result
-    raise AssertionError("unreachable")  # pragma: no cover - reraise=True ends the loop by raising
 
 
 # ---------------------------------------------------------------- the output folder

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from .cache import CacheLike, request_key
 from .errors import ProviderError
@@ -21,18 +18,8 @@ from .images import ImagePipeline, PreparedImage
 from .limiter import Limiter
 from .limits import check_image_count, check_request_bytes, fit_transform, limits_for, prepare_within
 from .providers.base import Provider
+from .retry import RetryPolicy, with_retries
 from .types import ImagePart, Message, Query, Response
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries for rate-limit, transient, timeout and empty-content errors; none for permanent."""
-
-    max_attempts: int = 8
-    initial_s: float = 0.5
-    max_s: float = 20.0
-    timeout_s: float = 120.0
-    default_pause_s: float = 1.0  # a 429 without Retry-After still pauses the limiter this long
 
 
 @dataclass
@@ -56,10 +43,6 @@ class RunnerStats:
     retries: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-
-
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ProviderError) and exc.retryable
 
 
 def estimate_tokens(query: Query) -> int:
@@ -151,49 +134,30 @@ class Runner:
         return Outcome(query, response, key, False, fps, sizes)
 
     async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
-        p = self.policy
+        """Send with retries; empty content is retried, and if still empty it is the answer."""
         last_empty: Response | None = None
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(p.max_attempts),
-            wait=wait_random_exponential(multiplier=p.initial_s, max=p.max_s),
-            retry=retry_if_exception(_retryable),
-            reraise=True,
-        )
+
+        async def call() -> Response:
+            nonlocal last_empty
+            response = await self.provider.complete(query.messages, query.params, images)
+            if not response.text.strip():
+                last_empty = response
+                raise ProviderError("empty", "empty content")
+            return response
+
+        def on_attempt(n: int) -> None:
+            self.stats.attempts += 1
+            self.stats.retries += n > 1
+
         self.stats.sent += 1
         try:
-            async for attempt in retrying:
-                with attempt:
-                    if attempt.retry_state.attempt_number > 1:
-                        self.stats.retries += 1
-                    response = await self._attempt(query, images)
-                    if not response.text.strip():
-                        last_empty = response
-                        raise ProviderError("empty", "empty content")
-                    return response
+            return await with_retries(call, self.policy, self.limiter, est_tokens=estimate_tokens(query),
+                                      tokens_of=lambda r: r.usage.input_tokens + r.usage.output_tokens,
+                                      on_attempt=on_attempt)
         except ProviderError as e:
             if e.kind == "empty" and last_empty is not None:
                 return last_empty  # the model's answer after all: the benchmark's rule scores it
             return Response(error=e.kind, error_message=e.message)  # type: ignore[arg-type]
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _attempt(self, query: Query, images: Sequence[PreparedImage]) -> Response:
-        self.stats.attempts += 1
-        async with self.limiter.slot(estimate_tokens(query)) as slot:
-            start = time.perf_counter()
-            try:
-                response = await asyncio.wait_for(
-                    self.provider.complete(query.messages, query.params, images), self.policy.timeout_s)
-            except asyncio.TimeoutError as e:
-                slot.report_tokens(0)
-                raise ProviderError("timeout", f"no answer within {self.policy.timeout_s:g}s") from e
-            except ProviderError as e:
-                slot.report_tokens(0)
-                if e.kind == "rate_limit":
-                    self.limiter.pause(e.retry_after if e.retry_after is not None else self.policy.default_pause_s)
-                raise
-            slot.report_tokens(response.usage.input_tokens + response.usage.output_tokens)
-            response.latency_s = time.perf_counter() - start
-            return response
 
     # ---- many queries ------------------------------------------------------------------
     async def run(self, queries: Iterable[Query], sink: Callable[[Outcome], None], *, workers: int,
