@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from ..errors import EvalkitError
 from .base import Benchmark, JudgeRequest
+from .ifbench import IFBench
 from .mcq import MCQ
+from .mmerealworld import MMERealWorld
+from .rgbth import RGBThBench
+from .tdbench import TDBench
 
 REGISTRY: dict[str, type[Benchmark]] = {
     MCQ.name: MCQ,
+    MMERealWorld.name: MMERealWorld,
+    TDBench.name: TDBench,
+    RGBThBench.name: RGBThBench,
+    IFBench.name: IFBench,
 }
 
 

@@ -11,6 +11,7 @@ benchmark quietly losing questions reports a wrong accuracy with full confidence
 
 from __future__ import annotations
 
+import argparse
 import ast
 import csv
 import json
@@ -23,6 +24,8 @@ from typing import Any
 from ..errors import EvalkitError
 from ..extract import is_refusal, judge_prompt_mcq, parse_letter, render_options, strip_reasoning
 from ..metrics.basic import accuracy, accuracy_by
+from ..protocols.circular import all_shifts, circular_summary
+from ..protocols.rotation import rotation_queries, rotation_summary
 from ..resources import fill_template, read_prompt
 from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from .base import Benchmark, JudgeRequest
@@ -308,6 +311,15 @@ class MCQ(Benchmark):
     description = "any multiple-choice set in VLMEvalKit TSV or JSONL form"
     default_data = "demo/mcq.tsv"
 
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        if "--circular" not in parser._option_string_actions:  # shared `run` parser: add once
+            parser.add_argument("--circular", action="store_true", default=None,
+                                help="mcq: CircularEval, ask every rotation of the options (n per item)")
+        if "--rotations" not in parser._option_string_actions:
+            parser.add_argument("--rotations", type=int, choices=(1, 2, 4), default=None,
+                                help="mcq: RotationalEval, ask each top-down image turned 0/90/180/270 degrees")
+
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         path = resolve_data(Path(data))
         if path.suffix.lower() == ".tsv":
@@ -324,6 +336,19 @@ class MCQ(Benchmark):
             hint = str(item.meta.get("hint") or "")
             text = build_prompt(template, item.question, item.options, hint)
             parts = [ImagePart(ref, transform) for ref in item.images]
+            if (options.get("rotations") or 1) > 1:  # placeholders re-rendered, options shuffled per rotation
+                yield from rotation_queries(item, lambda q, o, h=hint: build_prompt(template, q, o, h), transform,
+                                            params, rotations=int(options["rotations"]))
+                continue
+            if options.get("circular"):
+                for shift, shown, gold in all_shifts(item.options, item.answer):
+                    yield Query(
+                        id=f"{item.id}|s{shift}", item_id=item.id, base_id=item.id, variant={"shift": shift},
+                        messages=(Message.user(*parts, build_prompt(template, item.question, shown, hint)),),
+                        gold=gold, options=shown, params=params, category=item.category,
+                        meta={"question": item.question, "hint": hint},
+                    )
+                continue
             yield Query(
                 id=item.id,
                 item_id=item.id,
@@ -357,6 +382,11 @@ class MCQ(Benchmark):
 
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
         has_categories = any(r.category for r in records)
+        if any("rot" in r.variant for r in records):  # --rotations: RE / VE / MA and reliability (θ, r, g)
+            return {**rotation_summary(records), "accuracy": accuracy(records), "n": len(records)}
+        if any("shift" in r.variant for r in records):  # --circular: CircularEval on top of plain accuracy
+            per = accuracy_by(records, lambda r: r.category or "(none)") if has_categories else {}
+            return {**circular_summary(records), "accuracy": accuracy(records), "per_category": per, "n": len(records)}
         return {
             "accuracy": accuracy(records),
             "per_category": accuracy_by(records, lambda r: r.category or "(none)") if has_categories else {},

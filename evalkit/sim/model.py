@@ -103,7 +103,7 @@ def _default_prompt_dirs() -> list[Path]:
 def judge_heads(prompt_dirs: list[Path] | None = None) -> dict[str, str]:
     """First line of each extractor prompt -> its kind ("mcq" / "yesno"); empty if not found."""
     heads: dict[str, str] = {}
-    for kind in ("mcq", "yesno"):
+    for kind in ("mcq", "yesno", "if-bench"):
         for d in prompt_dirs or _default_prompt_dirs():
             path = d / "extract" / f"{kind}.txt"
             if path.is_file():
@@ -116,6 +116,11 @@ def judge_heads(prompt_dirs: list[Path] | None = None) -> dict[str, str]:
 
 def judge_answer(kind: str, text: str) -> str:
     """What a careful judge replies to an extractor prompt: the chosen letter, or Z / Unknown."""
+    if kind == "if-bench":  # paper Fig. 11: only the response ("Input: ..."), A-D, or F for none
+        reply = text[text.rfind("\nInput: ") + len("\nInput: "):] if "\nInput: " in text else ""
+        found = {m.group(1) for m in _STANDALONE_LETTER.finditer(reply)} & set("ABCD")
+        ordinal = [i for i, word in enumerate(ORDINALS[:4]) if re.search(rf"\b{word}\b", reply.lower())]
+        return found.pop() if len(found) == 1 else "ABCD"[ordinal[0]] if not found and len(ordinal) == 1 else "F"
     start = text.find("\nAnswer: ")
     end = text.rfind("\nYour reply:")
     answer = text[start + len("\nAnswer: ") : end if end > start else None] if start >= 0 else ""

@@ -1,0 +1,379 @@
+"""IF-Bench (infrared 4-option MCQ): circular x bilingual evaluation, hybrid judgment, GenViP.
+
+Protocol: PROTOCOLS.md §1 and the paper (arXiv 2512.09663). Every item is asked under
+the 4 circular shifts in English and in Chinese (680 x 8 = 5,440 queries). Official
+judgment is the first character of the reply (after `</think>`), with the paper's
+Figure 11 LLM extractor when that character is not A-D; robust mode tries a proper letter
+parser first. GenViP pairs each infrared image with its RGB translation (IR first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalkitError
+from ..extract import is_refusal, parse_letter
+from ..metrics.ifbench import Outcome, ifbench_metrics
+from ..protocols.circular import all_shifts
+from ..resources import read_prompt
+from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from .base import Benchmark, JudgeRequest
+
+LANGS = ("en", "cn")
+LETTERS = ("A", "B", "C", "D")
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
+_PLACEHOLDER = re.compile(r"<input_question>|<input_options>")
+JUDGE_VALID = (*LETTERS, "F")  # "F": the extractor found no option; scored wrong like the official code
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------
+
+
+def _entries(data: Any, path: Path) -> list[tuple[str, str | None, Any]]:
+    """(where, dimension key or None, raw item) for both official forms, in file order."""
+    if isinstance(data, Mapping):
+        out = []
+        for dim, items in data.items():
+            if not isinstance(items, list):
+                raise EvalkitError(f"{path}: dimension {dim!r}: expected a list of items")
+            out += [(f"{path}: dimension {dim!r} item {k}", str(dim), obj) for k, obj in enumerate(items, 1)]
+        return out
+    if isinstance(data, list):
+        return [(f"{path}: item {k}", None, obj) for k, obj in enumerate(data, 1)]
+    raise EvalkitError(f"{path}: expected an object {{dimension: [items]}} or a list of items")
+
+
+def _options(where: str, raw: Any, name: str) -> dict[str, str]:
+    if not isinstance(raw, Mapping) or not raw:
+        raise EvalkitError(f"{where}: '{name}' must be an object of options")
+    opts = {str(k).strip(): v for k, v in raw.items()}
+    if any(not isinstance(v, str) for v in opts.values()):
+        raise EvalkitError(f"{where}: '{name}' values must be strings")
+    return opts
+
+
+def parse_item(where: str, dim_key: str | None, obj: Any) -> dict[str, Any]:
+    """One raw item checked and flattened; `pos_info` and `original_answer` are ignored."""
+    if not isinstance(obj, Mapping):
+        raise EvalkitError(f"{where}: expected an object")
+    q = obj.get("question")
+    if not isinstance(q, Mapping):
+        raise EvalkitError(f"{where}: no 'question' object")
+    image = obj.get("dst_thermal_path")
+    if not isinstance(image, str) or not image.strip():
+        raise EvalkitError(f"{where}: no 'dst_thermal_path'")
+    dimension = str(q.get("dimension") or dim_key or "").strip()
+    if not dimension:
+        raise EvalkitError(f"{where}: no 'dimension'")
+    out: dict[str, Any] = {"image": image.strip(), "dimension": dimension, "dataset": str(obj.get("dataset") or "")}
+    for lang in LANGS:
+        text = q.get(f"{lang}_question")
+        if not isinstance(text, str) or not text.strip():
+            raise EvalkitError(f"{where}: no '{lang}_question'")
+        out[f"{lang}_question"] = text
+        out[f"{lang}_options"] = _options(where, q.get(f"{lang}_options"), f"{lang}_options")
+    if list(out["en_options"]) != list(out["cn_options"]):
+        raise EvalkitError(f"{where}: en_options and cn_options have different letters")
+    answer = str(q.get("answer") or "").strip().upper()
+    if answer not in out["en_options"]:
+        raise EvalkitError(f"{where}: answer {q.get('answer')!r} is not among the options {', '.join(out['en_options'])}")
+    out["answer"] = answer
+    return out
+
+
+def default_image_dir(data: Path, name: str) -> Path:
+    """`<data folder>/<name>` when it exists (the official layout), else the data folder."""
+    folder = data.parent / name
+    return folder if folder.is_dir() else data.parent
+
+
+def find_image(folder: Path, name: str) -> Path | None:
+    """`folder/name`, else a file with the same stem and an image extension (translations are often PNG)."""
+    exact = folder / name
+    if exact.is_file():
+        return exact
+    stem = Path(name).stem
+    for ext in IMAGE_EXTS:
+        candidate = (folder / name).with_name(stem + ext)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def item_ids(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Stable ids: dimension column name + index within the dimension, in file order.
+
+    The same question and options recur on different images, so ids never come from text.
+    """
+    from ..metrics.ifbench import short_name
+
+    seen: dict[str, int] = {}
+    out = []
+    for row in rows:
+        code = short_name(row["dimension"]).replace(" ", "_")
+        seen[code] = seen.get(code, 0) + 1
+        out.append(f"{code}-{seen[code]:03d}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Prompts
+# ---------------------------------------------------------------------------------------
+
+
+def render_options(options: Mapping[str, str]) -> str:
+    """The options exactly as the official code prints them: Python's str() of the dict."""
+    return str(dict(options))
+
+
+def fill(template: str, question: str, options: Mapping[str, str]) -> str:
+    """Replace the paper's placeholders in one pass (a question holding one stays as is)."""
+    values = {"<input_question>": question, "<input_options>": render_options(options)}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(0)], template)
+
+
+def prompt_kind(options: Mapping[str, Any]) -> str:
+    """Which prompt the flags select; as in the official code, translated replaces prior without pairing."""
+    if options.get("genvip"):
+        return "prior_pair" if options.get("prior") else "pair"
+    if options.get("translated"):
+        return "translated"
+    return "prior" if options.get("prior") else "normal"
+
+
+def parse_langs(value: Any) -> tuple[str, ...]:
+    """`--lang en,cn` (default both) as a tuple in the order given, validated."""
+    if value is None or value == "":
+        return LANGS
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    langs = tuple(dict.fromkeys(str(p).strip().lower() for p in parts if str(p).strip()))
+    bad = [x for x in langs if x not in LANGS]
+    if bad or not langs:
+        raise EvalkitError(f"--lang: expected en, cn or en,cn, not {value!r}")
+    return langs
+
+
+# ---------------------------------------------------------------------------------------
+# Judgment (pure)
+# ---------------------------------------------------------------------------------------
+
+
+def after_think(text: str | None) -> str:
+    """Official clean-up: strip, keep what follows the last `</think>`, strip again."""
+    text = (text or "").strip()
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    return text.strip()
+
+
+def official_rule(text: str | None, letters: Sequence[str] = LETTERS) -> Parsed:
+    """First-character rule: "" is wrong, A-D is the answer, anything else goes to the extractor."""
+    body = after_think(text)
+    if not body:
+        return Parsed("", "empty")  # an answer of nothing: scored wrong, never sent to a judge
+    if body[0] in letters:
+        return Parsed(body[0], "first_char")
+    return Parsed(None, "unparsed")
+
+
+def robust_rule(text: str | None, options: Mapping[str, str] | None = None) -> Parsed:
+    """A proper letter parser first ("Answer: C" is C); refusals are counted apart."""
+    body = after_think(text)
+    if not body:
+        return Parsed(None, "empty")
+    letter = parse_letter(body, letters=tuple(options or LETTERS), options=options)
+    if letter is not None:
+        return Parsed(letter, "rule")
+    if is_refusal(body):
+        return Parsed(None, "refusal", refusal=True)
+    return Parsed(None, "unparsed")
+
+
+def extractor_prompt(text: str | None) -> str:
+    """The paper's Figure 11 prompt with the (thinking-stripped) response in place."""
+    return read_prompt("extract", "if-bench.txt").replace("<input_response>", after_think(text), 1)
+
+
+def judgment_counts(records: Sequence[Record], options_of: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
+    """How the two modes differ on these answers and how many needed the extractor.
+
+    An extractor verdict already in a record (parse_method "llm") stands in for whichever
+    mode's rule could not answer; an answer neither rule nor judge resolved counts as none.
+    """
+    out = dict.fromkeys(("answers", "official_needs_extractor", "robust_needs_extractor", "extractor_used",
+                         "extractor_unresolved", "modes_differ", "modes_differ_correctness"), 0)
+    for r in records:
+        if r.error is not None or r.response is None:
+            continue
+        out["answers"] += 1
+        judged = r.parsed if r.parse_method == "llm" else None
+        out["extractor_used"] += r.parse_method in ("llm", "llm_unresolved")
+        out["extractor_unresolved"] += r.parse_method == "llm_unresolved"
+        off = official_rule(r.response)
+        rob = robust_rule(r.response, options_of.get(r.query_id))
+        out["official_needs_extractor"] += off.method == "unparsed"
+        out["robust_needs_extractor"] += rob.method == "unparsed"
+        a = off.answer if off.answer is not None else judged if off.method == "unparsed" else None
+        b = rob.answer if rob.answer is not None else judged if rob.method == "unparsed" else None
+        out["modes_differ"] += (a if a in LETTERS else None) != (b if b in LETTERS else None)  # "F", "" = none
+        out["modes_differ_correctness"] += (a == r.gold) != (b == r.gold)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The benchmark
+# ---------------------------------------------------------------------------------------
+
+
+def _add(parser: argparse.ArgumentParser, flag: str, **kw: Any) -> None:
+    """Add a flag unless another benchmark already did (they share the `run` parser)."""
+    if flag not in parser._option_string_actions:
+        parser.add_argument(flag, **kw)
+
+
+class IFBench(Benchmark):
+    name = "if-bench"
+    description = "IF-Bench infrared MCQ: circular x EN/CN, first-character judgment, strict score, GenViP"
+    default_data = "if-bench/if_bench_sample.json"
+
+    def __init__(self) -> None:
+        self.skipped: list[str] = []  # image files missing under --skip-missing, for the summary
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        _add(parser, "--lang", default=None, help="if-bench: languages to ask, en, cn or en,cn (default both)")
+        _add(parser, "--genvip", action="store_true", default=None,
+             help="if-bench: GenViP, ask with the IR image then its RGB translation (--translated-images)")
+        _add(parser, "--prior", action="store_true", default=None, help="if-bench: add the textual prior (Fig. 13)")
+        _add(parser, "--translated", action="store_true", default=None,
+             help="if-bench: ask with the RGB translation alone")
+        _add(parser, "--translated-images", default=None,
+             help="if-bench: folder of RGB translations, same file names (default <data dir>/translated_rgb_imgs)")
+        _add(parser, "--skip-missing", action="store_true", default=None,
+             help="skip items whose image file is missing (counted in the summary) instead of failing")
+
+    # ---- load / expand ---------------------------------------------------------------
+    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
+        path = Path(data)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".json" and "image_list" not in p.name)
+            if len(found) != 1:
+                raise EvalkitError(f"{path}: expected one IF-Bench .json file in the folder, found {len(found)}")
+            path = found[0]
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvalkitError(f"{path}: cannot read ({exc})") from exc
+        except json.JSONDecodeError as exc:
+            raise EvalkitError(f"{path}: invalid JSON ({exc})") from exc
+        rows = [(where, parse_item(where, dim, obj)) for where, dim, obj in _entries(raw, path)]
+        ir_dir = images or default_image_dir(path, "infrared_imgs")
+        kind = prompt_kind(options)
+        rgb_dir: Path | None = None
+        if kind in ("pair", "prior_pair", "translated"):
+            given = options.get("translated_images")
+            rgb_dir = Path(given).expanduser() if given else default_image_dir(path, "translated_rgb_imgs")
+            if not rgb_dir.is_dir():
+                raise EvalkitError(f"--translated-images: not a directory: {rgb_dir}")
+        skip = bool(options.get("skip_missing"))
+        self.skipped = []
+        items = []
+        for (where, row), item_id in zip(rows, item_ids([r for _, r in rows]), strict=True):
+            refs = []
+            for folder, label in ((ir_dir, "image"), (rgb_dir, "translated image")):
+                if folder is None:
+                    continue
+                found = find_image(folder, row["image"])
+                if found is None:
+                    if not skip:
+                        raise EvalkitError(f"{where}: {label} not found: {folder / row['image']} "
+                                           f"(use --skip-missing to skip such items)")
+                    self.skipped.append(str(folder / row["image"]))
+                    break
+                refs.append(ImageRef.from_path(str(found)))
+            else:
+                items.append(Item(id=item_id, question=row["en_question"], options=row["en_options"],
+                                  answer=row["answer"], images=tuple(refs), category=row["dimension"],
+                                  meta={**row, "where": where}))
+        return items
+
+    def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
+        kind = prompt_kind(options)
+        langs = parse_langs(options.get("lang"))
+        templates = {lang: read_prompt("if-bench", f"{kind}_{lang}.txt") for lang in langs}
+        transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
+        params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
+        for item in items:
+            refs = item.images
+            if kind == "translated":
+                refs = refs[1:]  # the RGB translation alone
+            elif kind in ("normal", "prior"):
+                refs = refs[:1]
+            parts = [ImagePart(ref, transform) for ref in refs]
+            for lang in langs:
+                question, opts = item.meta[f"{lang}_question"], item.meta[f"{lang}_options"]
+                for shift, shown, gold in all_shifts(opts, item.answer):
+                    yield Query(
+                        id=f"{item.id}|s{shift}|{lang}", item_id=item.id, base_id=item.id,
+                        variant={"shift": shift, "lang": lang},
+                        messages=(Message.user(*parts, fill(templates[lang], question, shown)),),
+                        gold=gold, options=shown, params=params, category=item.category,
+                        meta={"lang": lang, "question": question},
+                    )
+
+    # ---- parse / score -----------------------------------------------------------------
+    def parse(self, query: Query, text: str, mode: str) -> Parsed:
+        if mode == "robust":
+            return robust_rule(text, query.options)
+        return official_rule(text, tuple(query.options) or LETTERS)
+
+    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+        return JudgeRequest(prompt=extractor_prompt(text), valid=JUDGE_VALID)
+
+    # ---- aggregate ---------------------------------------------------------------------
+    def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
+        outcomes = [Outcome(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
+                            r.correct is True) for r in records]
+        metrics: dict[str, Any] = dict(ifbench_metrics(outcomes, parse_langs(options.get("lang"))))
+        shown = _shown_options(records)
+        metrics["judgment"] = judgment_counts(records, shown)
+        unparsed = sum(1 for r in records if r.error is None and r.parsed is None and not r.refusal)
+        metrics["judgment"]["unparsed_counted_wrong"] = unparsed
+        metrics["prompt"] = prompt_kind(options)
+        metrics["n_items"] = len({r.item_id for r in records})
+        metrics["skipped_missing_images"] = len(self.skipped)
+        return metrics
+
+    def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
+        return [(k, v) for k, v in metrics.items() if k.startswith("Avg")]
+
+
+def _shown_options(records: Sequence[Record]) -> dict[str, dict[str, str]]:
+    """Options per query id, recovered from the prompt's dict literal (records do not store them)."""
+    import ast
+
+    out: dict[str, dict[str, str]] = {}
+    for r in records:
+        start = r.prompt.rfind("{'A'")
+        if start < 0:
+            start = r.prompt.rfind('{"A"')
+        if start < 0:
+            continue
+        end = r.prompt.find("}", start)
+        while end >= 0:
+            try:
+                value = ast.literal_eval(r.prompt[start : end + 1])
+            except (ValueError, SyntaxError):
+                end = r.prompt.find("}", end + 1)
+                continue
+            if isinstance(value, dict):
+                out[r.query_id] = {str(k): str(v) for k, v in value.items()}
+            break
+    return out

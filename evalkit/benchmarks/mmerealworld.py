@@ -1,0 +1,207 @@
+"""MME-RealWorld: high-resolution 5-option MCQ, from the official JSON or the VLMEvalKit TSV.
+
+JSON (`MME_RealWorld.json`, `MME_RealWorld_CN.json`): a list of records with Question_id,
+Image (relative to --images, else the file's folder), Text, Answer choices ("(A) ..."),
+Ground truth, Task, Subtask, Category; "Question type" in either spelling and Dataset are
+optional. TSV: index, image (base64, or another row's index), question, A..E, answer,
+category ("Task/Subtask"), l2-category (the Category). Both become the same Items, prompts
+and scoring keys, so the two forms give identical metrics.
+
+Parsing and metrics live in evalkit/metrics/mmerealworld.py (pure functions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalkitError
+from ..extract import is_refusal, judge_prompt_mcq, strip_reasoning
+from ..metrics.mmerealworld import (
+    choices_of,
+    mme_metrics,
+    option_text,
+    parse_official,
+    parse_robust,
+    scoring_key,
+)
+from ..resources import fill_template, read_prompt
+from ..types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
+from .base import Benchmark, JudgeRequest
+from .mcq import _resolve_file, load_tsv
+
+_REQUIRED = ("Question_id", "Image", "Text", "Answer choices", "Ground truth", "Task", "Subtask", "Category")
+_CHOICE = re.compile(r"^\s*\(([A-Z])\)")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _choices(where: str, raw: Any) -> dict[str, str]:
+    """ "Answer choices" -> letter -> option text; the letter comes from "(X)" or the position."""
+    if not isinstance(raw, list) or len(raw) < 2 or not all(isinstance(c, str) and c.strip() for c in raw):
+        raise EvalkitError(f"{where}: 'Answer choices' must be a list of at least two non-empty strings")
+    out: dict[str, str] = {}
+    for k, choice in enumerate(raw):
+        m = _CHOICE.match(choice)
+        letter = m.group(1) if m else chr(ord("A") + k)
+        if letter in out:
+            raise EvalkitError(f"{where}: option ({letter}) appears twice")
+        out[letter] = option_text(choice, letter)
+    return out
+
+
+def _item(where: str, item_id: str, *, question: str, options: dict[str, str], answer: str, images: tuple,
+          task: str, subtask: str, category: str, meta: dict[str, Any]) -> Item:
+    """An Item after the checks both forms share; category is the scoring key Task/DOMAIN/group."""
+    if not question:
+        raise EvalkitError(f"{where}: empty question")
+    for name, value in (("Task", task), ("Subtask", subtask), ("Category", category)):
+        if not value:
+            raise EvalkitError(f"{where}: empty {name}")
+    answer = answer.strip().strip("()").upper()
+    if answer not in options:
+        raise EvalkitError(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
+    return Item(id=item_id, question=question, options=options, answer=answer, images=images,
+                category=scoring_key(task, subtask, category),
+                meta={**meta, "task": task, "subtask": subtask, "raw_category": category})
+
+
+def load_json(path: Path, images: Path | None = None) -> list[Item]:
+    """Items from the official JSON list. A bad record is an error naming file and record."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError as exc:
+        raise EvalkitError(f"{path}: file not found") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EvalkitError(f"{path}: cannot read JSON ({exc})") from exc
+    if not isinstance(data, list):
+        raise EvalkitError(f"{path}: expected a JSON list of records")
+    base = images or path.parent
+    items: list[Item] = []
+    first: dict[str, int] = {}
+    for k, rec in enumerate(data, start=1):
+        where = f"{path}: record {k}"
+        if not isinstance(rec, Mapping):
+            raise EvalkitError(f"{where}: expected an object")
+        missing = [f for f in _REQUIRED if rec.get(f) in (None, "")]
+        if missing:
+            raise EvalkitError(f"{where}: missing {', '.join(missing)}")
+        qid = str(rec["Question_id"]).strip()
+        where = f"{where} ({qid})"
+        if qid in first:
+            raise EvalkitError(f"{where}: duplicate Question_id (first at record {first[qid]})")
+        first[qid] = k
+        qtype = rec.get("Question type", rec.get("Question Type"))
+        items.append(_item(
+            where, qid, question=str(rec["Text"]).strip(), options=_choices(where, rec["Answer choices"]),
+            answer=str(rec["Ground truth"]), images=(_resolve_file(Path(str(rec["Image"])), base, where),),
+            task=str(rec["Task"]).strip(), subtask=str(rec["Subtask"]).strip(),
+            category=str(rec["Category"]).strip(),
+            meta={"question_type": qtype, "dataset": rec.get("Dataset"), "image": str(rec["Image"])},
+        ))
+    return items
+
+
+def load_vlmeval_tsv(path: Path, images: Path | None = None) -> list[Item]:
+    """Items from the VLMEvalKit TSV (category "Task/Subtask", l2-category = Category)."""
+    out = []
+    for item in load_tsv(path, images):  # shared TSV reading: base64 cells, index references, bad rows
+        where = f"{path}: row {item.meta.get('row')} (index {item.id})"
+        task, _, subtask = str(item.category).partition("/")
+        category = str(item.meta.get("l2-category") or "")
+        options = {k: option_text(v, k) for k, v in item.options.items()}
+        out.append(_item(where, item.id, question=item.question, options=options, answer=item.answer,
+                         images=item.images, task=task, subtask=subtask, category=category,
+                         meta={"question_type": None, "dataset": item.meta.get("Dataset")}))
+    return out
+
+
+def detect_lang(path: Path, items: Sequence[Item]) -> str:
+    """ "cn" for the _CN file (by name) or when most questions are Chinese, else "en"."""
+    if re.search(r"(^|[_\-])cn$", path.stem, re.I):
+        return "cn"
+    chinese = sum(1 for it in items if _CJK.search(it.question))
+    return "cn" if items and chinese * 2 > len(items) else "en"
+
+
+def build_prompt(template: str, question: str, options: Mapping[str, str]) -> str:
+    """The official text: question, the "(X) text" lines as given, the language's ending."""
+    return fill_template(template, question=question, choices="\n".join(c for _, c in choices_of(options)))
+
+
+class MMERealWorld(Benchmark):
+    """MME-RealWorld: official rule parsing (quirks included) or robust; Avg / Avg-C per task."""
+
+    name = "mme-realworld"
+    description = "high-resolution real-world 5-option MCQ (official JSON or VLMEvalKit TSV)"
+    default_data = "mme-realworld/MME_RealWorld.json"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        if "--mme-lang" not in parser._option_string_actions:
+            parser.add_argument("--mme-lang", choices=("auto", "en", "cn"), default=None,
+                                help="mme-realworld: prompt language (default auto: _CN files and Chinese text)")
+
+    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
+        path = Path(data)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in (".json", ".tsv"))
+            if len(found) != 1:
+                names = ", ".join(p.name for p in found) or "none"
+                raise EvalkitError(f"{path}: expected one .json or .tsv file in the folder, found {names}")
+            path = found[0]
+        if path.suffix.lower() == ".tsv":
+            items = load_vlmeval_tsv(path, images)
+        elif path.suffix.lower() == ".json":
+            items = load_json(path, images)
+        else:
+            raise EvalkitError(f"{path}: unknown format (expected the official .json or a VLMEvalKit .tsv)")
+        lang = options.get("mme_lang") or "auto"
+        lang = detect_lang(path, items) if lang == "auto" else lang
+        return [Item(it.id, it.question, it.options, it.answer, it.images, it.category, {**it.meta, "lang": lang})
+                for it in items]
+
+    def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
+        templates = {lang: read_prompt("mme-realworld", f"{lang}.txt") for lang in ("en", "cn")}
+        transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
+        params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
+        for item in items:
+            text = build_prompt(templates[item.meta.get("lang", "en")], item.question, item.options)
+            parts = [ImagePart(ref, transform) for ref in item.images]
+            yield Query(id=item.id, item_id=item.id, base_id=item.id, variant={},
+                        messages=(Message.user(*parts, text),), gold=item.answer, options=dict(item.options),
+                        params=params, category=item.category, meta={"question": item.question})
+
+    def parse(self, query: Query, text: str, mode: str) -> Parsed:
+        choices = choices_of(query.options)
+        if mode == "robust":
+            if not strip_reasoning(text):
+                return Parsed(None, "empty")
+            answer = parse_robust(text, choices)
+            if answer is not None:
+                return Parsed(answer, "rule")
+            return Parsed(None, "refusal", refusal=True) if is_refusal(text) else Parsed(None, "unparsed")
+        answer = parse_official(text, choices)  # official: "" is "A", on purpose
+        if answer is not None:
+            return Parsed(answer, "official")
+        return Parsed(None, "unparsed", refusal=is_refusal(text))
+
+    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+        question = str(query.meta.get("question") or query.prompt_text())
+        return JudgeRequest(prompt=judge_prompt_mcq(question, query.options, strip_reasoning(text)),
+                            valid=tuple(query.options))
+
+    def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
+        return mme_metrics(records)
+
+    def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
+        out: list[tuple[str, Any]] = [("Avg", metrics.get("Avg")), ("Avg-C", metrics.get("Avg-C"))]
+        for task, t in (metrics.get("tasks") or {}).items():
+            out += [(f"{task} Avg", t["Avg"]), (f"{task} Avg-C", t["Avg-C"])]
+        e = metrics.get("e_rate") or {}
+        out.append(("answered E % (gold E %)", f"{e.get('answered_E_rate', 0):.1f} ({e.get('gold_E_rate', 0):.1f})"))
+        out.append(("answers official≠robust", (metrics.get("modes") or {}).get("answers_differ")))
+        return out

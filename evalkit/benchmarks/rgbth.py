@@ -1,0 +1,289 @@
+"""RGB-Th-Bench: Yes/No questions on single RGB images and RGB-thermal pairs (PROTOCOLS.md §3).
+
+Data: the public release tree, `Source N/<scene>/questions.json` (`{"data": [block, ...]}`)
+next to `rgb.*` and `thermal.*`. A block holds the questions of one skill on one scene;
+`data_id` is a string for "Single RGB Image" blocks and an [rgb, thermal] list for pairs,
+and only its file name is used, resolved against the folder of questions.json (the release
+writes paths relative to the source folder, and scene names contain spaces).
+
+Item ids are `<source>/<scene>/b<block>/q<question>` (0-based, two-digit block), stable
+across runs; the SAcc group (scene, skill) is recovered from the id and the category.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalkitError
+from ..extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
+from ..metrics.rgbth import ALL_SKILLS, PAPER_SKILLS, find_duplicates, prompt_group, rgbth_metrics
+from ..resources import fill_template, read_prompt
+from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from .base import Benchmark, JudgeRequest
+
+SINGLE = "Single RGB Image"
+PAIR = "RGB-Thermal Pair"
+SKILL_SETS = {"paper": PAPER_SKILLS, "all": ALL_SKILLS}
+
+# ---------------------------------------------------------------------------------------
+# Parsing (pure)
+# ---------------------------------------------------------------------------------------
+
+_SPECIAL_TOKEN = re.compile(r"<\|[^|<>]{1,40}\|>")
+
+
+def parse_official(text: str | None) -> str | None:
+    """The public scripts' rule: lower-case; of the substrings "yes" and "no" the earlier wins;
+    neither is "Fail" (None). Substrings, so "I cannot say", "unknown" and "not" are No."""
+    low = (text or "").lower()
+    yes, no = low.find("yes"), low.find("no")
+    if yes < 0 and no < 0:
+        return None
+    if no < 0 or 0 <= yes < no:
+        return "Yes"
+    return "No"
+
+
+def parse_robust(text: str | None) -> str | None:
+    """Whole words only, reasoning and chat-template tokens (GLM's <|begin_of_box|>) removed;
+    a refusal or a reply committing to neither (or both) answers is None ("Fail")."""
+    cleaned = _SPECIAL_TOKEN.sub(" ", strip_reasoning(text))
+    if not cleaned.strip() or is_refusal(cleaned):
+        return None
+    return parse_yes_no(cleaned)
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------
+
+
+def _question_files(data: Path) -> list[Path]:
+    """Every questions.json under `data` (a release root, a Source folder, a scene, or the file)."""
+    if data.is_file():
+        return [data]
+    if not data.is_dir():
+        raise EvalkitError(f"{data}: not found")
+    found = sorted(data.rglob("questions.json"), key=lambda p: p.parts)
+    if not found:
+        raise EvalkitError(f"{data}: no questions.json found (expected Source N/<scene>/questions.json)")
+    return found
+
+
+def _image(scene: Path, name: Any, where: str) -> ImageRef:
+    """A data_id entry resolved by file name against the scene folder (Windows separators too)."""
+    if not isinstance(name, str) or not name.strip():
+        raise EvalkitError(f"{where}: data_id entry {name!r} is not a file name")
+    path = scene / name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if not path.is_file():
+        raise EvalkitError(f"{where}: image file not found: {path}")
+    return ImageRef.from_path(str(path))
+
+
+def _answer(raw: Any, where: str) -> str:
+    text = str(raw or "").strip().rstrip(".").capitalize()
+    if text not in ("Yes", "No"):
+        raise EvalkitError(f"{where}: answer {raw!r} is not Yes or No")
+    return text
+
+
+def load_questions_file(path: Path, skills: Sequence[str] | None) -> list[Item]:
+    """Items of one scene's questions.json; skills None keeps every skill in the file."""
+    where0 = str(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EvalkitError(f"{where0}: cannot read ({exc})") from exc
+    blocks = doc.get("data") if isinstance(doc, dict) else doc
+    if not isinstance(blocks, list):
+        raise EvalkitError(f"{where0}: expected {{\"data\": [block, ...]}}")
+    scene = path.parent
+    scene_id = f"{scene.parent.name}/{scene.name}"
+    items = []
+    for b, block in enumerate(blocks):
+        where = f"{where0}: block {b}"
+        if not isinstance(block, dict):
+            raise EvalkitError(f"{where}: expected an object")
+        skill = str(block.get("skill_type") or "").strip()
+        dtype = str(block.get("data_type") or "").strip()
+        if not skill:
+            raise EvalkitError(f"{where}: no skill_type")
+        if skills is not None and skill not in skills:
+            continue
+        ids = block.get("data_id")
+        names = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else None
+        if dtype == SINGLE and names and len(names) >= 1:
+            images = (_image(scene, names[0], where),)
+        elif dtype == PAIR and names and len(names) == 2:
+            images = (_image(scene, names[0], where), _image(scene, names[1], where))
+        else:
+            raise EvalkitError(f"{where}: data_type {dtype!r} with data_id {ids!r} is neither "
+                               f"'{SINGLE}' with one file nor '{PAIR}' with [rgb, thermal]")
+        qas = block.get("QAs")
+        if not isinstance(qas, list) or not qas:
+            raise EvalkitError(f"{where}: no QAs")
+        for q, qa in enumerate(qas):
+            wq = f"{where}, question {q}"
+            question = str((qa or {}).get("question") or "").strip() if isinstance(qa, dict) else ""
+            if not question:
+                raise EvalkitError(f"{wq}: empty question")
+            items.append(Item(
+                id=f"{scene_id}/b{b:02d}/q{q}", question=question, options={}, answer=_answer(qa.get("answer"), wq),
+                images=images, category=skill,
+                meta={"scene": scene_id, "skill": skill, "data_type": dtype, "block": b,
+                      "prompt_group": prompt_group(skill) or "-"},
+            ))
+    return items
+
+
+def load_release(data: Path, skills: Sequence[str] | None = PAPER_SKILLS) -> list[Item]:
+    """All items of a release tree, in path order then file order."""
+    return [item for path in _question_files(data) for item in load_questions_file(path, skills)]
+
+
+def skill_selection(value: Any) -> tuple[str, ...] | None:
+    """`paper` (14 skills, default), `all` (every skill in the files) or a comma list of names."""
+    name = str(value or "paper").strip()
+    if name == "all":
+        return None
+    if name in SKILL_SETS:
+        return SKILL_SETS[name]
+    chosen = tuple(s.strip() for s in name.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in ALL_SKILLS]
+    if unknown or not chosen:
+        raise EvalkitError(f"--skills: unknown skill(s) {', '.join(unknown) or name!r} (use paper, all or names)")
+    return chosen
+
+
+@lru_cache(maxsize=4)
+def _template(name: str) -> str:
+    """A prompt file, read once per process (thousands of questions share two templates)."""
+    return read_prompt("rgb-th-bench", name)
+
+
+def request_text(item: Item) -> str:
+    """The fixed context of the item's prompt group followed by the question."""
+    return fill_template(_template("pair.txt" if len(item.images) == 2 else "rgb.txt"), question=item.question)
+
+
+# ---------------------------------------------------------------------------------------
+# The benchmark
+# ---------------------------------------------------------------------------------------
+
+
+class RGBThBench(Benchmark):
+    """RGB-Th-Bench: QAcc and SAcc per skill, per prompt group and overall."""
+
+    name = "rgb-th-bench"
+    description = "RGB-thermal pairs, Yes/No questions, question- and skill-level accuracy"
+    default_data = "rgb-th-bench"
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--skills", default=None,
+                            help="rgb-th-bench: paper (14 skills, default), all (16 skills), or a comma list")
+
+    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
+        items = load_release(Path(data), skill_selection(options.get("skills")))
+        dups = find_duplicates((it.id, request_text(it), it.answer) for it in items)
+        self.warnings = [d.message() for d in dups]
+        return items
+
+    def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
+        transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
+        params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
+        for item in items:
+            parts = [ImagePart(ref, transform) for ref in item.images]
+            yield Query(id=item.id, item_id=item.id, base_id=item.id, variant={},
+                        messages=(Message.user(*parts, request_text(item)),), gold=item.answer, params=params,
+                        category=item.category, meta={**item.meta, "question": item.question})
+
+    def parse(self, query: Query, text: str, mode: str) -> Parsed:
+        refusal = is_refusal(text)
+        if not (text or "").strip():
+            return Parsed(None, "empty")
+        if mode == "robust":
+            if refusal:
+                return Parsed(None, "refusal", refusal=True)
+            answer = parse_robust(text)
+            return Parsed(answer, "rule" if answer else "fail")
+        answer = parse_official(text)
+        return Parsed(answer, "official" if answer else "fail", refusal=refusal)
+
+    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+        question = str(query.meta.get("question") or query.prompt_text())
+        return JudgeRequest(prompt=judge_prompt_yesno(question, strip_reasoning(text)), valid=("Yes", "No"))
+
+    def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
+        return rgbth_metrics(records)
+
+    def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
+        return [(k, metrics[k]) for k in ("QAcc", "SAcc", "QAcc (RGB-Txt)", "SAcc (RGB-Txt)",
+                                           "QAcc (RGB-Th-Txt)", "SAcc (RGB-Th-Txt)") if k in metrics]
+
+
+# ---------------------------------------------------------------------------------------
+# Replay of recorded third-party answers
+# ---------------------------------------------------------------------------------------
+
+
+def recorded_replies(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
+    """(scene id, skill, question) -> the raw replies in file order, from the mirror's result rows
+    (`file` like `Source 1\\\\Basement door\\\\questions.json`)."""
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for row in rows:
+        parts = [p for p in re.split(r"[\\/]", str(row["file"])) if p]
+        scene = "/".join(parts[-3:-1])
+        key = (scene, str(row["skill"]).strip(), " ".join(str(row["question"]).split()))
+        out.setdefault(key, []).append(str(row.get("vlm_response_raw") or ""))
+    return out
+
+
+def replay_replies(queries: Sequence[Query], replies: Mapping[tuple[str, str, str], list[str]]) -> dict[str, str]:
+    """Query id -> recorded reply, matching repeated questions in order; a missing one is an error."""
+    used: dict[tuple[str, str, str], int] = {}
+    out = {}
+    for q in queries:
+        key = (str(q.meta["scene"]), q.category, " ".join(str(q.meta["question"]).split()))
+        k = used.get(key, 0)
+        found = replies.get(key, [])
+        if k >= len(found):
+            raise EvalkitError(f"no recorded answer for {q.id} ({key[1]}: {key[2]!r})")
+        out[q.id] = found[k]
+        used[key] = k + 1
+    return out
+
+
+def replay_key(queries: Sequence[Query], replies: Mapping[str, str]) -> Any:
+    """A simulator AnswerKey whose entries carry the recorded reply of each request.
+
+    Entries are keyed like the simulator looks them up (request text + image fingerprints);
+    identical requests (the release's duplicated questions) keep the first reply, as a real
+    server would be asked once and the cache answer the copy.
+    """
+    from ..images import ImagePipeline
+    from ..sim.answerkey import AnswerEntry, AnswerKey, normalise_text
+
+    key = AnswerKey()
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    pipeline = ImagePipeline()
+    try:
+        for q in queries:
+            text, fps = q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()]
+            ident = (normalise_text(text), tuple(fps))
+            if ident in seen or q.id not in replies:
+                continue
+            seen.add(ident)
+            key.add(AnswerEntry(base_id=q.base_id, text=text, images=fps, answer=q.gold, reply=replies[q.id]))
+    finally:
+        pipeline.close()
+    return key

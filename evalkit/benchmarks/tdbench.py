@@ -1,0 +1,267 @@
+"""TDBench (top-down images, RotationalEval): PROTOCOLS.md §2, paper §3-4.
+
+Two input forms, one set of queries:
+
+* **official**: a folder with `tdbench_rot{0,90,180,270}.tsv` (VLMEvalKit TSVs, base64 images,
+  rotated images and direction words already baked in) joined on `index`, and optionally
+  `tdbench_grounding_rot*.tsv` (question = object name, answer = a box). A single TSV (a case
+  study file) is one rotation of plain MCQs.
+* **generated**: a JSONL top-down set with image paths and templated text (see
+  `protocols.rotation`); each item is rotated 0/90/180/270 degrees counter-clockwise here,
+  its placeholders re-rendered and its options shuffled per rotation with a seed.
+  `export_official` writes such a set as the official four TSVs.
+
+Query ids are f"{index}|r{deg}", base_id the index, variant {"rot": deg} (+ "task": "grounding").
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from ..errors import EvalkitError
+from ..extract import is_refusal, judge_prompt_mcq, parse_letter, render_options, strip_reasoning
+from ..imageops import rotate_image, to_rgb
+from ..metrics import tdbench as tdm
+from ..protocols import rotation as rot
+from ..resources import fill_template, read_prompt
+from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from .base import Benchmark, JudgeRequest
+from .mcq import load_tsv
+from .tdbench_io import (
+    format_box,
+    load_generated,
+    load_official,
+    official_files,
+    parse_box,
+    source_size,
+)
+
+GROUNDING = "Visual Grounding"
+
+
+def join_canvas(images: Sequence[Image.Image], layout: str, size: int = 512) -> Image.Image:
+    """Two images on one size x size canvas: side by side ("h", two size/2-wide halves) or stacked ("v")."""
+    if len(images) != 2:
+        raise EvalkitError(f"a joined canvas needs exactly two images, got {len(images)}")
+    canvas = Image.new("RGB", (size, size))
+    half = size // 2
+    for i, img in enumerate(images):
+        if layout == "h":
+            canvas.paste(to_rgb(img).resize((half, size), Image.Resampling.LANCZOS), (i * half, 0))
+        elif layout == "v":
+            canvas.paste(to_rgb(img).resize((size, half), Image.Resampling.LANCZOS), (0, i * half))
+        else:
+            raise EvalkitError(f"unknown two-image layout {layout!r} (expected 'h' or 'v')")
+    return canvas
+
+
+def _open(ref: ImageRef) -> Image.Image:
+    data = base64.b64decode(ref.value) if ref.kind == "b64" else ref.value if ref.kind == "bytes" else None
+    with Image.open(io.BytesIO(data) if isinstance(data, bytes) else str(ref.value)) as img:
+        img.load()
+        return to_rgb(img).copy()
+
+
+def png_bytes(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def variant_text(item: Item, deg: int, seed: int) -> tuple[str, dict[str, str], str]:
+    """(question, options, gold) of one rotation; grounding gold is the rotated box."""
+    if item.meta.get("form") == "official":
+        v = item.meta["variants"][deg]
+        return v["question"], dict(v["options"]), v["answer"]
+    if item.meta.get("task") == "grounding":
+        return item.question, {}, format_box(rot.rotate_box(item.meta["box"], deg))
+    return rot.rotate_question(item.question, item.options, item.answer, deg, seed=seed, key=item.id,
+                               shuffle=bool(item.meta.get("shuffle", True)))
+
+
+def variant_image(item: Item, deg: int, size: int = 512) -> Image.Image:
+    """The picture a generated item shows at one rotation (each half turned on its own)."""
+    pics = [rotate_image(_open(ref), deg) for ref in item.images]
+    if len(pics) == 1:
+        return pics[0]
+    return join_canvas(pics, str(item.meta.get("layout") or "h"), size)
+
+
+def rotations_of(items: Sequence[Item]) -> tuple[int, ...]:
+    """The rotations every item offers (official files may be fewer than four)."""
+    if not items:
+        return rot.ROTATIONS
+    sets = [tuple(sorted(it.meta["variants"])) if it.meta.get("form") == "official" else rot.ROTATIONS
+            for it in items]
+    return tuple(sorted(set.intersection(*(set(s) for s in sets))))
+
+
+def parse_official_letter(text: str, options: dict[str, str]) -> str | None:
+    """The paper's rule step: one option letter standing as a token, else one option text contained."""
+    letters = set(re.findall(r"(?<![A-Za-z0-9])([A-Z])(?![A-Za-z0-9])", text)) & set(options)
+    if len(letters) == 1:
+        return letters.pop()
+    if letters:
+        return None
+    low = text.lower()
+    hits = [k for k, v in options.items() if v and v.lower() in low]
+    return hits[0] if len(hits) == 1 else None
+
+
+class TDBench(Benchmark):
+    name = "tdbench"
+    description = "TDBench: top-down images, RotationalEval (RE/VE/MA) and reliability (θ, r, g)"
+    default_data = "tdbench"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        if "--td-set" in parser._option_string_actions:
+            return
+        g = parser.add_argument_group("tdbench")
+        g.add_argument("--td-set", choices=("all", "main", "grounding"), help="which TDBench files (default all)")
+        g.add_argument("--td-image-size", type=int, help="standardise images to NxN (default 512; 0 = as stored)")
+        g.add_argument("--td-seed", type=int, help="seed of the per-rotation option shuffle (generated sets)")
+        g.add_argument("--td-grounding", choices=("center", "iou"), help="grounding hit: centre in box or IoU")
+        g.add_argument("--td-iou", type=float, help="IoU threshold for --td-grounding iou (default 0.5)")
+        g.add_argument("--td-any-category", action="store_true", default=None,
+                       help="accept category names outside the paper's ten")
+
+    # ---- load / expand --------------------------------------------------------------------
+    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
+        data = Path(data)
+        strict = not options.get("td_any_category")
+        which = options.get("td_set") or "all"
+        if data.is_dir():
+            found = official_files(data)
+            if found:
+                items: list[Item] = []
+                for prefix, files in sorted(found.items()):
+                    grounding = "grounding" in prefix.lower()
+                    if which == "all" or (which == "grounding") == grounding:
+                        items += load_official(files, grounding=grounding, strict=strict)
+                if not items:
+                    raise EvalkitError(f"{data}: no TDBench files for --td-set {which}")
+                return items
+            jsonl = sorted(data.glob("*.jsonl"))
+            if len(jsonl) != 1:
+                raise EvalkitError(f"{data}: expected tdbench_rot{{0,90,180,270}}.tsv files or one .jsonl file")
+            data = jsonl[0]
+        if data.suffix.lower() == ".jsonl":
+            return load_generated(data, images)
+        if data.suffix.lower() == ".tsv":  # a case-study file: one rotation of plain MCQs
+            return [_single(it) for it in load_tsv(data, images)]
+        raise EvalkitError(f"{data}: expected a folder of TDBench TSVs, a .tsv or a .jsonl file")
+
+    def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
+        size = 512 if options.get("td_image_size") is None else int(options["td_image_size"])
+        seed = int(options.get("td_seed") or 0)
+        mcq_t, ground_t = read_prompt("tdbench", "mcq.txt"), read_prompt("tdbench", "grounding.txt")
+        params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
+        sized = Transform(size=(size, size)) if size else Transform()
+        for item in items:
+            task = item.meta.get("task", "mcq")
+            degs = sorted(item.meta["variants"]) if item.meta.get("form") == "official" else rot.ROTATIONS
+            for deg in degs:
+                question, opts, gold = variant_text(item, deg, seed)
+                if item.meta.get("form") == "official":
+                    parts = [ImagePart(ref, sized) for ref in item.meta["variants"][deg]["images"]]
+                elif len(item.images) == 1:
+                    parts = [ImagePart(item.images[0], Transform(rotate=deg, size=sized.size))]
+                else:
+                    canvas = ImageRef.from_bytes(png_bytes(variant_image(item, deg, size or 512)))
+                    parts = [ImagePart(canvas, sized)]
+                if task == "grounding":
+                    text = fill_template(ground_t, object=question)
+                    img_size = (size, size) if size else source_size(parts[0].ref, deg if item.meta.get(
+                        "form") != "official" else 0)
+                    meta = {"question": question, "task": task, "image_size": img_size,
+                            "criterion": options.get("td_grounding") or "center",
+                            "iou": float(options.get("td_iou") or 0.5)}
+                    variant: dict[str, Any] = {"rot": deg, "task": "grounding"}
+                else:
+                    text = fill_template(mcq_t, question=question, options=render_options(opts))
+                    meta = {"question": question, "task": task}
+                    variant = {"rot": deg}
+                yield Query(id=f"{item.id}|r{deg}", item_id=item.id, base_id=item.id, variant=variant,
+                            messages=(Message.user(*parts, text),), gold=gold, options=opts, params=params,
+                            category=item.category, meta=meta)
+
+    # ---- parse / score ---------------------------------------------------------------------
+    def parse(self, query: Query, text: str, mode: str) -> Parsed:
+        text = strip_reasoning(text)
+        if not text:
+            return Parsed(None, "empty")
+        if query.meta.get("task") == "grounding":
+            box = parse_box(text, query.meta.get("image_size"))
+            return Parsed(format_box(box), "rule") if box else Parsed(None, "unparsed")
+        if mode == "robust":
+            letter = parse_letter(text, letters=tuple(query.options), options=query.options)
+        else:
+            letter = parse_official_letter(text, query.options)
+        if letter is not None:
+            return Parsed(letter, "rule")
+        if is_refusal(text):
+            return Parsed(None, "refusal", refusal=True)
+        return Parsed(None, "unparsed")
+
+    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+        if query.meta.get("task") == "grounding":
+            return None
+        question = str(query.meta.get("question") or query.prompt_text())
+        return JudgeRequest(judge_prompt_mcq(question, query.options, strip_reasoning(text)), tuple(query.options))
+
+    def score(self, query: Query, parsed: Parsed) -> bool | None:
+        if query.meta.get("task") != "grounding":
+            return super().score(query, parsed)
+        return grounding_hit(parsed.answer, query.gold, str(query.meta.get("criterion") or "center"),
+                             float(query.meta.get("iou") or 0.5))
+
+    # ---- aggregate -------------------------------------------------------------------------
+    def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
+        criterion = options.get("td_grounding") or "center"
+        threshold = float(options.get("td_iou") or 0.5)
+        rotations = tuple(sorted({int(r.variant.get("rot", 0)) for r in records})) or (0,)
+        outcomes, pairs = [], []
+        for r in records:
+            deg = int(r.variant.get("rot", 0))
+            if r.variant.get("task") == "grounding":
+                gold = parse_box(r.gold, None)
+                pred = parse_box(r.parsed, None) if r.parsed else None
+                assert gold is not None
+                pairs.append((deg, pred, gold))
+                ok = r.error is None and grounding_hit(r.parsed, r.gold, criterion, threshold)
+            else:
+                ok = r.correct is True
+            outcomes.append(tdm.Outcome(r.base_id, r.category or "(none)", deg, bool(ok)))
+        metrics = tdm.tdbench_metrics(outcomes, rotations, n_boot=int(options.get("td_boot") or 200))
+        if pairs:
+            metrics["grounding"] = tdm.grounding_metrics(pairs, rotations, threshold)
+            metrics["grounding_criterion"] = criterion if criterion == "center" else f"iou>={threshold:g}"
+        return metrics
+
+    def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
+        names = ("RE", "VE", "MA", "theta", "r", "g", "A_adj")
+        return [(k, metrics[k]) for k in names if k in metrics]
+
+
+def grounding_hit(parsed: str | None, gold: str, criterion: str, threshold: float) -> bool:
+    """Whether a parsed box counts as right: its centre in the true box, or IoU >= threshold."""
+    pred, true = (parse_box(parsed, None) if parsed else None), parse_box(gold, None)
+    if pred is None or true is None:
+        return False
+    return tdm.centre_in_box(pred, true) if criterion == "center" else tdm.iou(pred, true) >= threshold
+
+
+def _single(item: Item) -> Item:
+    """A case-study row as a one-rotation official item."""
+    v = {"question": item.question, "options": dict(item.options), "answer": item.answer, "images": item.images}
+    return Item(item.id, item.question, item.options, item.answer, item.images, item.category,
+                {**item.meta, "form": "official", "task": "mcq", "variants": {0: v}})

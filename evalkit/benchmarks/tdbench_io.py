@@ -1,0 +1,318 @@
+"""TDBench files: the official four-TSV release, the generated JSONL form, boxes, and export.
+
+Kept apart from the benchmark class so the case-study tools and the sample generator can
+read and write the same forms without the runner.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import re
+import string
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from ..errors import EvalkitError
+from ..metrics.tdbench import CATEGORIES
+from ..protocols import rotation as rot
+from ..types import ImageRef, Item
+from .mcq import _cell, _json_options, _raise_field_limit, _resolve_file, load_tsv
+
+Box = tuple[float, float, float, float]
+ROT_FILE = re.compile(r"^(?P<prefix>.+?)_rot(?P<deg>0|90|180|270)\.tsv$", re.I)
+_NUM = re.compile(r"(?<![A-Za-z0-9_.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_GOLD_BOX = re.compile(r"^\s*[\[\(]?\s*([^\[\]\(\)]*?)\s*[\]\)]?\s*$")
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+_CANON = {_key(c): c for c in CATEGORIES}
+
+
+def canonical_category(name: str, where: str, strict: bool) -> str:
+    """The paper's spelling of a category; unknown names are an error unless strict is off."""
+    found = _CANON.get(_key(name))
+    if found:
+        return found
+    if strict:
+        raise EvalkitError(f"{where}: unknown category {name!r} (known: {', '.join(CATEGORIES)}; "
+                           f"--td-any-category accepts others)")
+    if not name:
+        raise EvalkitError(f"{where}: empty category")
+    return name
+
+
+# ---------------------------------------------------------------------------------------
+# Boxes
+# ---------------------------------------------------------------------------------------
+
+
+def format_box(box: Sequence[float]) -> str:
+    """A box as evalkit stores it: relative, rounded to 6 places, "[x1, y1, x2, y2]"."""
+    return "[" + ", ".join(f"{round(float(v), 6):g}" for v in box) + "]"
+
+
+def _normalise(vals: Sequence[float], size: tuple[int, int] | None) -> Box | None:
+    if any(v < 0 for v in vals):
+        return None
+    if max(vals) > 1.0:  # pixels: only meaningful with the image size
+        if size is None:
+            return None
+        w, h = size
+        if vals[0] > w * 1.01 or vals[2] > w * 1.01 or vals[1] > h * 1.01 or vals[3] > h * 1.01:
+            return None
+        vals = [vals[0] / w, vals[1] / h, vals[2] / w, vals[3] / h]
+    x1, x2 = sorted((min(vals[0], 1.0), min(vals[2], 1.0)))
+    y1, y2 = sorted((min(vals[1], 1.0), min(vals[3], 1.0)))
+    return x1, y1, x2, y2
+
+
+def parse_box(text: str | None, size: tuple[int, int] | None = None) -> Box | None:
+    """Four numbers from a reply: the first bracketed group of exactly four, else the only four.
+
+    Relative values are taken as they are; values above 1 are pixels and need the image size
+    (w, h) as sent; reversed corners are re-ordered. Anything else is None (unparsed).
+    """
+    if not text:
+        return None
+    groups = [g for g in re.findall(r"[\[\(]([^\[\]\(\)]*)[\]\)]", text)]
+    vals: list[float] | None = None
+    for g in groups:
+        nums = [float(x) for x in _NUM.findall(g)]
+        if len(nums) == 4:
+            vals = nums
+            break
+    if vals is None:
+        nums = [float(x) for x in _NUM.findall(text)]
+        vals = nums if len(nums) == 4 else None
+    return _normalise(vals, size) if vals else None
+
+
+def parse_gold_box(text: str, where: str, size: tuple[int, int] | None) -> Box:
+    """A box cell from the files: "[x1, y1, x2, y2]" (or "(...)", or bare numbers), relative or pixels."""
+    m = _GOLD_BOX.match(text or "")
+    parts = [p for p in re.split(r"[,\s]+", m.group(1)) if p] if m else []
+    try:
+        vals = [float(p) for p in parts]
+    except ValueError:
+        vals = []
+    box = _normalise(vals, size) if len(vals) == 4 else None
+    if box is None or box[2] <= box[0] or box[3] <= box[1]:
+        raise EvalkitError(f"{where}: unknown box format {text!r} (expected [x1, y1, x2, y2], relative in 0..1 "
+                           f"or pixels within the image)")
+    return box
+
+
+def source_size(ref: ImageRef, deg: int = 0) -> tuple[int, int]:
+    """(width, height) of an image after a counter-clockwise turn, from its header."""
+    if ref.kind == "path":
+        src: Any = str(ref.value)
+    else:
+        raw = ref.value if isinstance(ref.value, bytes) else str(ref.value)
+        src = io.BytesIO(raw if ref.kind == "bytes" else base64.b64decode(raw))  # type: ignore[arg-type]
+    with Image.open(src) as img:
+        w, h = img.size
+    return (h, w) if deg % 180 else (w, h)
+
+
+# ---------------------------------------------------------------------------------------
+# Official form
+# ---------------------------------------------------------------------------------------
+
+
+def official_files(folder: Path) -> dict[str, dict[int, Path]]:
+    """prefix -> {rotation: file} for every "<prefix>_rot<deg>.tsv" in a folder."""
+    out: dict[str, dict[int, Path]] = {}
+    for p in sorted(folder.iterdir()):
+        m = ROT_FILE.match(p.name)
+        if m:
+            out.setdefault(m.group("prefix"), {})[int(m.group("deg"))] = p
+    return out
+
+
+def _read_rows(path: Path) -> list[dict[str, str]]:
+    _raise_field_limit()
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh, delimiter="\t", restval="")
+            reader.fieldnames = [h.strip() for h in (reader.fieldnames or [])]
+            return list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
+
+
+def _grounding_rows(path: Path) -> dict[str, dict[str, Any]]:
+    rows = _read_rows(path)
+    out: dict[str, dict[str, Any]] = {}
+    for k, row in enumerate(rows, start=1):
+        idx = _cell(row.get("index"))
+        where = f"{path}: row {k} (index {idx})"
+        if not idx or idx in out:
+            raise EvalkitError(f"{where}: empty or duplicate index")
+        b64 = _cell(row.get("image"))
+        if not b64:
+            raise EvalkitError(f"{where}: no image")
+        ref = ImageRef.from_b64(b64)
+        try:
+            size = source_size(ref)
+        except Exception as exc:  # noqa: BLE001 - any decode failure is a bad row
+            raise EvalkitError(f"{where}: image is not a decodable base64 picture ({exc})") from exc
+        obj = _cell(row.get("question"))
+        if not obj:
+            raise EvalkitError(f"{where}: empty question (the object name)")
+        box = parse_gold_box(_cell(row.get("answer")), where, size)
+        out[idx] = {"question": obj, "options": {}, "answer": format_box(box), "images": (ref,),
+                    "category": _cell(row.get("category")) or "Visual Grounding", "where": where}
+    return out
+
+
+def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bool = True) -> list[Item]:
+    """One Item per index, its rotations joined from the files; a missing index is an error."""
+    per_rot: dict[int, dict[str, dict[str, Any]]] = {}
+    for deg, path in sorted(files.items()):
+        if grounding:
+            per_rot[deg] = _grounding_rows(path)
+        else:
+            per_rot[deg] = {
+                it.id: {"question": it.question, "options": dict(it.options), "answer": it.answer,
+                        "images": it.images, "category": it.category, "where": f"{path}: row {it.meta['row']}"}
+                for it in load_tsv(path)
+            }
+    degs = sorted(per_rot)
+    first = per_rot[degs[0]]
+    for deg in degs:
+        for other in degs:
+            missing = [i for i in per_rot[other] if i not in per_rot[deg]]
+            if missing:
+                raise EvalkitError(f"{files[deg]}: index {missing[0]} (in {files[other].name}) is missing "
+                                   f"from this rotation file ({len(missing)} missing)")
+    items = []
+    for idx, row in first.items():
+        cats = {canonical_category(per_rot[d][idx]["category"], per_rot[d][idx]["where"], strict) for d in degs}
+        if len(cats) > 1:
+            raise EvalkitError(f"{row['where']}: index {idx} has different categories across rotations: "
+                               f"{', '.join(sorted(cats))}")
+        variants = {d: {k: per_rot[d][idx][k] for k in ("question", "options", "answer", "images")} for d in degs}
+        items.append(Item(idx, row["question"], row["options"], row["answer"], row["images"], cats.pop(),
+                          {"form": "official", "task": "grounding" if grounding else "mcq", "variants": variants,
+                           "source": str(files[degs[0]])}))
+    return items
+
+
+# ---------------------------------------------------------------------------------------
+# Generated form (JSONL with image paths and templated text)
+# ---------------------------------------------------------------------------------------
+
+
+def load_generated(path: Path, images: Path | None = None) -> list[Item]:
+    """Items of a custom top-down set; placeholders and boxes are checked here, not at ask time.
+
+    A line: {"id", "image" | "images" (two, with "layout": "h" | "v"), "question", "options",
+    "answer", "category", optional "task": "grounding" with "box": [x1, y1, x2, y2] (relative)
+    and the object name as "question", optional "shuffle": false}.
+    """
+    base = images or path.parent
+    items: list[Item] = []
+    seen: set[str] = set()
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except OSError as exc:
+        raise EvalkitError(f"{path}: cannot read ({exc})") from exc
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {n}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvalkitError(f"{where}: invalid JSON ({exc.msg})") from exc
+        items.append(_generated_item(where, obj, base))
+        if items[-1].id in seen:
+            raise EvalkitError(f"{where}: duplicate id {items[-1].id}")
+        seen.add(items[-1].id)
+    return items
+
+
+def _generated_item(where: str, obj: Any, base: Path) -> Item:
+    if not isinstance(obj, dict):
+        raise EvalkitError(f"{where}: expected a JSON object")
+    item_id = str(obj.get("id", obj.get("index", ""))).strip()
+    if not item_id or "|" in item_id:
+        raise EvalkitError(f"{where}: missing id (or one containing '|')")
+    paths = obj.get("images", obj.get("image"))
+    paths = [paths] if isinstance(paths, str) else paths
+    if not isinstance(paths, list) or len(paths) not in (1, 2) or not all(isinstance(p, str) for p in paths):
+        raise EvalkitError(f"{where}: 'image' must be a path or 'images' a list of one or two paths")
+    refs = tuple(_resolve_file(Path(p), base, where) for p in paths)
+    layout = str(obj.get("layout") or "h")
+    if layout not in ("h", "v"):
+        raise EvalkitError(f"{where}: layout must be 'h' or 'v'")
+    question = str(obj.get("question") or "").strip()
+    category = str(obj.get("category") or "").strip()
+    if not question or not category:
+        raise EvalkitError(f"{where}: empty question or category")
+    task = str(obj.get("task") or "mcq")
+    meta: dict[str, Any] = {"form": "generated", "task": task, "layout": layout,
+                            "shuffle": bool(obj.get("shuffle", True)), "source": where}
+    try:
+        rot.validate(question)
+        if task == "grounding":
+            if len(refs) != 1:
+                raise EvalkitError(f"{where}: a grounding item needs exactly one image")
+            box = parse_gold_box(json.dumps(obj.get("box")), where, None)
+            return Item(item_id, question, {}, format_box(box), refs, category, {**meta, "box": box})
+        if task != "mcq":
+            raise EvalkitError(f"{where}: unknown task {task!r} (expected 'mcq' or 'grounding')")
+        options = _json_options(where, obj.get("options") or {})
+        for text in options.values():
+            rot.validate(text)
+    except rot.PlaceholderError as exc:
+        raise EvalkitError(f"{where}: {exc}") from exc
+    answer = str(obj.get("answer") or "").strip().upper()
+    if not options or answer not in options:
+        raise EvalkitError(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
+    return Item(item_id, question, options, answer, refs, category, meta)
+
+
+# ---------------------------------------------------------------------------------------
+# Export: a generated set as the official four TSVs
+# ---------------------------------------------------------------------------------------
+
+
+def export_official(items: Sequence[Item], folder: Path, *, seed: int = 0, prefix: str = "tdbench",
+                    size: int = 512) -> list[Path]:
+    """Write `<prefix>_rot<deg>.tsv` (and `<prefix>_grounding_rot<deg>.tsv` for grounding items).
+
+    Each rotation file holds the rotated picture (base64 PNG), the re-rendered question, the
+    options shuffled for that rotation and the gold letter there: exactly what the generated
+    form asks, so both forms give the same queries.
+    """
+    from .tdbench import png_bytes, variant_image, variant_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, name in (("mcq", prefix), ("grounding", f"{prefix}_grounding")):
+        chosen = [it for it in items if it.meta.get("task", "mcq") == task]
+        if not chosen:
+            continue
+        letters = sorted({k for it in chosen for k in it.options}) or []
+        letters = [x for x in string.ascii_uppercase if x in letters]
+        for deg in rot.ROTATIONS:
+            path = folder / f"{name}_rot{deg}.tsv"
+            with path.open("w", encoding="utf-8", newline="") as fh:
+                w = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+                w.writerow(["index", "image", "question", *letters, "answer", "category"])
+                for it in chosen:
+                    question, options, gold = variant_text(it, deg, seed)
+                    b64 = base64.b64encode(png_bytes(variant_image(it, deg, size))).decode("ascii")
+                    w.writerow([it.id, b64, question, *(options.get(x, "") for x in letters), gold, it.category])
+            written.append(path)
+    return written

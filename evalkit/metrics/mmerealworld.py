@@ -1,0 +1,271 @@
+"""MME-RealWorld: the official answer parser (quirks included), a robust one, and the metrics.
+
+Everything here is pure: the benchmark module calls these per response, and `mme_metrics`
+recomputes both parsers from the records' raw responses, so the summary can say how many
+answers the two modes judge differently without asking the model again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..extract import parse_letter, strip_reasoning
+from ..types import Record
+
+LETTERS = "ABCDE"
+TASKS = ("Perception", "Reasoning")
+DOMAINS = ("OCR", "RS", "DT", "MO", "AD")  # the paper's column order
+
+# The official prefix list, as it behaves: two missing commas glue four entries into two strings
+# that never occur in an answer, so "Best answer:" etc. are in effect never removed.
+OFFICIAL_PREFIXES = (
+    "The best answer is",
+    "The correct answer is",
+    "The answer is",
+    "The answer",
+    "The best option isThe correct option is",
+    "Best answer:Best option:",
+)
+_UPPER_ABCDE = re.compile(r"[ABCDE]")
+
+# Subtask spellings (English file, VLMEvalKit category, Chinese file) -> the paper's domain codes.
+_DOMAIN_WORDS = (
+    ("OCR", ("ocr", "文字", "字符")),
+    ("RS", ("remote", "遥感")),
+    ("DT", ("diagram", "table", "图表")),
+    ("MO", ("monitor", "监控")),
+    ("AD", ("autonomous", "driving", "自动驾驶")),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Grouping
+# ---------------------------------------------------------------------------------------
+
+
+def domain_code(subtask: str) -> str:
+    """The paper's domain code (OCR, RS, DT, MO, AD) for a Subtask; unknown names pass through."""
+    low = subtask.strip().lower().replace("_", " ")
+    for code, words in _DOMAIN_WORDS:
+        if low == code.lower() or any(w in low for w in words):
+            return code
+    return subtask.strip()
+
+
+def task_name(task: str) -> str:
+    """"perception" / "Perception" / "感知" -> "Perception" (likewise Reasoning)."""
+    low = task.strip().lower()
+    if low.startswith("percep") or "感知" in low:
+        return "Perception"
+    if low.startswith("reason") or "推理" in low:
+        return "Reasoning"
+    return task.strip()
+
+
+def category_group(category: str) -> str:
+    """The official scoring group: lower-cased, every "...attribute..." merged into "<first part>/attribute"."""
+    low = category.strip().lower()
+    if "attribute" in low:
+        return low.split("/")[0] + "/attribute"
+    return low
+
+
+def scoring_key(task: str, subtask: str, category: str) -> str:
+    """"Task/DOMAIN/group", the category string a query carries (split with split('/', 2))."""
+    return f"{task_name(task)}/{domain_code(subtask)}/{category_group(category)}"
+
+
+def split_key(key: str) -> tuple[str, str, str]:
+    parts = key.split("/", 2)
+    while len(parts) < 3:
+        parts.append("")
+    return parts[0], parts[1], parts[2]
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------
+
+
+def parse_official(response: str | None, choices: Sequence[tuple[str, str]]) -> str | None:
+    """The five official steps; `choices` are (letter, "(X) text") pairs as shown in the prompt.
+
+    "" -> A (the empty string is inside every option), "Based on ... C" -> B (first capital
+    A-E anywhere), "Answer: E" -> A, "Best answer: D" -> B. None means no answer.
+    """
+    s = (response or "").strip()
+    for prefix in OFFICIAL_PREFIXES:
+        s = s.replace(prefix, "")
+    if len(s.split()) > 10 and not _UPPER_ABCDE.search(s):
+        return None
+    m = _UPPER_ABCDE.search(s)
+    if m:
+        return m.group(0)
+    low = s.lower()
+    for letter, choice in choices:
+        if low in choice.lower():
+            return letter
+    return None
+
+
+def option_text(choice: str, letter: str) -> str:
+    """ "(A) 13" -> "13": the option's own text, for the robust parser and the simulator."""
+    return re.sub(rf"^\s*\(?{re.escape(letter)}\)\s*", "", choice, count=1).strip() or choice.strip()
+
+
+def parse_robust(response: str | None, choices: Sequence[tuple[str, str]]) -> str | None:
+    """The letter the reply actually names (or the one option whose text it is); None for empty output."""
+    text = strip_reasoning(response)
+    if not text:
+        return None
+    options = {letter: option_text(choice, letter) for letter, choice in choices}
+    return parse_letter(text, letters=tuple(options) or tuple(LETTERS), options=options)
+
+
+_MARKERS = ("The choices are listed below:\n", "选项如下所示:\n")
+_CHOICE_LINE = re.compile(r"^\(([A-Z])\)")
+
+
+def choices_from_prompt(prompt: str) -> list[tuple[str, str]]:
+    """The (letter, choice line) pairs of an MME-RealWorld prompt, read back from records.jsonl."""
+    for marker in _MARKERS:
+        if marker in prompt:
+            block = prompt.split(marker, 1)[1]
+            break
+    else:
+        return []
+    out = []
+    for line in block.split("\n"):
+        m = _CHOICE_LINE.match(line)
+        if not m:
+            break
+        out.append((m.group(1), line))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One answered (or failed) query as the metrics see it."""
+
+    task: str
+    domain: str
+    group: str
+    gold: str
+    answer: str | None  # None: no answer (unparsed, refusal, request error)
+    correct: bool
+
+
+def scored_from_records(records: Iterable[Record]) -> list[Scored]:
+    out = []
+    for r in records:
+        task, domain, group = split_key(r.category)
+        out.append(Scored(task, domain, group, r.gold, r.parsed if r.error is None else None, r.correct is True))
+    return out
+
+
+def _pct(k: int, n: int) -> float:
+    return 100.0 * k / n if n else 0.0
+
+
+def _acc(rows: Sequence[Scored]) -> float:
+    return _pct(sum(1 for s in rows if s.correct), len(rows))
+
+
+def _order(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
+    vals = set(values)
+    return [v for v in preferred if v in vals] + sorted(vals - set(preferred))
+
+
+def accuracy_tables(rows: Sequence[Scored]) -> dict[str, Any]:
+    """Per category, per domain and per task (Avg item-weighted, Avg-C unweighted over domains), overall."""
+    by_task: dict[str, list[Scored]] = defaultdict(list)
+    for s in rows:
+        by_task[s.task].append(s)
+    out: dict[str, Any] = {"Avg": _acc(rows), "n": len(rows)}
+    cells: list[float] = []
+    tasks: dict[str, Any] = {}
+    for task in _order(by_task, TASKS):
+        trs = by_task[task]
+        by_domain: dict[str, list[Scored]] = defaultdict(list)
+        for s in trs:
+            by_domain[s.domain].append(s)
+        domains = {d: _acc(by_domain[d]) for d in _order(by_domain, DOMAINS)}
+        cells.extend(domains.values())
+        tasks[task] = {"Avg": _acc(trs), "Avg-C": sum(domains.values()) / len(domains), "n": len(trs),
+                       "domains": domains, "domain_n": {d: len(by_domain[d]) for d in domains}}
+    out["Avg-C"] = sum(cells) / len(cells) if cells else 0.0
+    out["tasks"] = tasks
+    groups: dict[str, list[Scored]] = defaultdict(list)
+    for s in rows:
+        groups[f"{s.task}/{s.domain}/{s.group}"].append(s)
+    out["per_category"] = {k: {"accuracy": _acc(v), "n": len(v)} for k, v in sorted(groups.items())}
+    return out
+
+
+def e_rates(rows: Sequence[Scored]) -> dict[str, Any]:
+    """How often the model answers E against how often E is right (paper Fig. 3), overall and per domain."""
+    def one(rs: Sequence[Scored]) -> dict[str, Any]:
+        answered = sum(1 for s in rs if s.answer == "E")
+        gold = sum(1 for s in rs if s.gold == "E")
+        return {"n": len(rs), "answered_E": answered, "gold_E": gold,
+                "answered_E_rate": _pct(answered, len(rs)), "gold_E_rate": _pct(gold, len(rs))}
+
+    cells: dict[str, list[Scored]] = defaultdict(list)
+    for s in rows:
+        cells[f"{s.domain} ({s.task[:1]})"].append(s)
+    return {**one(rows), "by_domain": {k: one(v) for k, v in sorted(cells.items())}}
+
+
+def wrong_choices(rows: Sequence[Scored]) -> dict[str, Any]:
+    """Gold letter -> wrongly chosen letter -> count (paper Fig. 4; the diagonal is 0 by construction),
+    and, apart, the wrong answers that named no letter."""
+    letters = sorted({*LETTERS, *(s.gold for s in rows), *(s.answer for s in rows if s.answer)})
+    matrix = {g: dict.fromkeys(letters, 0) for g in letters}
+    no_answer = dict.fromkeys(letters, 0)
+    for s in rows:
+        if s.correct:
+            continue
+        if s.answer is None:
+            no_answer[s.gold] = no_answer.get(s.gold, 0) + 1
+        elif s.answer != s.gold:
+            matrix[s.gold][s.answer] += 1
+    return {"matrix": matrix, "no_answer": no_answer}
+
+
+def mode_comparison(records: Iterable[Record]) -> dict[str, Any]:
+    """Both parsers re-run on every raw response: accuracy under each and how many answers differ."""
+    n = official_ok = robust_ok = answers_differ = verdicts_differ = 0
+    for r in records:
+        n += 1
+        if r.error is not None or r.response is None:
+            continue
+        choices = choices_from_prompt(r.prompt)
+        off = parse_official(r.response, choices)
+        rob = parse_robust(r.response, choices)
+        official_ok += off == r.gold
+        robust_ok += rob == r.gold
+        answers_differ += off != rob
+        verdicts_differ += (off == r.gold) != (rob == r.gold)
+    return {"official_accuracy": _pct(official_ok, n), "robust_accuracy": _pct(robust_ok, n),
+            "answers_differ": answers_differ, "verdicts_differ": verdicts_differ}
+
+
+def mme_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """Everything the summary reports for MME-RealWorld, from graded records."""
+    rows = scored_from_records(records)
+    return {**accuracy_tables(rows), "e_rate": e_rates(rows), "wrong_choices": wrong_choices(rows),
+            "modes": mode_comparison(records)}
+
+
+def choices_of(options: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(letter, "(X) text") pairs from letter -> text options."""
+    return [(k, f"({k}) {v}") for k, v in options.items()]

@@ -1,0 +1,335 @@
+"""Reliability decomposition (TDBench paper §4.3, Appendix A): how much of accuracy is knowledge.
+
+Model: each base problem is *known* with probability θ; each of its k variants (rotations,
+circular shifts, languages) is then answered right independently with probability r when
+known and g when guessed. So
+
+    RE = θ r^k + (1-θ) g^k,   VE = θ r + (1-θ) g,   MA = θ (1-r)^k + (1-θ) (1-g)^k
+
+Two estimators live here:
+
+* `decompose(re, ve, ma, k)` is the paper's method: solve the three equations exactly on the
+  ordered domain 0 <= g < VE < r <= 1 (which removes the (θ, r, g) <-> (1-θ, g, r) symmetry),
+  or return None when there is no solution (the paper prints "-").
+* `fit_histogram(hist)` is the maximum-likelihood fit of the same mixture to the whole
+  histogram of correct counts 0..k (any k >= 3), with bootstrap confidence intervals. It uses
+  all k+1 cells, never fails to return an answer, and works for any benchmark with variant
+  groups (circular k=4, rotational k=4, circular x bilingual k=8).
+
+A_adj = θ·r: single-pass accuracy with the lucky guesses taken out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy.optimize import brentq, minimize
+from scipy.stats import binom
+
+_EPS = 1e-12
+
+
+class Decomposition(NamedTuple):
+    """θ (share known), r (accuracy when known), g (accuracy when guessing), A_adj = θ·r."""
+
+    theta: float
+    r: float
+    g: float
+    a_adj: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"theta": self.theta, "r": self.r, "g": self.g, "A_adj": self.a_adj}
+
+
+def forward(theta: float, r: float, g: float, k: int = 4) -> tuple[float, float, float]:
+    """(RE, VE, MA) implied by (θ, r, g): the model the decomposition inverts."""
+    re = theta * r**k + (1 - theta) * g**k
+    ve = theta * r + (1 - theta) * g
+    ma = theta * (1 - r) ** k + (1 - theta) * (1 - g) ** k
+    return re, ve, ma
+
+
+def _secant(r: float, g: float, k: int) -> float:
+    """(r^k - g^k) / (r - g) = sum_{i<k} r^i g^(k-1-i): defined (and smooth) even at r = g."""
+    return sum(r**i * g ** (k - 1 - i) for i in range(k))
+
+
+def _r_of_g(g: float, re: float, ve: float, k: int) -> float | None:
+    """The unique r in (g, 1] on the first secant identity (paper eq. 5), or None."""
+    target = (re - g**k) / (ve - g)
+    lo, hi = _secant(g, g, k), _secant(1.0, g, k)
+    if not lo < target <= hi + 1e-15:
+        return None
+    if target >= hi:
+        return 1.0
+    return float(brentq(lambda r: _secant(r, g, k) - target, g, 1.0, xtol=1e-15, rtol=1e-15, maxiter=200))
+
+
+def _residual(g: float, re: float, ve: float, ma: float, k: int) -> float | None:
+    """E(g) of paper eq. 6: zero exactly at ordered solutions; None where r(g) does not exist."""
+    r = _r_of_g(g, re, ve, k)
+    if r is None:
+        return None
+    return -_secant(1 - r, 1 - g, k) - (ma - (1 - g) ** k) / (ve - g)
+
+
+def _residual_grid(grid: np.ndarray, re: float, ve: float, ma: float, k: int) -> list[float | None]:
+    """E(g) on a grid at once: r(g) by vectorised bisection (only used to bracket roots)."""
+    target = (re - grid**k) / (ve - grid)
+    lo_r, hi_r = grid.copy(), np.ones_like(grid)
+    ok = (k * grid ** (k - 1) < target) & (target <= _secant_np(hi_r, grid, k))
+    for _ in range(60):
+        mid = (lo_r + hi_r) / 2
+        below = _secant_np(mid, grid, k) < target
+        lo_r, hi_r = np.where(below, mid, lo_r), np.where(below, hi_r, mid)
+    r = (lo_r + hi_r) / 2
+    e = -_secant_np(1 - r, 1 - grid, k) - (ma - (1 - grid) ** k) / (ve - grid)
+    return [float(v) if good else None for v, good in zip(e, ok, strict=True)]
+
+
+def _secant_np(r: np.ndarray, g: np.ndarray, k: int) -> np.ndarray:
+    return sum((r**i * g ** (k - 1 - i) for i in range(k)), np.zeros_like(r))
+
+
+def decompose(re: float, ve: float, ma: float, k: int = 4) -> Decomposition | None:
+    """The paper's solution (θ, r, g, θ·r) on the ordered domain, or None where none exists.
+
+    Degenerate inputs have no solution: VE or MA at 0 or 1, RE <= VE^k or MA <= (1-VE)^k
+    (Jensen: only r = g reaches equality). Roots of E(g) are bracketed on a grid of g in
+    [0, VE) and refined with Brent's method; when several exist (the measure-zero
+    discriminant locus, Appendix A.5) the one with the largest θ is returned.
+    """
+    if k < 2 or not all(math.isfinite(x) for x in (re, ve, ma)):
+        return None
+    if not (0 < ve < 1 and 0 < ma < 1 and 0 <= re < 1):
+        return None
+    if re <= ve**k * (1 + 1e-12) or ma <= (1 - ve) ** k * (1 + 1e-12):
+        return None
+    grid = np.linspace(0.0, ve, 801)[:-1]
+    values = _residual_grid(grid, re, ve, ma, k)
+    roots: list[float] = []
+    if values[0] is not None and abs(values[0]) < 1e-13:
+        roots.append(0.0)
+    for i in range(len(grid) - 1):
+        a, b = values[i], values[i + 1]
+        if a is None or b is None or a == 0:
+            continue
+        if b == 0:
+            roots.append(float(grid[i + 1]))
+        elif (a < 0) != (b < 0):
+            lo, hi = float(grid[i]), float(grid[i + 1])
+            roots.append(float(brentq(lambda g: _residual(g, re, ve, ma, k) or 0.0, lo, hi,
+                                      xtol=1e-15, rtol=1e-15, maxiter=200)))
+    found: list[Decomposition] = []
+    for g in roots:
+        r = _r_of_g(g, re, ve, k)
+        if r is None or not (g < ve < r <= 1):
+            continue
+        theta = (ve - g) / (r - g)
+        if 0 < theta < 1:
+            found.append(Decomposition(float(theta), float(r), float(g), float(theta * r)))
+    return max(found, key=lambda d: d.theta) if found else None
+
+
+# ---------------------------------------------------------------------------------------
+# Maximum likelihood over the histogram of correct counts
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MixtureFit:
+    """ML estimate with percentile bootstrap intervals (lo, hi) for each parameter."""
+
+    theta: float
+    r: float
+    g: float
+    a_adj: float
+    k: int
+    n: int
+    log_likelihood: float
+    ci: dict[str, tuple[float, float]]
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"theta": self.theta, "r": self.r, "g": self.g, "A_adj": self.a_adj,
+                               "k": self.k, "n": self.n}
+        for name, (lo, hi) in self.ci.items():
+            out[f"{name}_ci"] = [lo, hi]
+        return out
+
+
+def _pmf_table(k: int) -> tuple[np.ndarray, np.ndarray]:
+    c = np.arange(k + 1)
+    return c, np.array([math.comb(k, int(x)) for x in c], dtype=float)
+
+
+def _neg_loglik(params: np.ndarray, hist: np.ndarray, c: np.ndarray, comb: np.ndarray,
+                k: int) -> tuple[float, np.ndarray]:
+    """Negative log-likelihood of the histogram and its gradient in (θ, r, g)."""
+    theta, r, g = params
+    known = comb * r**c * (1 - r) ** (k - c)
+    guess = comb * g**c * (1 - g) ** (k - c)
+    p = np.clip(theta * known + (1 - theta) * guess, 1e-300, None)
+    w = hist / p
+    grad = np.array([
+        (w * (known - guess)).sum(),
+        (w * theta * known * (c / r - (k - c) / (1 - r))).sum(),
+        (w * (1 - theta) * guess * (c / g - (k - c) / (1 - g))).sum(),
+    ])
+    return float(-(hist * np.log(p)).sum()), -grad
+
+
+def _fit_once(hist: np.ndarray, starts: Sequence[tuple[float, float, float]]) -> tuple[np.ndarray, float]:
+    """Best bounded L-BFGS-B fit over the starting points, ordered so that r >= g."""
+    k = len(hist) - 1
+    c, comb = _pmf_table(k)
+    bounds = [(1e-9, 1 - 1e-9)] * 3
+    best: tuple[np.ndarray, float] | None = None
+    for start in starts:
+        res = minimize(_neg_loglik, np.array(start, dtype=float), args=(hist, c, comb, k), method="L-BFGS-B", jac=True,
+                       bounds=bounds, options={"ftol": 1e-14, "gtol": 1e-10, "maxiter": 500})
+        if best is None or res.fun < best[1]:
+            best = (res.x, float(res.fun))
+    assert best is not None
+    theta, r, g = best[0]
+    if r < g:  # the mirror solution: same likelihood, the ordered one is reported
+        theta, r, g = 1 - theta, g, r
+    return np.array([theta, r, g]), best[1]
+
+
+def _starts(hist: np.ndarray) -> list[tuple[float, float, float]]:
+    """A moment-based start (the paper's solution when it exists) plus a small fixed grid."""
+    k = len(hist) - 1
+    n = hist.sum()
+    starts = [(0.5, 0.9, 0.2), (0.3, 0.8, 0.3), (0.7, 0.95, 0.4), (0.5, 0.7, 0.1)]
+    if n > 0:
+        re, ma = hist[k] / n, hist[0] / n
+        ve = float((hist * np.arange(k + 1)).sum() / (k * n))
+        sol = decompose(float(re), ve, float(ma), k)
+        if sol is not None:
+            starts.insert(0, (min(max(sol.theta, 0.01), 0.99), min(sol.r, 0.999), max(sol.g, 0.001)))
+    return starts
+
+
+def fit_histogram(hist: Sequence[int] | np.ndarray, *, n_boot: int = 200, seed: int = 0,
+                  level: float = 0.95) -> MixtureFit:
+    """ML fit of the known/guess mixture to hist[c] = number of groups with c of k right.
+
+    Confidence intervals: percentile bootstrap over groups (multinomial resampling of the
+    histogram), seeded so a report is reproducible. n_boot = 0 skips them.
+    """
+    h = np.asarray(hist, dtype=float)
+    k = len(h) - 1
+    if k < 3:
+        raise ValueError(f"the mixture needs k >= 3 variants per group to be identifiable (got k = {k})")
+    n = int(h.sum())
+    if n <= 0:
+        raise ValueError("empty histogram")
+    params, nll = _fit_once(h, _starts(h))
+    ci: dict[str, tuple[float, float]] = {}
+    if n_boot > 0:
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(n, h / n, size=n_boot).astype(float)
+        samples = []
+        warm = [(float(params[0]), float(params[1]), float(params[2]))]
+        for d in draws:
+            p, _ = _fit_once(d, warm)
+            samples.append((p[0], p[1], p[2], p[0] * p[1]))
+        arr = np.array(samples)
+        alpha = (1 - level) / 2
+        for j, name in enumerate(("theta", "r", "g", "A_adj")):
+            lo, hi = np.quantile(arr[:, j], [alpha, 1 - alpha])
+            ci[name] = (float(lo), float(hi))
+    theta, r, g = (float(x) for x in params)
+    return MixtureFit(theta, r, g, theta * r, k, n, -nll, ci)
+
+
+def histogram(correct_counts: Iterable[int], k: int) -> list[int]:
+    """hist[c] = how many groups had c right, for c = 0..k."""
+    hist = [0] * (k + 1)
+    for c in correct_counts:
+        if not 0 <= c <= k:
+            raise ValueError(f"count {c} outside 0..{k}")
+        hist[c] += 1
+    return hist
+
+
+def group_counts(records: Iterable[Any], key: Any = None) -> dict[Any, tuple[int, int]]:
+    """group -> (right, variants) from records with .base_id and .correct (errors count as wrong)."""
+    groups: dict[Any, list[bool]] = defaultdict(list)
+    for rec in records:
+        groups[key(rec) if key else rec.base_id].append(rec.correct is True)
+    return {name: (sum(v), len(v)) for name, v in groups.items()}
+
+
+def fit_groups(counts: Mapping[Any, tuple[int, int]], **kw: Any) -> MixtureFit | None:
+    """ML fit over variant groups; groups of the most common size k are used (None if k < 3)."""
+    if not counts:
+        return None
+    k = Counter(n for _, n in counts.values()).most_common(1)[0][0]
+    if k < 3:
+        return None
+    return fit_histogram(histogram((c for c, n in counts.values() if n == k), k), **kw)
+
+
+def consistency(counts: Mapping[Any, tuple[int, int]]) -> dict[str, float]:
+    """RE (all right), VE (mean right) and MA (all wrong) over groups, as fractions."""
+    if not counts:
+        return {"RE": 0.0, "VE": 0.0, "MA": 0.0}
+    n = len(counts)
+    return {
+        "RE": sum(1 for c, k in counts.values() if c == k) / n,
+        "VE": sum(c / k for c, k in counts.values()) / n,
+        "MA": sum(1 for c, _ in counts.values() if c == 0) / n,
+    }
+
+
+def reliability_summary(records: Sequence[Any], key: Any = None, *, n_boot: int = 200,
+                        seed: int = 0) -> dict[str, Any] | None:
+    """RE/VE/MA, the paper's solution and the ML fit for a benchmark's variant groups.
+
+    Any benchmark whose queries share base_ids (circular, rotational, bilingual) can put
+    this in its metrics; None when groups are smaller than 3 variants.
+    """
+    counts = group_counts(records, key)
+    sizes = Counter(n for _, n in counts.values())
+    if not sizes or sizes.most_common(1)[0][0] < 3:
+        return None
+    k = sizes.most_common(1)[0][0]
+    full = {name: v for name, v in counts.items() if v[1] == k}
+    stats = consistency(full)
+    sol = decompose(stats["RE"], stats["VE"], stats["MA"], k)
+    fit = fit_groups(full, n_boot=n_boot, seed=seed)
+    return {
+        "k": k, "groups": len(full), **stats,
+        "paper": sol.as_dict() if sol else None,
+        "ml": fit.as_dict() if fit else None,
+        "hist": histogram((c for c, _ in full.values()), k),
+    }
+
+
+def binomial_hist_pmf(theta: float, r: float, g: float, k: int) -> np.ndarray:
+    """Expected share of groups with c = 0..k right under the mixture (for plots and tests)."""
+    c = np.arange(k + 1)
+    return theta * binom.pmf(c, k, r) + (1 - theta) * binom.pmf(c, k, g)
+
+
+def category_table(stats: Mapping[str, Mapping[str, float]], k: int = 4) -> dict[str, Any]:
+    """The paper's tables: per-category solutions, then means over the solvable ones.
+
+    stats: category -> {"RE", "VE", "MA"}. Returns {"per_category": {cat: dict | None},
+    "mean": {theta, r, g, A_adj} over solvable categories (None if none), "n_solved",
+    "n_unsolvable"}.
+    """
+    per: dict[str, dict[str, float] | None] = {}
+    for cat, s in stats.items():
+        sol = decompose(s["RE"], s["VE"], s["MA"], k)
+        per[cat] = sol.as_dict() if sol else None
+    solved = [v for v in per.values() if v is not None]
+    mean = ({name: sum(v[name] for v in solved) / len(solved) for name in ("theta", "r", "g", "A_adj")}
+            if solved else None)
+    return {"per_category": per, "mean": mean, "n_solved": len(solved), "n_unsolvable": len(per) - len(solved)}

@@ -1,0 +1,439 @@
+"""IF-Bench: loader, prompts, circular x language variants, official/robust judgment, metrics, GenViP.
+
+The acceptance runs use the real question file (../shared/data, skipped when absent) with a
+tiny generated image per file name, against the in-process simulated server.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from evalkit.benchmarks import get_benchmark
+from evalkit.benchmarks.ifbench import (
+    JUDGE_VALID,
+    IFBench,
+    extractor_prompt,
+    fill,
+    judgment_counts,
+    official_rule,
+    parse_langs,
+    render_options,
+    robust_rule,
+)
+from evalkit.cli import main as cli_main
+from evalkit.errors import EvalkitError
+from evalkit.evaluate import DEFAULTS, prepare, run
+from evalkit.extract import parse_judge_reply
+from evalkit.images import ImagePipeline
+from evalkit.metrics.ifbench import Outcome, ifbench_metrics
+from evalkit.protocols.circular import all_shifts, circular_summary, shift_options
+from evalkit.resources import dataset_path, read_prompt
+from evalkit.scoring import grade
+from evalkit.sim.answerkey import build_answer_key
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.model import SimModel, SimParams, judge_answer
+from evalkit.sim.server import SimConfig, SimThread
+from evalkit.types import Parsed, Record
+
+SAMPLE = dataset_path("if-bench", "if_bench_sample.json")
+DIMENSION_COUNTS = {"Scene Understanding": 78, "Image Theme": 74, "Viewpoint of Capture": 58,
+                    "Target Localization": 73, "Spatial Relationship Understanding": 54, "Object Counting": 87,
+                    "Thermal Feature Understanding": 70, "Action Recognition": 65, "Thermal Feature Reasoning": 59,
+                    "Commonsense Reasoning": 62}
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+
+def tiny_image(name: str) -> Image.Image:
+    """32x32 noise seeded by the file name: distinct fingerprints for every name."""
+    rng = random.Random(name)
+    return Image.frombytes("L", (32, 32), rng.randbytes(32 * 32)).convert("RGB")
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    if not shared.exists():
+        pytest.skip(f"real benchmark data not present at {shared}")
+    data = shared / "if-bench" / "if_bench.json"
+    raw = json.loads(data.read_text(encoding="utf-8"))
+    folder = tmp_path_factory.mktemp("ifbench-images")
+    for name in sorted({x["dst_thermal_path"] for v in raw.values() for x in v}):
+        tiny_image(name).save(folder / name, format="PNG")
+    return {"data": str(data), "images": str(folder)}
+
+
+def simulate(bench_opts: dict, params: SimParams, mode: str = "official") -> tuple[dict, list[Record]]:
+    """Every query through the simulated model directly (no HTTP), then the real parse/score/aggregate."""
+    bench, _, queries, _ = prepare("if-bench", {**DEFAULTS, **bench_opts})
+    pipeline = ImagePipeline()
+    try:
+        key = build_answer_key(queries, pipeline.fingerprint)
+        model = SimModel(params, key)
+        records = []
+        for q in queries:
+            reply = model.reply(q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()])
+            rec = Record(query_id=q.id, item_id=q.item_id, base_id=q.base_id, variant=q.variant, model="sim",
+                         request_key="", response=reply.content, gold=q.gold, category=q.category,
+                         prompt=q.prompt_text())
+            records.append(grade(bench, q, rec, mode))
+    finally:
+        pipeline.close()
+    return bench.aggregate(records, bench_opts), records
+
+
+# ---------------------------------------------------------------------------------------------
+# circular protocol
+
+
+def test_circular_direction_and_gold_follow_the_official_code() -> None:
+    opts = {"A": "a", "B": "b", "C": "c", "D": "d"}
+    shown, gold = shift_options(opts, "B", 1)
+    assert list(shown.values()) == ["d", "a", "b", "c"]  # shift 1 shows D, A, B, C
+    assert gold == "C"  # ABCD[(1 + 1) % 4]
+    assert [g for _, _, g in all_shifts(opts, "D")] == ["D", "A", "B", "C"]
+    for i, shown, gold in all_shifts(opts, "A"):
+        assert shown[gold] == "a" and list(shown) == list("ABCD") and i in range(4)
+    # any number of options
+    three = all_shifts({"A": "x", "B": "y", "C": "z"}, "C")
+    assert [(list(s.values()), g) for _, s, g in three] == [
+        (["x", "y", "z"], "C"), (["z", "x", "y"], "A"), (["y", "z", "x"], "B")]
+    assert len(all_shifts({k: k for k in "ABCDE"}, "E")) == 5
+
+
+def test_mcq_circular_flag(tmp_path: Path) -> None:
+    from conftest import make_mcq_jsonl
+
+    data = make_mcq_jsonl(tmp_path / "ds", 10)
+    _, items, queries, _ = prepare("mcq", {**DEFAULTS, "data": str(data), "circular": True})
+    assert len(items) == 10 and len(queries) == 40
+    assert {q.variant["shift"] for q in queries} == {0, 1, 2, 3}
+    assert all(q.options[q.gold] == items[int(q.item_id[1:])].options[items[int(q.item_id[1:])].answer]
+               for q in queries)
+    recs = [Record(q.id, q.item_id, q.base_id, q.variant, "m", "", "x", q.gold, correct=q.variant["shift"] != 3
+                   or q.item_id == "q00000") for q in queries]
+    m = circular_summary(recs)
+    assert m["circular_accuracy"] == pytest.approx(10.0) and m["circular_mean"] == pytest.approx(77.5)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data), "circular": True}),
+                             params=SimParams(style="first"))) as sim:
+        res = run("mcq", "vllm/sim-model", data=str(data), circular=True, base_url=sim.url,
+                  out=str(tmp_path / "run"), no_cache=True, progress=False)
+    assert res.summary["n_queries"] == 40
+    assert res.summary["metrics"]["accuracy"] == 25.0 and res.summary["metrics"]["circular_accuracy"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# loader
+
+
+def _write(path: Path, obj: object) -> Path:
+    path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_loads_dict_and_flat_forms_tolerating_extra_keys(tmp_path: Path) -> None:
+    raw = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    assert any("pos_info" in x for v in raw.values() for x in v)
+    assert any("original_answer" in x["question"] for v in raw.values() for x in v)
+    images = SAMPLE.parent / "infrared_imgs"
+    bench = IFBench()
+    items = bench.load(SAMPLE, images, {})
+    flat = [x for v in raw.values() for x in v]
+    random.Random(1).shuffle(flat)
+    items_flat = bench.load(_write(tmp_path / "flat.json", flat), images, {})
+    assert len(items) == len(items_flat) == 20
+    key = lambda it: (str(it.images[0].value), it.question, tuple(it.options.items()), it.answer, it.category)  # noqa: E731
+    assert sorted(map(key, items)) == sorted(map(key, items_flat))
+    assert items[0].id == "SU-001" and items[2].id == "IT-001"
+    assert len({it.id for it in items}) == 20
+
+
+def test_bad_rows_and_missing_images_are_clear_errors(tmp_path: Path) -> None:
+    raw = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    dim = next(iter(raw))
+    broken = json.loads(json.dumps(raw))
+    broken[dim][1]["question"]["answer"] = "E"
+    with pytest.raises(EvalkitError, match=rf"dimension '{dim}' item 2: answer 'E'"):
+        IFBench().load(_write(tmp_path / "bad.json", broken), SAMPLE.parent / "infrared_imgs", {})
+    images = tmp_path / "imgs"
+    images.mkdir()
+    for p in (SAMPLE.parent / "infrared_imgs").iterdir():
+        if p.name != "ir_003.png":
+            (images / p.name).write_bytes(p.read_bytes())
+    with pytest.raises(EvalkitError, match=r"image not found: .*ir_003\.png"):
+        IFBench().load(SAMPLE, images, {})
+    bench = IFBench()
+    items = bench.load(SAMPLE, images, {"skip_missing": True})
+    assert len(items) == 18 and len(bench.skipped) == 2  # two questions use that image
+    res = simulate_sample_run(tmp_path, images=str(images), skip_missing=True)
+    assert res.summary["metrics"]["skipped_missing_images"] == 2
+    assert res.summary["n_items"] == 18 and res.summary["n_queries"] == 144
+
+
+def simulate_sample_run(tmp_path: Path, **opts):
+    with SimThread(SimConfig(answer_key=answer_key_for("if-bench", opts))) as sim:
+        return run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "sample-run"),
+                   no_cache=True, progress=False, **opts)
+
+
+# ---------------------------------------------------------------------------------------------
+# prompts
+
+
+def test_prompt_files_are_the_papers_figures() -> None:
+    normal = read_prompt("if-bench", "normal_en.txt")
+    assert normal.startswith("You are a professional multimodal large language model assistant.")
+    assert "1. One infrared image.\n2. One question related to the image." in normal
+    assert normal.endswith("The input question is: <input_question>.\nThe input options are: <input_options>.")
+    assert len(normal.splitlines()) == 17
+    pair = read_prompt("if-bench", "pair_en.txt")
+    assert "1. One infrared image and one corresponding RGB image. The RGB image is translated" in pair
+    prior = read_prompt("if-bench", "prior_en.txt")
+    assert prior.startswith(normal + "\n\nWhen completing the above tasks, please refer to the following prior")
+    assert read_prompt("if-bench", "prior_pair_en.txt").startswith(pair + "\n\nWhen completing the above tasks")
+    for kind in ("normal", "pair", "prior", "prior_pair", "translated"):
+        cn = read_prompt("if-bench", f"{kind}_cn.txt")
+        assert "<input_question>" in cn and "<input_options>" in cn and "红外" in cn
+    fig11 = read_prompt("extract", "if-bench.txt")
+    assert fig11.startswith("You are a professional large model. You will receive responses")
+    assert fig11.endswith("\n\nInput: <input_response>")
+
+
+def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
+    _, _, queries, _ = prepare("if-bench", {**DEFAULTS, "lang": "en"})
+    mine = [q for q in queries if "The rider's body" in q.options.values()]
+    assert len(mine) == 4
+    literal = "{'A': 'The pole', 'B': 'The ground', 'C': \"The rider's body\", 'D': 'The surrounding plants'}"
+    s0 = next(q for q in mine if q.variant["shift"] == 0)
+    assert f"The input options are: {literal}." in s0.prompt_text()
+    for q in mine:
+        assert f"The input options are: {str(q.options)}." in q.prompt_text()
+        assert "\"The rider's body\"" in q.prompt_text()
+    s1 = next(q for q in mine if q.variant["shift"] == 1)
+    assert "{'A': 'The surrounding plants', 'B': 'The pole', 'C': 'The ground', 'D': \"The rider's body\"}" \
+        in s1.prompt_text() and s1.gold == "D"
+    assert render_options({"A": "it's"}) == "{'A': \"it's\"}"
+    assert fill("<input_question> <input_options>", "Q <input_options>?", {"A": "x"}) == "Q <input_options>? {'A': 'x'}"
+
+
+def test_query_shape_ids_and_language_text() -> None:
+    _, items, queries, _ = prepare("if-bench", {**DEFAULTS})
+    assert len(items) == 20 and len(queries) == 160
+    q = queries[0]
+    assert q.id == f"{q.item_id}|s0|en" and q.base_id == q.item_id and q.variant == {"shift": 0, "lang": "en"}
+    assert len(q.messages) == 1 and q.messages[0].role == "user"
+    assert type(q.messages[0].parts[0]).__name__ == "ImagePart" and type(q.messages[0].parts[-1]).__name__ == "TextPart"
+    cn = next(x for x in queries if x.item_id == q.item_id and x.variant == {"shift": 0, "lang": "cn"})
+    assert "输入的问题是：" + items[0].meta["cn_question"] in cn.prompt_text()
+    assert str(items[0].meta["cn_options"]) in cn.prompt_text()
+    assert parse_langs("en") == ("en",) and parse_langs(None) == ("en", "cn")
+    with pytest.raises(EvalkitError):
+        parse_langs("fr")
+
+
+# ---------------------------------------------------------------------------------------------
+# judgment (golden)
+
+
+def test_golden_parser_rules() -> None:
+    assert official_rule("C") == Parsed("C", "first_char")
+    assert official_rule("Answer: C") == Parsed("A", "first_char")  # the official quirk
+    assert robust_rule("Answer: C").answer == "C"
+    assert official_rule("**C**") == Parsed(None, "unparsed")  # -> extractor
+    assert official_rule("<think>maybe A</think> B") == Parsed("B", "first_char")
+    assert official_rule("</think> B").answer == "B"
+    assert official_rule("  ") == Parsed("", "empty")
+    assert robust_rule("**C**").answer == "C"
+    assert robust_rule("I'm sorry, I cannot help with that.").refusal
+    prompt = extractor_prompt("<think>x</think> **C**")
+    assert prompt.endswith("Input: **C**")
+    assert judge_answer("if-bench", prompt) == "C"
+    assert judge_answer("if-bench", extractor_prompt("I cannot tell.")) == "F"
+    assert parse_judge_reply("F", JUDGE_VALID) == "F"  # scored wrong
+    assert parse_judge_reply("C", JUDGE_VALID) == "C"
+
+
+def _replay_run(tmp_path: Path, replies: dict[int, str], name: str, **opts):
+    """The bundled sample, with chosen queries answered by fixed texts (replay entries)."""
+    _, _, queries, _ = prepare("if-bench", {**DEFAULTS})
+    key = answer_key_for("if-bench", {})
+    for i, text in replies.items():
+        key.entries[i].reply = text
+    with SimThread(SimConfig(answer_key=key)) as sim:
+        judge = {"judge": "vllm/sim-model", "judge_base_url": sim.url} if opts.pop("with_judge", True) else {}
+        res = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / name), no_cache=True,
+                  progress=False, max_attempts=2, **judge, **opts)
+        requests = sim.counters.snapshot()["requests"]
+    by_id = {r.query_id: r for r in res.records}
+    return res, [by_id[queries[i].id] for i in sorted(replies)], queries, requests
+
+
+def test_golden_answers_end_to_end_with_the_extractor(tmp_path: Path) -> None:
+    replies = {0: "C", 1: "Answer: C", 2: "**C**", 3: "<think>hmm</think> B", 4: "", 5: "I cannot tell."}
+    res, recs, queries, _ = _replay_run(tmp_path, replies, "official")
+    got = [(r.parsed, r.parse_method, r.correct) for r in recs]
+    golds = [queries[i].gold for i in sorted(replies)]
+    assert got[0] == ("C", "first_char", golds[0] == "C")
+    assert got[1] == ("A", "first_char", golds[1] == "A")
+    assert got[2] == ("C", "llm", golds[2] == "C")
+    assert got[3] == ("B", "first_char", golds[3] == "B")
+    assert got[4] == ("", "empty", False)
+    assert got[5] == ("F", "llm", False)
+    j = res.summary["metrics"]["judgment"]
+    assert j["extractor_used"] == 2 and j["official_needs_extractor"] == 2
+    assert j["robust_needs_extractor"] == 0  # robust: "**C**" is C, "I cannot tell." a refusal
+    assert j["modes_differ"] == 1  # "Answer: C": A officially, C robustly
+    assert res.summary["counts"]["unparsed"] == 0
+    robust, recs_r, _, _ = _replay_run(tmp_path, replies, "robust", mode="robust")
+    assert recs_r[1].parsed == "C" and recs_r[2].parsed == "C" and recs_r[2].parse_method == "rule"
+    assert recs_r[5].refusal and recs_r[5].parse_method == "refusal" and robust.summary["counts"]["refusals"] == 1
+    assert robust.summary["metrics"]["judgment"]["extractor_used"] == 0
+
+
+def test_without_judge_unparsed_answers_are_counted(tmp_path: Path) -> None:
+    res, recs, _, requests = _replay_run(tmp_path, {2: "**C**"}, "nojudge", with_judge=False)
+    assert recs[0].parsed is None and recs[0].parse_method == "unparsed" and recs[0].correct is False
+    assert res.summary["counts"]["unparsed"] == 1 and res.summary["counts"]["correct"] == 159
+    assert res.summary["metrics"]["judgment"]["unparsed_counted_wrong"] == 1
+    assert "1 answers could not be parsed" in res.summary["hint"]
+    assert requests == 160  # nothing spent on a judge nobody named
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics
+
+
+def test_metrics_unweighted_over_dimensions_and_strict() -> None:
+    outs = []
+    for item, dim, right in (("a1", "Scene Understanding", 4), ("a2", "Scene Understanding", 4),
+                             ("a3", "Scene Understanding", 0), ("b1", "Object Counting", 3)):
+        for lang in ("en", "cn"):
+            outs += [Outcome(item, dim, lang, s, s < right if lang == "en" else True) for s in range(4)]
+    m = ifbench_metrics(outs, ("en", "cn"))
+    assert m["dimensions_en"] == {"SU": pytest.approx(200 / 3), "OC": 75.0}
+    assert m["Avg (en)"] == pytest.approx((200 / 3 + 75) / 2)  # unweighted, not (4+4+0+3)/16
+    assert m["dimensions_strict_en"] == {"SU": pytest.approx(200 / 3), "OC": 0.0}
+    assert m["Avg (cn)"] == 100.0 and m["Avg"] == pytest.approx(((200 / 3 + 75) / 2 + 100) / 2)
+    assert m["Avg (strict)"] == pytest.approx(((200 / 3) / 2 + 100) / 2)
+    c = m["consistency"]
+    assert c["all_correct"] == 50.0 and c["all_wrong"] == 0.0 and c["variants_per_item"] == 8
+    assert c["mean"] == pytest.approx(100 * (1 + 1 + 0.5 + 7 / 8) / 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# acceptance with the real question file
+
+
+def test_real_file_loads_680_items_in_10_dimensions(real: dict[str, str]) -> None:
+    _, items, queries, _ = prepare("if-bench", {**DEFAULTS, **real})
+    assert len(items) == 680 and len(queries) == 5440
+    counts: dict[str, int] = {}
+    for it in items:
+        counts[it.category] = counts.get(it.category, 0) + 1
+    assert counts == DIMENSION_COUNTS
+    assert len({q.id for q in queries}) == 5440
+    assert len({it.images[0] for it in items}) == 499
+
+
+def test_real_run_perfect_model_then_cache_reuse(real: dict[str, str], tmp_path: Path) -> None:
+    key = answer_key_for("if-bench", real)
+    common = dict(cache_dir=str(tmp_path / "cache"), progress=False, concurrency=32, **real)
+    with SimThread(SimConfig(answer_key=key)) as sim:
+        res = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "both"), **common)
+        n1 = sim.counters.snapshot()["requests"]
+        again = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "both"), **common)
+        n2 = sim.counters.snapshot()["requests"]
+        en = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "en"), lang="en", **common)
+        n3 = sim.counters.snapshot()["requests"]
+    assert n1 == 5440 and res.summary["n_queries"] == 5440 and res.exit_code == 0
+    m = res.summary["metrics"]
+    assert m["Avg"] == 100.0 and m["Avg (strict)"] == 100.0
+    assert m["Avg (en)"] == m["Avg (cn)"] == 100.0
+    assert set(m["dimensions"].values()) == {100.0} and len(m["dimensions"]) == 10
+    assert set(m["dimensions_strict"].values()) == {100.0}
+    assert m["consistency"]["all_correct"] == 100.0 and m["consistency"]["variants_per_item"] == 8
+    assert n2 == n1  # identical re-runs: zero requests
+    assert again.summary["metrics"] == m
+    assert n3 == n2 and en.summary["n_queries"] == 2720 and en.summary["cache"]["hits"] == 2720
+    assert en.summary["metrics"]["Avg"] == 100.0 and "Avg (cn)" not in en.summary["metrics"]
+
+
+def test_real_first_option_model_scores_chance_and_zero_strict(real: dict[str, str]) -> None:
+    m, records = simulate(real, SimParams(style="first"))
+    assert len(records) == 5440 and {r.response for r in records} == {"A"}
+    for table in ("dimensions", "dimensions_en", "dimensions_cn"):
+        assert m[table] and set(m[table].values()) == {25.0}
+    assert set(m["dimensions_strict"].values()) == {0.0}
+    assert m["Avg"] == 25.0 and m["Avg (strict)"] == 0.0
+
+
+def test_real_known_accuracy_model(real: dict[str, str]) -> None:
+    p = 0.7
+    m, records = simulate(real, SimParams(theta=1.0, r=p, seed=7))
+    per_query = sum(r.correct for r in records) / len(records)
+    assert abs(per_query - p) < 0.02
+    assert abs(m["Avg"] - 100 * p) <= 2.0
+    assert abs(m["Avg (strict)"] - 100 * p**4) <= 3.0
+
+
+# ---------------------------------------------------------------------------------------------
+# GenViP
+
+
+def test_translate_then_genvip_prior_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ir = SAMPLE.parent / "infrared_imgs"
+    out = tmp_path / "translated"
+    cache = str(tmp_path / "cache")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with SimThread(SimConfig()) as sim:
+        argv = ["translate", "if-bench", "--images", str(ir), "--out", str(out), "--model", "openai/gpt-image-1",
+                "--base-url", sim.url + "/v1", "--cache-dir", cache, "--no-progress"]
+        assert cli_main(argv) == 0
+        first = sim.counters.snapshot()["requests"]
+        assert cli_main(argv) == 0
+        assert cli_main([*argv[:5], str(tmp_path / "again"), *argv[6:]]) == 0  # new folder: from the cache
+        second = sim.counters.snapshot()["requests"]
+    n_in = len(list(ir.iterdir()))
+    assert first == n_in == 14 and second == first
+    outputs = sorted(p.name for p in out.iterdir() if p.suffix == ".png")
+    assert outputs == sorted(p.name for p in ir.iterdir())
+    assert len(list((tmp_path / "again").glob("*.png"))) == 14
+    _, items, queries, _ = prepare("if-bench", {**DEFAULTS, "genvip": True, "prior": True,
+                                               "translated_images": str(out)})
+    q = queries[0]
+    parts = q.messages[0].parts
+    assert [type(p).__name__ for p in parts] == ["ImagePart", "ImagePart", "TextPart"]
+    assert Path(str(parts[0].ref.value)).parent == ir and Path(str(parts[1].ref.value)).parent == out
+    assert Path(str(parts[0].ref.value)).name == Path(str(parts[1].ref.value)).name
+    text = q.prompt_text()
+    assert "One infrared image and one corresponding RGB image" in text
+    assert text.rstrip().endswith("which may cause brightness differences in the resulting images.")
+    _, _, tq, _ = prepare("if-bench", {**DEFAULTS, "translated": True, "prior": True})
+    tparts = tq[0].messages[0].parts
+    assert len(tparts) == 2 and "translated_rgb_imgs" in str(tparts[0].ref.value)
+    assert "prior knowledge" not in tq[0].prompt_text()  # translated replaces prior without the pair
+
+
+def test_bundled_sample_runs_out_of_the_box(tmp_path: Path) -> None:
+    res = simulate_sample_run(tmp_path)
+    assert res.summary["n_items"] == 20 and res.summary["n_queries"] == 160
+    assert res.summary["metrics"]["Avg"] == 100.0
+    gen = simulate_sample_run(tmp_path / "g", genvip=True)
+    assert gen.summary["metrics"]["prompt"] == "pair" and gen.summary["metrics"]["Avg"] == 100.0
+    assert all(len(r.image_fps) == 2 for r in gen.records)
+
+
+def test_registry_and_judgment_counts_pure() -> None:
+    assert isinstance(get_benchmark("if-bench"), IFBench)
+    recs = [Record("q1", "i", "i", {}, "m", "", "Answer: C", "C", prompt=""),
+            Record("q2", "i", "i", {}, "m", "", "**B**", "B", parsed="B", parse_method="llm", prompt="")]
+    j = judgment_counts(recs, {})
+    assert j["modes_differ"] == 1 and j["modes_differ_correctness"] == 1 and j["official_needs_extractor"] == 1
+    assert j["robust_needs_extractor"] == 0 and j["extractor_used"] == 1
