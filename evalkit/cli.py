@@ -98,7 +98,13 @@ def _add_sim_parser(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--data")
     sp.add_argument("--images")
     sp.add_argument("--limit", type=int)
+    sp.add_argument("--max-side", type=int, help="as given to `evalkit run` (keys match either way)")
     add_sim_arguments(sp)
+    before = {a.dest for a in sp._actions}
+    bench_group = sp.add_argument_group("benchmark options (as for `evalkit run`, to key the same variants)")
+    for bench in REGISTRY.values():
+        bench.add_arguments(bench_group)  # type: ignore[arg-type]
+    sp.set_defaults(_bench_dests=sorted({a.dest for a in sp._actions} - before))
 
 
 def _add_translate_parser(tp: argparse.ArgumentParser) -> None:
@@ -207,8 +213,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
         from .sim.from_bench import answer_key_for
 
-        config = replace(config, answer_key=answer_key_for(args.bench, {"data": args.data, "images": args.images,
-                                                                         "limit": args.limit}))
+        options = {"data": args.data, "images": args.images, "limit": args.limit, "max_side": args.max_side}
+        options.update({d: getattr(args, d) for d in args._bench_dests})
+        config = replace(config, answer_key=answer_key_for(args.bench, options))
     serve_forever(config, args.host, args.port)
     return 0
 
