@@ -122,6 +122,8 @@ def child(spec: dict[str, Any]) -> None:
 
     class CountingPipeline(ImagePipeline):  # the run's own pipeline, kept so its counters can be read
         def __init__(self, *a: Any, **kw: Any) -> None:
+            if spec.get("memo_mb"):  # what-if: the memo bound evaluate.run_async would pass (see README)
+                kw["max_bytes"] = int(spec["memo_mb"] * 2**20)
             super().__init__(*a, **kw)
             pipelines.append(self)
 
@@ -179,6 +181,8 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--workdir", help="where the JPEGs and the JSON are kept (default: a folder in /tmp)")
     ap.add_argument("--rss-limit-mb", type=float, default=600.0)
+    ap.add_argument("--memo-mb", type=float, default=None,
+                    help="what-if: bound the run's prepared-image memo to N MB (default: evalkit's own, 256)")
     ap.add_argument("--timeout", type=float, default=900.0, help="the run is abandoned after this many seconds")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -200,7 +204,8 @@ def main() -> int:
         print(f"simulated server ready in {time.monotonic() - t0:.0f}s (answer key of {args.items} questions)")
         with tempfile.TemporaryDirectory(prefix="evalkit-scale-run-") as out:
             r, rss_kb = run_child({"what": "run", "data": str(data), "url": sim.url, "out": out + "/run",
-                                   "concurrency": args.concurrency, "max_side": args.max_side}, args.timeout)
+                                   "concurrency": args.concurrency, "max_side": args.max_side,
+                                   "memo_mb": args.memo_mb}, args.timeout)
         served = sim.counters()
 
     st = r["stats"]

@@ -105,8 +105,8 @@ class Runner:
         key = self.key_of(query)
         hit = self.cache.get(key)
         parts = query.image_parts()
+        prepared = [] if hit is not None else self._prepare(query)  # first: its decode also fingerprints
         fps = [self.pipeline.fingerprint(p) for p in parts] if self.fingerprints else []
-        prepared = [] if hit is not None else self._prepare(query)
         return key, hit, fps, prepared
 
     async def ask(self, query: Query) -> Outcome:

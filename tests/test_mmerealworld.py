@@ -139,14 +139,14 @@ def test_real_sample_records_and_their_outputs(shared_data, tmp_path):
                            category=q.category, prompt=q.prompt_text()))
     m = bench.aggregate(recs, {})
     assert m["Avg"] == pytest.approx(40.0)  # D=D, A≠B, E=E, D≠C, A≠C
-    assert m["tasks"]["Perception"]["domains"] == {"DT": 0.0, "MO": 100.0, "AD": 100.0}
-    assert m["tasks"]["Perception"]["Avg"] == pytest.approx(200 / 3)
-    assert m["tasks"]["Perception"]["Avg-C"] == pytest.approx(200 / 3)
-    assert m["tasks"]["Reasoning"]["Avg"] == 0.0
+    assert m["Perception"] == pytest.approx({"DT": 0.0, "MO": 100.0, "AD": 100.0, "Avg": 200 / 3,
+                                              "Avg-C": 200 / 3, "n": 3})
+    assert m["Reasoning"] == {"DT": 0.0, "Avg": 0.0, "Avg-C": 0.0, "n": 2}
     assert m["Avg-C"] == pytest.approx(50.0)  # mean of the four task x domain cells
     assert (m["e_rate"]["answered_E"], m["e_rate"]["gold_E"]) == (1, 1)
-    assert m["wrong_choices"]["matrix"]["B"]["A"] == 1 and m["wrong_choices"]["matrix"]["C"] == \
-        {"A": 1, "B": 0, "C": 0, "D": 1, "E": 0}
+    matrix = m["details"]["wrong_choices"]["matrix"]
+    assert matrix["B"]["A"] == 1 and matrix["C"] == {"A": 1, "B": 0, "C": 0, "D": 1, "E": 0}
+    assert m["wrong_answers_by_letter"] == {"A": 2, "B": 0, "C": 0, "D": 1, "E": 0, "none": 0}
 
 
 # ---------------------------------------------------------------------------------------- end to end
@@ -194,21 +194,21 @@ def test_both_forms_identical_metrics_and_independent_figures(tmp_path):
     for task in ("Perception", "Reasoning"):
         mine = {d: 100 * sum(v) / len(v) for (t, d), v in cells.items() if t == task}
         flat = [c for (t, _), v in cells.items() if t == task for c in v]
-        assert m["tasks"][task]["Avg"] == pytest.approx(100 * sum(flat) / len(flat))
-        assert m["tasks"][task]["Avg-C"] == pytest.approx(sum(mine.values()) / len(mine))
-        assert m["tasks"][task]["domains"] == pytest.approx(mine)
+        assert m[task]["Avg"] == pytest.approx(100 * sum(flat) / len(flat))
+        assert m[task]["Avg-C"] == pytest.approx(sum(mine.values()) / len(mine))
+        assert {d: m[task][d] for d in mine} == pytest.approx(mine) and m[task]["n"] == len(flat)
     assert m["Avg"] == pytest.approx(100 * sum(r["correct"] for r in lines) / len(lines))
     assert m["Avg-C"] == pytest.approx(sum(100 * sum(v) / len(v) for v in cells.values()) / len(cells))
 
     merged = [s for s in raw.values() if s["Category"].startswith("Person/attribute/")]
     assert len({s["Category"] for s in merged}) == 2  # color and orientation, one official group
-    assert m["per_category"]["Perception/MO/person/attribute"]["n"] == len(merged)
+    assert m["details"]["n_by_category"]["Perception/MO/person/attribute"] == len(merged)
 
     # E rate and the wrong-choice matrix against the records.
     assert m["e_rate"]["answered_E"] == sum(r["parsed"] == "E" for r in lines)
     assert m["e_rate"]["gold_E"] == sum(src["Ground truth"] == "E" for src in raw.values())
     wrong = Counter((r["gold"], r["parsed"]) for r in lines if r["parsed"] and not r["correct"])
-    matrix = m["wrong_choices"]["matrix"]
+    matrix = m["details"]["wrong_choices"]["matrix"]
     assert {(g, p): n for g, row in matrix.items() for p, n in row.items() if n} == dict(wrong)
     assert sum(wrong.values()) > 10 and all(matrix[x][x] == 0 for x in matrix)
 

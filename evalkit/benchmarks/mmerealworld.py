@@ -199,8 +199,9 @@ class MMERealWorld(Benchmark):
 
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         out: list[tuple[str, Any]] = [("Avg", metrics.get("Avg")), ("Avg-C", metrics.get("Avg-C"))]
-        for task, t in (metrics.get("tasks") or {}).items():
-            out += [(f"{task} Avg", t["Avg"]), (f"{task} Avg-C", t["Avg-C"])]
+        for task in ("Perception", "Reasoning"):
+            if isinstance(metrics.get(task), dict):
+                out += [(f"{task} Avg", metrics[task]["Avg"]), (f"{task} Avg-C", metrics[task]["Avg-C"])]
         e = metrics.get("e_rate") or {}
         out.append(("answered E % (gold E %)", f"{e.get('answered_E_rate', 0):.1f} ({e.get('gold_E_rate', 0):.1f})"))
         out.append(("answers official≠robust", (metrics.get("modes") or {}).get("answers_differ")))

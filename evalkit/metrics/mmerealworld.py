@@ -186,13 +186,17 @@ def _order(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
 
 
 def accuracy_tables(rows: Sequence[Scored]) -> dict[str, Any]:
-    """Per category, per domain and per task (Avg item-weighted, Avg-C unweighted over domains), overall."""
+    """Per task (its domains, Avg item-weighted, Avg-C unweighted over domains), overall, per category.
+
+    Shaped like the paper's tables: metrics["Perception"] = {"OCR": .., ..., "Avg": .., "Avg-C": .., "n": ..}.
+    Overall Avg-C is the unweighted mean over every (task, domain) cell.
+    """
     by_task: dict[str, list[Scored]] = defaultdict(list)
     for s in rows:
         by_task[s.task].append(s)
-    out: dict[str, Any] = {"Avg": _acc(rows), "n": len(rows)}
+    out: dict[str, Any] = {"Avg": _acc(rows), "Avg-C": 0.0, "n": len(rows)}
     cells: list[float] = []
-    tasks: dict[str, Any] = {}
+    n_by_domain: dict[str, int] = {}
     for task in _order(by_task, TASKS):
         trs = by_task[task]
         by_domain: dict[str, list[Scored]] = defaultdict(list)
@@ -200,14 +204,14 @@ def accuracy_tables(rows: Sequence[Scored]) -> dict[str, Any]:
             by_domain[s.domain].append(s)
         domains = {d: _acc(by_domain[d]) for d in _order(by_domain, DOMAINS)}
         cells.extend(domains.values())
-        tasks[task] = {"Avg": _acc(trs), "Avg-C": sum(domains.values()) / len(domains), "n": len(trs),
-                       "domains": domains, "domain_n": {d: len(by_domain[d]) for d in domains}}
+        n_by_domain.update({f"{task}/{d}": len(by_domain[d]) for d in domains})
+        out[task] = {**domains, "Avg": _acc(trs), "Avg-C": sum(domains.values()) / len(domains), "n": len(trs)}
     out["Avg-C"] = sum(cells) / len(cells) if cells else 0.0
-    out["tasks"] = tasks
     groups: dict[str, list[Scored]] = defaultdict(list)
     for s in rows:
         groups[f"{s.task}/{s.domain}/{s.group}"].append(s)
-    out["per_category"] = {k: {"accuracy": _acc(v), "n": len(v)} for k, v in sorted(groups.items())}
+    out["per_category"] = {k: _acc(v) for k, v in sorted(groups.items())}
+    out["details"] = {"n_by_domain": n_by_domain, "n_by_category": {k: len(v) for k, v in sorted(groups.items())}}
     return out
 
 
@@ -262,8 +266,15 @@ def mode_comparison(records: Iterable[Record]) -> dict[str, Any]:
 def mme_metrics(records: Sequence[Record]) -> dict[str, Any]:
     """Everything the summary reports for MME-RealWorld, from graded records."""
     rows = scored_from_records(records)
-    return {**accuracy_tables(rows), "e_rate": e_rates(rows), "wrong_choices": wrong_choices(rows),
-            "modes": mode_comparison(records)}
+    out = accuracy_tables(rows)
+    rates = e_rates(rows)
+    wrong = wrong_choices(rows)
+    picked = {x: sum(row[x] for row in wrong["matrix"].values()) for x in wrong["matrix"]}
+    out["details"].update(e_rate_by_domain=rates.pop("by_domain"), wrong_choices=wrong)
+    # flat tables first (the console and report.md show one level), the nested details last
+    details = out.pop("details")
+    return {**out, "e_rate": rates, "wrong_answers_by_letter": {**picked, "none": sum(wrong["no_answer"].values())},
+            "modes": mode_comparison(records), "details": details}
 
 
 def choices_of(options: Mapping[str, str]) -> list[tuple[str, str]]:
