@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import hashlib
 import io
 import time
@@ -104,9 +103,9 @@ async def handle_image_edit(request: web.Request) -> web.StreamResponse:
 
 
 async def _serve_edit(request: web.Request, state: SimState) -> web.StreamResponse:
-    from evalkit.sim.server import _drop
+    from evalkit.sim.server import apply_fault
 
-    counters, faults = state.counters, state.config.faults
+    counters = state.counters
     try:
         fields, images = await _read_form(request)
     except (ValueError, AssertionError) as exc:  # not multipart, or a broken body
@@ -130,25 +129,9 @@ async def _serve_edit(request: web.Request, state: SimState) -> web.StreamRespon
         return _DIALECT.error(404, "not_found", f"The model `{model}` does not exist.")
 
     fault = state.dice.draw()
-    if state.latency_s > 0 and fault not in ("hang", "drop"):
-        await asyncio.sleep(state.latency_s)
-    if fault is not None:
-        counters.fault(fault)
-    if fault == "429":
-        counters.status(429)
-        return _DIALECT.error(429, "rate_limit", "rate limit exceeded (injected)", retry_headers(faults.retry_after))
-    if fault in ("500", "503", "400"):
-        status = int(fault)
-        counters.status(status)
-        kind = {"500": "server", "503": "overloaded", "400": "bad_request"}[fault]
-        return _DIALECT.error(status, kind, f"{kind.replace('_', ' ')} (injected)")
-    if fault == "hang":
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(state.closing.wait(), timeout=faults.hang_s)
-        counters.status(504)
-        return _DIALECT.error(504, "server", "gateway timeout (injected hang)")
-    if fault == "drop":
-        return await _drop(request)
+    injected = await apply_fault(request, state, _DIALECT, fault)
+    if injected is not None:
+        return injected
     if fault == "malformed":
         return web.Response(status=200, text=MALFORMED_BODY, content_type="application/json")
     if fault == "refusal":  # how the Images API declines: a 400 with a moderation code

@@ -122,6 +122,36 @@ async def _drop(request: web.Request) -> web.StreamResponse:
     raise asyncio.CancelledError  # aiohttp treats this as a dropped connection and writes nothing
 
 
+async def apply_fault(request: web.Request, state: SimState, dialect: Dialect,
+                      fault: str | None) -> web.StreamResponse | None:
+    """Latency, then the faults every route shapes alike (429, 5xx, 400, hang, drop).
+
+    Returns the response to send, or None when the route goes on (no fault, or a fault the
+    route shapes itself: malformed, refusal, empty)."""
+    counters, faults = state.counters, state.config.faults
+    if state.latency_s > 0 and fault not in ("hang", "drop"):
+        await asyncio.sleep(state.latency_s)
+    if fault is None:
+        return None
+    counters.fault(fault)
+    if fault == "429":
+        counters.status(429)
+        return dialect.error(429, "rate_limit", "rate limit exceeded (injected)", retry_headers(faults.retry_after))
+    if fault in ("500", "503", "400"):
+        status = dialect.overloaded_status if fault == "503" else int(fault)
+        counters.status(status)
+        kind = {"500": "server", "503": "overloaded", "400": "bad_request"}[fault]
+        return dialect.error(status, kind, f"{kind.replace('_', ' ')} (injected)")
+    if fault == "hang":
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(state.closing.wait(), timeout=faults.hang_s)
+        counters.status(504)
+        return dialect.error(504, "server", "gateway timeout (injected hang)")
+    if fault == "drop":
+        return await _drop(request)
+    return None
+
+
 def dialect_handler(dialect: Dialect) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """An aiohttp handler serving one wire format; faults, latency and the model are shared."""
 
@@ -161,26 +191,9 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect) -> web
     cached_tokens = getattr(dialect, "cached_tokens", None)  # dialects without a prompt cache omit it
     cached = cached_tokens(state, body, [(w, h) for _, w, h in fps_info]) if cached_tokens else 0
     fault = state.dice.draw()
-    if state.latency_s > 0 and fault not in ("hang", "drop"):
-        await asyncio.sleep(state.latency_s)
-    if fault is not None:
-        counters.fault(fault)
-    if fault == "429":
-        counters.status(429)
-        return dialect.error(429, "rate_limit", "rate limit exceeded (injected)",
-                             retry_headers(config.faults.retry_after))
-    if fault in ("500", "503", "400"):
-        status = dialect.overloaded_status if fault == "503" else int(fault)
-        counters.status(status)
-        kind = {"500": "server", "503": "overloaded", "400": "bad_request"}[fault]
-        return dialect.error(status, kind, f"{kind.replace('_', ' ')} (injected)")
-    if fault == "hang":
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(state.closing.wait(), timeout=config.faults.hang_s)
-        counters.status(504)
-        return dialect.error(504, "server", "gateway timeout (injected hang)")
-    if fault == "drop":
-        return await _drop(request)
+    injected = await apply_fault(request, state, dialect, fault)
+    if injected is not None:
+        return injected
     if fault == "malformed":
         return web.Response(status=200, text=MALFORMED_BODY, content_type="application/json")
     if fault == "refusal":
