@@ -16,11 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ProviderError, classify_status
+from ..errors import ProviderError
 from ..images import PreparedImage
 from ..types import GenParams, ImagePart, Message, Response, Usage
 from .base import ProviderSpec
-from .openai_compat import retry_after_from_headers
+from .sdk_errors import sdk_error
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -152,17 +152,11 @@ class AnthropicProvider:
         an = self._anthropic
         try:
             message = await self._client.messages.create(**args)
-        except an.APITimeoutError as e:
-            raise ProviderError("timeout", "request timed out") from e
-        except an.APIConnectionError as e:
-            raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
-        except an.APIStatusError as e:
-            status = e.status_code
-            kind = "transient" if isinstance(e, an.InternalServerError) else classify_status(status)
-            raise ProviderError(kind, f"HTTP {status}: {type(e).__name__}", status=status,
-                                retry_after=retry_after_from_headers(e.response.headers)) from e
-        except (an.APIResponseValidationError, ValueError) as e:
-            raise ProviderError("transient", "malformed response body") from e
+        except Exception as e:  # classified by sdk_error; anything else is re-raised
+            err = sdk_error(an, e)
+            if err is None:
+                raise
+            raise err from e
         try:
             out = response_from_anthropic(message.model_dump())
         except (KeyError, IndexError, TypeError, AttributeError) as e:

@@ -10,12 +10,12 @@ import re
 import time
 from collections.abc import Sequence
 
-from ..errors import ProviderError, classify_status
+from ..errors import ProviderError
 from ..images import PreparedImage
 from ..types import GenParams, Message, Response
 from .base import ProviderSpec
-from .openai_compat import retry_after_from_headers
 from .openai_format import chat_body, openai_messages, response_from_openai
+from .sdk_errors import sdk_error
 
 # Reasoning models accept only the default temperature.
 _FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5)")
@@ -50,16 +50,11 @@ class OpenAISDKProvider:
         oa = self._openai
         try:
             completion = await self._client.chat.completions.create(**known, extra_body=body or None)
-        except oa.APITimeoutError as e:
-            raise ProviderError("timeout", "request timed out") from e
-        except oa.APIConnectionError as e:
-            raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
-        except oa.APIStatusError as e:
-            kind = classify_status(e.status_code)
-            raise ProviderError(kind, f"HTTP {e.status_code}: {type(e).__name__}", status=e.status_code,
-                                retry_after=retry_after_from_headers(e.response.headers)) from e
-        except (oa.APIResponseValidationError, ValueError) as e:
-            raise ProviderError("transient", "malformed response body") from e
+        except Exception as e:  # classified by sdk_error; anything else is re-raised
+            err = sdk_error(oa, e)
+            if err is None:
+                raise
+            raise err from e
         try:
             out = response_from_openai(completion.model_dump())
         except (KeyError, IndexError, TypeError, AttributeError) as e:
