@@ -167,6 +167,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         config["generation_sent"] = runner.provider.describe_params(queries[0].params)
         rundir.write_config(identity, config)
     records = dict(kept)
+    fresh: set[str] = set()
     mode = opts["mode"]
     meter = CostMeter(price)
     max_cost = opts.get("max_cost")
@@ -175,6 +176,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     def sink(outcome: Outcome) -> None:
         rec = grade(bench, outcome.query, make_record(outcome, spec.label), mode)
         records[rec.query_id] = rec
+        fresh.add(rec.query_id)
         rundir.append(rec)
         meter.add(outcome)
         progress.advance(outcome)
@@ -193,7 +195,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         rundir.close()
         await runner.provider.close()
 
-    ordered = [grade(bench, by_id[qid], records[qid], mode) for qid in by_id if qid in records]
+    # records of this run were graded in the sink; only those resumed from disk need it
+    ordered = [records[qid] if qid in fresh else grade(bench, by_id[qid], records[qid], mode)
+               for qid in by_id if qid in records]
     if judge_spec:
         judge_runner = _runner(judge_spec, env, {**opts, "rpm": None, "tpm": None}, cache, pipeline,
                                fingerprints=False)

@@ -84,10 +84,12 @@ class Runner:
 
     def key_of(self, query: Query) -> str:
         """The cache key of a query as it will be sent (after fitting provider limits)."""
+        return self._key(self.fit(query))
+
+    def _key(self, fitted: Query) -> str:
         spec = self.provider.spec
         return request_key(provider=spec.provider, model=spec.model, endpoint=spec.endpoint,
-                           params=query.params, messages=self.fit(query).messages,
-                           source_hash=self.pipeline.source_hash)
+                           params=fitted.params, messages=fitted.messages, source_hash=self.pipeline.source_hash)
 
     def _prepare(self, query: Query) -> list[PreparedImage]:
         """Encoded images within the provider's limits (stepping quality/size down for bytes)."""
@@ -102,7 +104,7 @@ class Runner:
     def _lookup(self, query: Query) -> tuple[str, dict | None, list[str], list[PreparedImage]]:
         """Thread work: key, cache lookup, fingerprints, and (on a miss) the prepared images."""
         query = self.fit(query)
-        key = self.key_of(query)
+        key = self._key(query)
         hit = self.cache.get(key)
         parts = query.image_parts()
         prepared = [] if hit is not None else self._prepare(query)  # first: its decode also fingerprints
