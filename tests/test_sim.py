@@ -3,91 +3,39 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import base64
-import io
 import json
 import math
-import time
-from pathlib import Path
 
 import aiohttp
 import openai
 import pytest
-from PIL import Image, ImageDraw
+from sim_helpers import (
+    MCQ_TEXT,
+    OPTIONS,
+    PROMPTS,
+    body,
+    fp_of,
+    make_png,
+    post,
+    query,
+    shrink_to_jpeg,
+    user_message,
+)
 
 from evalkit.fingerprint import fingerprint_bytes
 from evalkit.sim import (
     AnswerEntry,
     AnswerKey,
     SimConfig,
-    SimFaults,
     SimModel,
     SimParams,
     SimThread,
-    TokenBucket,
     add_sim_arguments,
     build_answer_key,
     config_from_args,
     judge_answer,
-    request_key,
     start_sim,
 )
-from evalkit.types import ImagePart, ImageRef, Message, Query
-
-PROMPTS = Path(__file__).resolve().parents[1] / "prompts" / "extract"
-MCQ_TEXT = "What shape is shown?\nA. circle\nB. square\nC. triangle\nD. star\nAnswer with the option's letter."
-
-
-def make_png(shape: str, size: int = 256) -> bytes:
-    """A synthetic picture: one dark shape on a light background."""
-    img = Image.new("RGB", (size, size), (235, 235, 235))
-    draw = ImageDraw.Draw(img)
-    s = size
-    if shape == "circle":
-        draw.ellipse((s * 0.1, s * 0.1, s * 0.6, s * 0.6), fill=(20, 20, 120))
-    elif shape == "square":
-        draw.rectangle((s * 0.45, s * 0.4, s * 0.95, s * 0.9), fill=(120, 20, 20))
-    else:
-        draw.polygon([(s * 0.5, s * 0.05), (s * 0.05, s * 0.95), (s * 0.95, s * 0.95)], fill=(20, 120, 20))
-    buf = io.BytesIO()
-    img.save(buf, "PNG")
-    return buf.getvalue()
-
-
-def shrink_to_jpeg(png: bytes, factor: float = 0.5) -> bytes:
-    """What a client pipeline does before sending: downscale and re-encode."""
-    with Image.open(io.BytesIO(png)) as img:
-        small = img.convert("RGB").resize((int(img.width * factor), int(img.height * factor)))
-    buf = io.BytesIO()
-    small.save(buf, "JPEG", quality=70)
-    return buf.getvalue()
-
-
-def data_uri(data: bytes, mime: str = "image/png") -> str:
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def user_message(text: str, *images: bytes, mime: str = "image/png") -> dict:
-    parts = [{"type": "image_url", "image_url": {"url": data_uri(b, mime)}} for b in images]
-    return {"role": "user", "content": [*parts, {"type": "text", "text": text}]}
-
-
-def body(text: str, *images: bytes, model: str = "sim-model", **extra) -> dict:
-    return {"model": model, "messages": [user_message(text, *images)], "temperature": 0, **extra}
-
-
-def fp_of(part: ImagePart) -> str:
-    assert isinstance(part.ref.value, bytes)
-    return fingerprint_bytes(part.ref.value)
-
-
-def query(qid: str, base_id: str, text: str, gold: str, options: dict[str, str], *images: bytes) -> Query:
-    parts = [ImagePart(ImageRef.from_bytes(b)) for b in images]
-    return Query(qid, qid, base_id, {}, (Message.user(*parts, text),), gold, options)
-
-
-OPTIONS = {"A": "circle", "B": "square", "C": "triangle", "D": "star"}
 
 
 @pytest.fixture
@@ -98,16 +46,6 @@ def two_image_key() -> tuple[AnswerKey, bytes, bytes]:
         [query("q1", "b1", MCQ_TEXT, "A", OPTIONS, circle), query("q2", "b2", MCQ_TEXT, "C", OPTIONS, tri)], fp_of
     )
     return key, circle, tri
-
-
-async def post(session: aiohttp.ClientSession, url: str, payload: dict) -> tuple[int, dict, dict]:
-    async with session.post(url + "/v1/chat/completions", json=payload) as resp:
-        text = await resp.text()
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = {"_raw": text}
-        return resp.status, dict(resp.headers), data
 
 
 # -- wire format ----------------------------------------------------------------------------
@@ -333,100 +271,6 @@ async def test_replay_returns_recorded_text(tmp_path):
     finally:
         await server.close()
 
-
-# -- faults, limits, counters ----------------------------------------------------------------
-
-
-async def test_each_fault_kind():
-    payload = body("Q?\nA. x\nB. y")
-    async with aiohttp.ClientSession() as s:
-        for kind in ("429", "500", "503", "hang", "drop", "malformed", "empty"):
-            faults = SimFaults(rate=1.0, kinds=(kind,), retry_after=2.5, hang_s=0.2)
-            server = await start_sim(SimConfig(faults=faults))
-            try:
-                if kind == "drop":
-                    with pytest.raises(aiohttp.ClientError):
-                        await post(s, server.url, payload)
-                else:
-                    started = time.monotonic()
-                    status, headers, data = await post(s, server.url, payload)
-                    if kind == "429":
-                        assert status == 429 and headers["Retry-After"] == "3" and headers["retry-after-ms"] == "2500"
-                    elif kind in ("500", "503"):
-                        assert status == int(kind) and "message" in data["error"]
-                    elif kind == "hang":
-                        assert status == 504 and time.monotonic() - started >= 0.19
-                    elif kind == "malformed":
-                        assert status == 200 and "_raw" in data
-                    else:
-                        assert status == 200 and data["choices"][0]["message"]["content"] == ""
-                snap = server.counters.snapshot()
-                assert snap["faults"] == {kind: 1} and snap["completions"] == 0 and snap["requests"] == 1
-                assert snap["rate_limited"] == (kind == "429")
-                assert snap["errors_5xx"] == (kind in ("500", "503", "hang"))
-            finally:
-                await server.close()
-
-
-async def test_fault_rate_and_openai_sdk_errors():
-    server = await start_sim(SimConfig(faults=SimFaults(rate=0.5, kinds=("429", "500"), retry_after=0.01)))
-    try:
-        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
-        outcomes = {"ok": 0, "429": 0, "500": 0}
-        for i in range(60):
-            try:
-                await client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{i}"}])
-                outcomes["ok"] += 1
-            except openai.RateLimitError:
-                outcomes["429"] += 1
-            except openai.InternalServerError:
-                outcomes["500"] += 1
-        assert all(n > 5 for n in outcomes.values()), outcomes
-        assert server.counters["completions"] == outcomes["ok"]
-        await client.close()
-    finally:
-        await server.close()
-
-
-async def test_rps_limit_returns_429_with_retry_after_ms():
-    server = await start_sim(SimConfig(faults=SimFaults(rps=20)))
-    try:
-        async with aiohttp.ClientSession() as s:
-            results = await asyncio.gather(*(post(s, server.url, body(f"q{i}")) for i in range(10)))
-            limited = [h for status, h, _ in results if status == 429]
-            assert len(limited) >= 5  # burst is max(1, 20/10) = 2
-            assert all(0 < int(h["retry-after-ms"]) <= 100 and h["Retry-After"] == "1" for h in limited)
-            await asyncio.sleep(0.15)
-            status, _, _ = await post(s, server.url, body("later"))
-            assert status == 200
-        assert server.counters["rate_limited"] == len(limited)
-    finally:
-        await server.close()
-
-
-def test_token_bucket_refills():
-    now = [0.0]
-    bucket = TokenBucket(10, clock=lambda: now[0])
-    assert bucket.burst == 1 and bucket.take() == 0.0
-    assert bucket.take() == pytest.approx(0.1)
-    now[0] = 0.1
-    assert bucket.take() == 0.0
-
-
-async def test_counters_per_key_and_in_flight():
-    server = await start_sim(SimConfig(latency_s=0.05))
-    payloads = [body(f"Question {i}?\nA. x\nB. y") for i in range(8)]
-    try:
-        async with aiohttp.ClientSession() as s:
-            await asyncio.gather(*(post(s, server.url, p) for p in payloads))
-            await post(s, server.url, payloads[0])
-        snap = server.counters.snapshot()
-        assert snap["per_key"][request_key(payloads[0])] == 2
-        assert all(snap["per_key"][request_key(p)] == 1 for p in payloads[1:])
-        assert snap["requests"] == snap["completions"] == 9
-        assert snap["in_flight"] == 0 and snap["max_in_flight"] >= 4
-    finally:
-        await server.close()
 
 
 def test_sim_thread_for_synchronous_callers(two_image_key):
