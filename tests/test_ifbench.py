@@ -1,7 +1,6 @@
 """IF-Bench: loader, prompts, circular x language variants, official/robust judgment, metrics, GenViP.
 
-The acceptance runs use the real question file (../shared/data, skipped when absent) with a
-tiny generated image per file name, against the in-process simulated server.
+The acceptance runs on the real question file are in test_ifbench_real.py.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ import random
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.ifbench import (
@@ -29,66 +27,15 @@ from evalkit.cli import main as cli_main
 from evalkit.errors import EvalkitError
 from evalkit.evaluate import DEFAULTS, prepare, run
 from evalkit.extract import parse_judge_reply
-from evalkit.images import ImagePipeline
 from evalkit.metrics.ifbench import Outcome, ifbench_metrics
 from evalkit.protocols.circular import all_shifts, circular_summary, shift_options
 from evalkit.resources import dataset_path, read_prompt
-from evalkit.scoring import grade
-from evalkit.sim.answerkey import build_answer_key
 from evalkit.sim.from_bench import answer_key_for
-from evalkit.sim.model import SimModel, SimParams, judge_answer
+from evalkit.sim.model import SimParams, judge_answer
 from evalkit.sim.server import SimConfig, SimThread
 from evalkit.types import Parsed, Record
 
 SAMPLE = dataset_path("if-bench", "if_bench_sample.json")
-DIMENSION_COUNTS = {"Scene Understanding": 78, "Image Theme": 74, "Viewpoint of Capture": 58,
-                    "Target Localization": 73, "Spatial Relationship Understanding": 54, "Object Counting": 87,
-                    "Thermal Feature Understanding": 70, "Action Recognition": 65, "Thermal Feature Reasoning": 59,
-                    "Commonsense Reasoning": 62}
-
-
-# ---------------------------------------------------------------------------------------------
-# fixtures
-
-
-def tiny_image(name: str) -> Image.Image:
-    """32x32 noise seeded by the file name: distinct fingerprints for every name."""
-    rng = random.Random(name)
-    return Image.frombytes("L", (32, 32), rng.randbytes(32 * 32)).convert("RGB")
-
-
-@pytest.fixture(scope="module")
-def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    if not shared.exists():
-        pytest.skip(f"real benchmark data not present at {shared}")
-    data = shared / "if-bench" / "if_bench.json"
-    raw = json.loads(data.read_text(encoding="utf-8"))
-    folder = tmp_path_factory.mktemp("ifbench-images")
-    for name in sorted({x["dst_thermal_path"] for v in raw.values() for x in v}):
-        tiny_image(name).save(folder / name, format="PNG")
-    return {"data": str(data), "images": str(folder)}
-
-
-def simulate(bench_opts: dict, params: SimParams, mode: str = "official") -> tuple[dict, list[Record]]:
-    """Every query through the simulated model directly (no HTTP), then the real parse/score/aggregate."""
-    bench, _, queries, _ = prepare("if-bench", {**DEFAULTS, **bench_opts})
-    pipeline = ImagePipeline()
-    try:
-        key = build_answer_key(queries, pipeline.fingerprint)
-        model = SimModel(params, key)
-        records = []
-        for q in queries:
-            reply = model.reply(q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()])
-            rec = Record(query_id=q.id, item_id=q.item_id, base_id=q.base_id, variant=q.variant, model="sim",
-                         request_key="", response=reply.content, gold=q.gold, category=q.category,
-                         prompt=q.prompt_text())
-            records.append(grade(bench, q, rec, mode))
-    finally:
-        pipeline.close()
-    return bench.aggregate(records, bench_opts), records
-
-
 # ---------------------------------------------------------------------------------------------
 # circular protocol
 
@@ -325,62 +272,6 @@ def test_metrics_unweighted_over_dimensions_and_strict() -> None:
     c = m["consistency"]
     assert c["all_correct"] == 50.0 and c["all_wrong"] == 0.0 and c["variants_per_item"] == 8
     assert c["mean"] == pytest.approx(100 * (1 + 1 + 0.5 + 7 / 8) / 4)
-
-
-# ---------------------------------------------------------------------------------------------
-# acceptance with the real question file
-
-
-def test_real_file_loads_680_items_in_10_dimensions(real: dict[str, str]) -> None:
-    _, items, queries, _ = prepare("if-bench", {**DEFAULTS, **real})
-    assert len(items) == 680 and len(queries) == 5440
-    counts: dict[str, int] = {}
-    for it in items:
-        counts[it.category] = counts.get(it.category, 0) + 1
-    assert counts == DIMENSION_COUNTS
-    assert len({q.id for q in queries}) == 5440
-    assert len({it.images[0] for it in items}) == 499
-
-
-def test_real_run_perfect_model_then_cache_reuse(real: dict[str, str], tmp_path: Path) -> None:
-    key = answer_key_for("if-bench", real)
-    common = dict(cache_dir=str(tmp_path / "cache"), progress=False, concurrency=32, **real)
-    with SimThread(SimConfig(answer_key=key)) as sim:
-        res = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "both"), **common)
-        n1 = sim.counters.snapshot()["requests"]
-        again = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "both"), **common)
-        n2 = sim.counters.snapshot()["requests"]
-        en = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "en"), lang="en", **common)
-        n3 = sim.counters.snapshot()["requests"]
-    assert n1 == 5440 and res.summary["n_queries"] == 5440 and res.exit_code == 0
-    m = res.summary["metrics"]
-    assert m["Avg"] == 100.0 and m["Avg (strict)"] == 100.0
-    assert m["Avg (en)"] == m["Avg (cn)"] == 100.0
-    assert set(m["dimensions"].values()) == {100.0} and len(m["dimensions"]) == 10
-    assert set(m["dimensions_strict"].values()) == {100.0}
-    assert m["consistency"]["all_correct"] == 100.0 and m["consistency"]["variants_per_item"] == 8
-    assert n2 == n1  # identical re-runs: zero requests
-    assert again.summary["metrics"] == m
-    assert n3 == n2 and en.summary["n_queries"] == 2720 and en.summary["cache"]["hits"] == 2720
-    assert en.summary["metrics"]["Avg"] == 100.0 and "Avg (cn)" not in en.summary["metrics"]
-
-
-def test_real_first_option_model_scores_chance_and_zero_strict(real: dict[str, str]) -> None:
-    m, records = simulate(real, SimParams(style="first"))
-    assert len(records) == 5440 and {r.response for r in records} == {"A"}
-    for table in ("dimensions", "dimensions_en", "dimensions_cn"):
-        assert m[table] and set(m[table].values()) == {25.0}
-    assert set(m["dimensions_strict"].values()) == {0.0}
-    assert m["Avg"] == 25.0 and m["Avg (strict)"] == 0.0
-
-
-def test_real_known_accuracy_model(real: dict[str, str]) -> None:
-    p = 0.7
-    m, records = simulate(real, SimParams(theta=1.0, r=p, seed=7))
-    per_query = sum(r.correct for r in records) / len(records)
-    assert abs(per_query - p) < 0.02
-    assert abs(m["Avg"] - 100 * p) <= 2.0
-    assert abs(m["Avg (strict)"] - 100 * p**4) <= 3.0
 
 
 # ---------------------------------------------------------------------------------------------
