@@ -3,66 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import heapq
 import itertools
 import random
-from collections.abc import Coroutine, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
+from fake_clock import FakeClock
 
-from evalkit.limiter import Limiter, RealClock, TokenBucket
+from evalkit.limiter import Limiter, RealClock
 
 EPS = 1e-6
-
-
-class FakeClock:
-    """Virtual time: sleep() parks the task until run() advances time to its wake-up.
-
-    run() lets every runnable task settle (a few loop turns), then jumps to the earliest
-    pending wake-up, so concurrent sleeps overlap as they would in real time.
-    """
-
-    SETTLE_TURNS = 25
-
-    def __init__(self, start: float = 0.0):
-        self.t = start
-        self.sleeps = 0
-        self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
-        self._seq = itertools.count()
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps += 1
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._heap, (self.t + seconds, next(self._seq), fut))
-        await fut
-
-    async def run(self, coros: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]:
-        tasks = [asyncio.ensure_future(c) for c in coros]
-        idle = 0
-        while not all(t.done() for t in tasks):
-            for _ in range(self.SETTLE_TURNS):
-                await asyncio.sleep(0)
-            while self._heap and self._heap[0][2].done():
-                heapq.heappop(self._heap)
-            if not self._heap:
-                idle += 1
-                if idle > 100 and not all(t.done() for t in tasks):
-                    raise RuntimeError("deadlock: tasks pending but nobody sleeping")
-                continue
-            idle = 0
-            self.t = max(self.t, self._heap[0][0])
-            while self._heap and self._heap[0][0] <= self.t:
-                _, _, fut = heapq.heappop(self._heap)
-                if not fut.done():
-                    fut.set_result(None)
-        return [t.result() for t in tasks]
 
 
 def max_window_excess(times: Sequence[float], weights: Sequence[float], rate: float) -> float:
@@ -88,67 +38,6 @@ async def _request(
     async with lim.slot(est):
         log.append((clock.now(), est))
         await clock.sleep(dur)
-
-
-# --- TokenBucket -------------------------------------------------------------------------
-
-
-def test_bucket_starts_full_and_refills_smoothly() -> None:
-    clock = FakeClock()
-    b = TokenBucket(100.0, 10.0, clock)
-    assert all(b.try_take(1) == 0.0 for _ in range(10))
-    wait = b.try_take(1)
-    assert wait == pytest.approx(0.01)
-    assert b.level == pytest.approx(0.0)  # a refused take takes nothing
-    clock.t += wait
-    assert b.try_take(1) == 0.0
-    clock.t += 100.0
-    assert b.level == pytest.approx(10.0)  # never more than the burst capacity
-
-
-def test_bucket_adjust_debt_and_refund() -> None:
-    clock = FakeClock()
-    b = TokenBucket(10.0, 5.0, clock)
-    b.adjust(15)
-    assert b.level == pytest.approx(-10.0)
-    assert b.try_take(1) == pytest.approx(1.1)
-    b.adjust(-8)
-    assert b.level == pytest.approx(-2.0)
-    b.adjust(-100)
-    assert b.level == pytest.approx(5.0)  # refunds are capped at capacity
-
-
-def test_bucket_oversized_request_waits_for_full_then_goes_into_debt() -> None:
-    clock = FakeClock()
-    b = TokenBucket(10.0, 5.0, clock)
-    assert b.try_take(3) == 0.0
-    assert b.try_take(50) == pytest.approx(0.3)  # waits for a full bucket, not for 50 tokens
-    clock.t += 0.3
-    assert b.try_take(50) == 0.0
-    assert b.level == pytest.approx(-45.0)
-
-
-def test_bucket_rejects_bad_settings() -> None:
-    with pytest.raises(ValueError):
-        TokenBucket(0, 1, FakeClock())
-    with pytest.raises(ValueError):
-        TokenBucket(1, 0, FakeClock())
-
-
-def test_limiter_bucket_sizes() -> None:
-    lim = Limiter(rpm=6000, tpm=600_000, clock=FakeClock())
-    assert lim.rpm_bucket is not None and lim.tpm_bucket is not None
-    assert lim.rpm_bucket.rate == pytest.approx(100.0)
-    assert lim.rpm_bucket.capacity == pytest.approx(10.0)
-    assert lim.tpm_bucket.capacity == pytest.approx(1000.0)
-    small = Limiter(rpm=60, tpm=100, clock=FakeClock())
-    assert small.rpm_bucket is not None and small.rpm_bucket.capacity == 1.0
-    assert small.tpm_bucket is not None and small.tpm_bucket.capacity == 1.0
-    assert Limiter(clock=FakeClock()).rpm_bucket is None
-    with pytest.raises(ValueError):
-        Limiter(concurrency=0)
-    with pytest.raises(ValueError):
-        Limiter(rpm=0)
 
 
 # --- RPM -----------------------------------------------------------------------------------
