@@ -1,0 +1,1 @@
+"""Statistics over finished runs: score tables, confidence intervals, paired tests, correlations."""

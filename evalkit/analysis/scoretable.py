@@ -1,0 +1,95 @@
+"""A run's headline metric as observations, so it can be resampled without re-aggregating.
+
+Every benchmark's headline number is a mean of per-observation scores, either plain
+(accuracy) or macro (the mean over cells such as skills or language x dimension of the
+mean within each cell). A ScoreTable holds those observations with the unit they are
+resampled by (the item, so all its variants travel together), which turns a bootstrap
+into two matrix products instead of thousands of calls to the benchmark's aggregate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """Observations of one run. `estimate()` must equal summary["metrics"][metric]."""
+
+    metric: str                       # the headline metric's name in the official table
+    units: tuple[str, ...]            # resampling unit (item) of each observation
+    values: np.ndarray                # each observation's score in [0, 1]
+    strata: tuple[str, ...] | None = None  # macro cells; None for a plain mean
+    scale: float = 100.0              # 100 for percentages, 1 for fractions
+    keys: tuple[str, ...] = field(default=())  # pairing key per observation (default unit|stratum)
+
+    def __post_init__(self) -> None:
+        values = np.asarray(self.values, dtype=float)
+        object.__setattr__(self, "values", values)
+        if len(self.units) != len(values) or (self.strata is not None and len(self.strata) != len(values)):
+            raise ValueError("units, values and strata must have one entry per observation")
+        if not self.keys:
+            strata = self.strata or ("",) * len(values)
+            object.__setattr__(self, "keys", tuple(f"{u}|{s}" for u, s in zip(self.units, strata, strict=True)))
+
+    @classmethod
+    def plain(cls, metric: str, units: Sequence[str], values: Sequence[float], *, scale: float = 100.0,
+              strata: Sequence[str] | None = None) -> ScoreTable:
+        return cls(metric, tuple(units), np.asarray(values, dtype=float),
+                   tuple(strata) if strata is not None else None, scale)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def binary(self) -> bool:
+        """Whether every observation is right or wrong (what McNemar's test needs)."""
+        return bool(np.all((self.values == 0) | (self.values == 1)))
+
+    def estimate(self) -> float:
+        units = sorted(set(self.units))
+        return float(_estimate(*self.matrices(units), np.ones((1, len(units))), self.strata is not None)[0]
+                     * self.scale)
+
+    def restrict(self, keys: set[str]) -> ScoreTable:
+        """Only the observations whose pairing key is in `keys` (the items every model answered)."""
+        keep = [i for i, k in enumerate(self.keys) if k in keys]
+        return ScoreTable(self.metric, tuple(self.units[i] for i in keep), self.values[keep],
+                          tuple(self.strata[i] for i in keep) if self.strata is not None else None,
+                          self.scale, tuple(self.keys[i] for i in keep))
+
+    def matrices(self, unit_order: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(sums, counts): units x cells, so any weighting of units gives every cell's mean."""
+        unit_index = {u: i for i, u in enumerate(unit_order)}
+        cells = sorted(set(self.strata)) if self.strata is not None else [""]
+        cell_index = {c: j for j, c in enumerate(cells)}
+        sums = np.zeros((len(unit_order), len(cells)))
+        counts = np.zeros_like(sums)
+        rows = np.array([unit_index[u] for u in self.units], dtype=int)
+        cols = np.array([cell_index[s] for s in self.strata], dtype=int) if self.strata is not None \
+            else np.zeros(len(rows), dtype=int)
+        np.add.at(sums, (rows, cols), self.values)
+        np.add.at(counts, (rows, cols), 1.0)
+        return sums, counts
+
+    def resampled(self, weights: np.ndarray, unit_order: Sequence[str]) -> np.ndarray:
+        """The metric under each row of unit weights (bootstrap counts), in the table's scale."""
+        sums, counts = self.matrices(unit_order)
+        return _estimate(sums, counts, weights, self.strata is not None) * self.scale
+
+
+def _estimate(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray, macro: bool) -> np.ndarray:
+    s = weights @ sums
+    c = weights @ counts
+    if not macro:
+        total = c.sum(axis=1)
+        return np.divide(s.sum(axis=1), total, out=np.zeros(len(total)), where=total > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cell_means = np.where(c > 0, s / np.where(c > 0, c, 1), np.nan)
+    present = ~np.isnan(cell_means)
+    n_cells = present.sum(axis=1)
+    return np.divide(np.nansum(cell_means, axis=1), n_cells, out=np.zeros(len(n_cells)), where=n_cells > 0)

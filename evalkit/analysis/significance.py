@@ -1,0 +1,149 @@
+"""Confidence intervals and paired tests between models on the same items.
+
+Pure functions over ScoreTables, seeded so a report is reproducible: a percentile
+bootstrap over items for each model's headline number, and for each pair of models the
+exact McNemar test on per-observation correctness (when scores are right/wrong) and a
+paired bootstrap of the score difference (always), Holm-corrected across pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binomtest
+
+from .scoretable import ScoreTable
+
+CHUNK = 250  # bootstrap rows per matrix product: bounds memory on very large benchmarks
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    lo: float
+    hi: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.hi - self.lo) / 2
+
+
+@dataclass(frozen=True)
+class McNemar:
+    only_a: int     # observations right for A and wrong for B
+    only_b: int
+    p: float
+
+
+@dataclass(frozen=True)
+class PairTest:
+    a: str
+    b: str
+    n_common: int
+    diff: Interval                 # score(A) - score(B) with its paired-bootstrap interval
+    p_bootstrap: float
+    mcnemar: McNemar | None        # None when scores are not right/wrong
+    p_holm: float = 1.0            # the adjusted p of the test that decides (McNemar if any)
+    significant: bool = False
+
+    @property
+    def p(self) -> float:
+        return self.mcnemar.p if self.mcnemar is not None else self.p_bootstrap
+
+
+def _weights(n_units: int, n_boot: int, rng: np.random.Generator):
+    """Bootstrap counts per unit, in chunks (n_boot x n_units at once can be large)."""
+    done = 0
+    while done < n_boot:
+        size = min(CHUNK, n_boot - done)
+        yield rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=size).astype(float)
+        done += size
+
+
+def bootstrap_ci(table: ScoreTable, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
+    """Percentile interval of the headline metric, resampling items with replacement."""
+    units = sorted(set(table.units))
+    point = table.estimate()
+    if not units or n_boot <= 0:
+        return Interval(point, point, point)
+    rng = np.random.default_rng(seed)
+    draws = np.concatenate([table.resampled(w, units) for w in _weights(len(units), n_boot, rng)])
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(draws, [alpha, 1 - alpha])
+    return Interval(point, float(lo), float(hi))
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p: the discordant pairs as a fair-coin binomial."""
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    return float(binomtest(min(only_a, only_b), n, 0.5).pvalue)
+
+
+def discordant(a: ScoreTable, b: ScoreTable) -> tuple[int, int]:
+    """(right only for A, right only for B) over the observations both have."""
+    va = dict(zip(a.keys, a.values, strict=True))
+    vb = dict(zip(b.keys, b.values, strict=True))
+    common = va.keys() & vb.keys()
+    return (sum(1 for k in common if va[k] == 1 and vb[k] == 0),
+            sum(1 for k in common if va[k] == 0 and vb[k] == 1))
+
+
+def paired_test(name_a: str, a: ScoreTable, name_b: str, b: ScoreTable, *, n_boot: int = 2000, seed: int = 0,
+                level: float = 0.95) -> PairTest:
+    """A vs B on the observations both answered: McNemar (right/wrong scores) and a paired bootstrap."""
+    common = set(a.keys) & set(b.keys)
+    a, b = a.restrict(common), b.restrict(common)
+    diff = a.estimate() - b.estimate()
+    units = sorted(set(a.units))
+    if units and n_boot > 0:
+        rng = np.random.default_rng(seed)
+        draws = np.concatenate([a.resampled(w, units) - b.resampled(w, units)
+                                for w in _weights(len(units), n_boot, rng)])
+        alpha = (1 - level) / 2
+        lo, hi = (float(x) for x in np.quantile(draws, [alpha, 1 - alpha]))
+        p_boot = float(min(1.0, 2 * min(np.mean(draws <= 0), np.mean(draws >= 0))))
+    else:
+        lo = hi = diff
+        p_boot = 1.0
+    test = None
+    if a.binary and b.binary:
+        only_a, only_b = discordant(a, b)
+        test = McNemar(only_a, only_b, mcnemar_exact(only_a, only_b))
+    return PairTest(name_a, name_b, len(common), Interval(diff, lo, hi), p_boot, test)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment (monotone, capped at 1), in the input order."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def all_pairs(tables: dict[str, ScoreTable], *, n_boot: int = 2000, seed: int = 0, alpha: float = 0.05,
+              level: float = 0.95) -> list[PairTest]:
+    """Every pair of models (in the given order), Holm-corrected across the pairs."""
+    names = list(tables)
+    tests = [paired_test(x, tables[x], y, tables[y], n_boot=n_boot, seed=seed, level=level)
+             for i, x in enumerate(names) for y in names[i + 1:]]
+    adjusted = holm([t.p for t in tests])
+    return [PairTest(t.a, t.b, t.n_common, t.diff, t.p_bootstrap, t.mcnemar, p_holm=p, significant=p < alpha)
+            for t, p in zip(tests, adjusted, strict=True)]
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for k right of n, as fractions (for per-category bars)."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
