@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..analysis.scoretable import ScoreTable
 from ..types import Item, Parsed, Query, Record
 
 
@@ -69,3 +72,33 @@ class Benchmark:
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         """The few numbers the console shows first, in order."""
         return [(k, v) for k, v in metrics.items() if not isinstance(v, dict)]
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
+        """The headline metric as observations (for confidence intervals and paired tests).
+
+        `table.metric` is the first numeric entry of `headline(aggregate(...))` and
+        `table.estimate()` equals that number. Default: plain accuracy (%) over records, one
+        observation per record, resampled by base question. None when there is no headline number.
+        """
+        return accuracy_table(records)
+
+
+def accuracy_table(records: Sequence[Record], metric: str = "accuracy") -> ScoreTable:
+    """Percent of records right (errors, refusals and unparsed are not): one observation per record,
+    unit the base question (its variants resampled together), pairing key the query id."""
+    return ScoreTable(metric, tuple(r.base_id for r in records),
+                      np.array([float(r.correct is True) for r in records]), None, 100.0,
+                      tuple(r.query_id for r in records))
+
+
+def all_right_table(records: Sequence[Record], metric: str, scale: float) -> ScoreTable:
+    """One observation per base question: 1 when every one of its records (variants) is right.
+
+    The group is whatever records share a base_id, so an incomplete group (a variant never asked)
+    counts on what it has, as `circular_summary` and `rotation_summary` count it.
+    """
+    groups: dict[str, bool] = {}
+    for r in records:
+        groups[r.base_id] = groups.get(r.base_id, True) and r.correct is True
+    units = tuple(groups)
+    return ScoreTable(metric, units, np.array([float(ok) for ok in groups.values()]), None, scale, units)

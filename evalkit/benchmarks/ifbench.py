@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..analysis.scoretable import ScoreTable
 from ..errors import EvalkitError
 from ..extract import is_refusal, parse_letter
-from ..metrics.ifbench import Outcome, ifbench_metrics
+from ..metrics.ifbench import Outcome, ifbench_metrics, item_scores
 from ..protocols.circular import all_shifts
 from ..resources import read_prompt
 from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
@@ -339,9 +343,7 @@ class IFBench(Benchmark):
 
     # ---- aggregate ---------------------------------------------------------------------
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
-        outcomes = [Outcome(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
-                            r.correct is True) for r in records]
-        metrics: dict[str, Any] = dict(ifbench_metrics(outcomes, parse_langs(options.get("lang"))))
+        metrics: dict[str, Any] = dict(ifbench_metrics(self._outcomes(records), parse_langs(options.get("lang"))))
         shown = _shown_options(records)
         metrics["judgment"] = judgment_counts(records, shown)
         unparsed = sum(1 for r in records if r.error is None and r.parsed is None and not r.refusal)
@@ -353,6 +355,40 @@ class IFBench(Benchmark):
 
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         return [(k, v) for k, v in metrics.items() if k.startswith("Avg")]
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
+        """Avg (%): one observation per (item, language), its share of circular shifts right, strata
+        the (language, dimension) cells, resampled by item (both languages and all shifts together).
+
+        Avg is the mean over languages of the unweighted mean over each language's dimensions. That
+        is the plain mean over (language, dimension) cells whenever every language has the same
+        number of dimensions (any complete run). When they differ (a partial run), a language with
+        fewer dimensions would weigh less in the cell mean, so its cells are repeated (copies whose
+        stratum ends in "#k", each holding the same observations) until every language has
+        lcm(dimension counts) cells: the cell mean is then exactly Avg, also under resampling.
+        """
+        langs = parse_langs(options.get("lang"))
+        unit_of = {r.item_id: r.base_id for r in records}
+        scores = item_scores(self._outcomes(records))
+        present = [lg for lg in langs if any(lang == lg for _, lang in scores)]
+        dims = {lg: {dim for (_, lang), (dim, _, _) in scores.items() if lang == lg} for lg in present}
+        common = math.lcm(*(len(d) for d in dims.values())) if present else 1
+        units: list[str] = []
+        values: list[float] = []
+        strata: list[str] = []
+        for (item, lang), (dim, share, _) in scores.items():
+            if lang not in dims:
+                continue  # a language not asked for in these options is not in Avg
+            for copy in range(common // len(dims[lang])):
+                units.append(unit_of[item])
+                values.append(share)
+                strata.append(f"{lang}|{dim}" + (f"#{copy}" if copy else ""))
+        return ScoreTable("Avg", tuple(units), np.array(values), tuple(strata), 100.0)
+
+    @staticmethod
+    def _outcomes(records: Sequence[Record]) -> list[Outcome]:
+        return [Outcome(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
+                        r.correct is True) for r in records]
 
 
 def _shown_options(records: Sequence[Record]) -> dict[str, dict[str, str]]:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.scoretable import ScoreTable
 from ..errors import EvalkitError
 from ..extract import is_refusal, judge_prompt_mcq, parse_letter, render_options, strip_reasoning
 from ..metrics.basic import accuracy, accuracy_by
@@ -28,7 +29,7 @@ from ..protocols.circular import all_shifts, circular_summary
 from ..protocols.rotation import rotation_queries, rotation_summary
 from ..resources import fill_template, read_prompt
 from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
-from .base import Benchmark, JudgeRequest
+from .base import Benchmark, JudgeRequest, accuracy_table, all_right_table
 
 _KNOWN_TSV = {"index", "image", "image_path", "question", "answer", "category", "hint"}
 _MISSING = {"", "nan", "NaN", "None"}  # how pandas-written TSVs spell an empty cell
@@ -392,3 +393,12 @@ class MCQ(Benchmark):
             "per_category": accuracy_by(records, lambda r: r.category or "(none)") if has_categories else {},
             "n": len(records),
         }
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
+        """accuracy (%) per record; --circular: circular_accuracy (%), 1 per base question when all its
+        shifts are right; --rotations: RE (a fraction), 1 per base question right at every rotation."""
+        if any("rot" in r.variant for r in records):
+            return all_right_table(records, "RE", 1.0)
+        if any("shift" in r.variant for r in records):
+            return all_right_table(records, "circular_accuracy", 100.0)
+        return accuracy_table(records)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.scoretable import ScoreTable
 from ..errors import EvalkitError
 from ..extract import is_refusal, judge_prompt_mcq, strip_reasoning
 from ..metrics.mmerealworld import (
@@ -31,7 +32,7 @@ from ..metrics.mmerealworld import (
 )
 from ..resources import fill_template, read_prompt
 from ..types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
-from .base import Benchmark, JudgeRequest
+from .base import Benchmark, JudgeRequest, accuracy_table
 from .mcq import _resolve_file, load_tsv
 
 _REQUIRED = ("Question_id", "Image", "Text", "Answer choices", "Ground truth", "Task", "Subtask", "Category")
@@ -196,6 +197,11 @@ class MMERealWorld(Benchmark):
 
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
         return mme_metrics(records)
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
+        """Avg (%): the item-weighted accuracy over every question (Avg-C, the mean over task x domain
+        cells, is the second number), one observation per question."""
+        return accuracy_table(records, "Avg")
 
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         out: list[tuple[str, Any]] = [("Avg", metrics.get("Avg")), ("Avg-C", metrics.get("Avg-C"))]

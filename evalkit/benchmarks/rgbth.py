@@ -20,6 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..analysis.scoretable import ScoreTable
 from ..errors import EvalkitError
 from ..extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
 from ..metrics.rgbth import ALL_SKILLS, PAPER_SKILLS, find_duplicates, prompt_group, rgbth_metrics
@@ -229,6 +232,17 @@ class RGBThBench(Benchmark):
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         return [(k, metrics[k]) for k in ("QAcc", "SAcc", "QAcc (RGB-Txt)", "SAcc (RGB-Txt)",
                                            "QAcc (RGB-Th-Txt)", "SAcc (RGB-Th-Txt)") if k in metrics]
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
+        """QAcc (%), the paper's: the mean over skills of each skill's question accuracy. One observation
+        per question, strata the skills. The overall column averages every skill in the records (with
+        --skills all the two text-reference skills too, though they are in neither prompt group), so
+        no skill is left out. None without records (QAcc is then None, not a number)."""
+        if not records:
+            return None
+        units = tuple(r.base_id for r in records)
+        return ScoreTable("QAcc", units, np.array([float(r.correct is True) for r in records]),
+                          tuple(r.category for r in records), 100.0, tuple(r.query_id for r in records))
 
 
 # ---------------------------------------------------------------------------------------

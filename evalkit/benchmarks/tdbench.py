@@ -24,8 +24,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PIL import Image
 
+from ..analysis.scoretable import ScoreTable
 from ..errors import EvalkitError
 from ..extract import is_refusal, judge_prompt_mcq, parse_letter, render_options, strip_reasoning
 from ..imageops import rotate_image, to_rgb
@@ -225,7 +227,9 @@ class TDBench(Benchmark):
                              float(query.meta.get("iou") or 0.5))
 
     # ---- aggregate -------------------------------------------------------------------------
-    def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
+    def _outcomes(self, records: Sequence[Record], options: dict[str, Any]
+                  ) -> tuple[list[tdm.Outcome], list[tuple[int, Any, Any]], tuple[int, ...]]:
+        """(outcome per record, grounding (rot, predicted box, gold box) pairs, rotations asked)."""
         criterion = options.get("td_grounding") or "center"
         threshold = float(options.get("td_iou") or 0.5)
         rotations = tuple(sorted({int(r.variant.get("rot", 0)) for r in records})) or (0,)
@@ -241,6 +245,12 @@ class TDBench(Benchmark):
             else:
                 ok = r.correct is True
             outcomes.append(tdm.Outcome(r.base_id, r.category or "(none)", deg, bool(ok)))
+        return outcomes, pairs, rotations
+
+    def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
+        criterion = options.get("td_grounding") or "center"
+        threshold = float(options.get("td_iou") or 0.5)
+        outcomes, pairs, rotations = self._outcomes(records, options)
         metrics = tdm.tdbench_metrics(outcomes, rotations, n_boot=int(options.get("td_boot") or 200))
         if pairs:
             metrics["grounding"] = tdm.grounding_metrics(pairs, rotations, threshold)
@@ -250,6 +260,18 @@ class TDBench(Benchmark):
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         names = ("RE", "VE", "MA", "theta", "r", "g", "A_adj")
         return [(k, metrics[k]) for k in names if k in metrics]
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
+        """RE (a fraction): one observation per (problem, category), 1 when right at every rotation
+        asked in the run, strata the categories (the paper's unweighted mean over its dimensions).
+        Grounding problems count with the run's hit criterion, exactly as in `aggregate`."""
+        outcomes, _, rotations = self._outcomes(records, options)
+        problems: dict[tuple[str, str], dict[int, bool]] = {}
+        for o in outcomes:  # the last answer of a (problem, rotation) wins, as in category_stats
+            problems.setdefault((o.problem, o.category), {})[o.rot] = o.correct
+        keys = list(problems)
+        values = [float(all(problems[k].get(rot) is True for rot in rotations)) for k in keys]
+        return ScoreTable("RE", tuple(p for p, _ in keys), np.array(values), tuple(c for _, c in keys), 1.0)
 
 
 def grounding_hit(parsed: str | None, gold: str, criterion: str, threshold: float) -> bool:
