@@ -2,6 +2,7 @@
 
     import evalkit
     result = evalkit.run("mcq", "vllm/my-model", data="set.tsv", base_url="http://localhost:8000/v1")
+    board = evalkit.compare([result.out_dir, "runs/mcq-other-model-..."], out="runs/compare")
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["run", "run_async", "RunResult", "__version__"]
+__all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from . import evaluate
 
         return getattr(evaluate, name)
+    if name in ("compare", "Comparison"):
+        from . import comparison
+
+        return getattr(comparison, name)
     raise AttributeError(name)

@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--judge")
     rp.add_argument("--judge-base-url")
     rp.add_argument("--cache-dir", default=None)
+    kp = sub.add_parser("compare", help="rank finished runs of one benchmark, with intervals, tests and plots")
+    kp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    kp.add_argument("--out", help="folder for report.md, comparison.json and plots/ (default: runs/compare-<bench>)")
+    kp.add_argument("--sizes", help="JSON or CSV of model -> family, size (billions) for the size correlation")
+    kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    kp.add_argument("--seed", type=int, default=0)
     sub.add_parser("list", help="benchmarks and providers")
     cp = sub.add_parser("cache", help="response cache: stats or clear")
     cp.add_argument("action", choices=("stats", "clear"))
@@ -175,6 +181,19 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     return 0 if summary.get("complete") else 1
 
 
+def cmd_compare(args: argparse.Namespace, console: Console) -> int:
+    from .comparison import compare
+    from .report.console import print_comparison
+
+    if args.n_boot < 0:
+        raise EvalkitError(f"--n-boot must be >= 0, not {args.n_boot}")
+    comparison = compare(args.run_dirs, sizes=args.sizes, n_boot=args.n_boot, seed=args.seed)
+    out = Path(args.out) if args.out else Path("runs") / f"compare-{comparison.benchmark}"
+    report = comparison.write(out)
+    print_comparison(comparison, console, str(report))
+    return 0
+
+
 def cmd_list(console: Console) -> int:
     from .providers import PROVIDERS
 
@@ -245,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args, console)
         if args.command == "report":
             return cmd_report(args, console)
+        if args.command == "compare":
+            return cmd_compare(args, console)
         if args.command == "list":
             return cmd_list(console)
         if args.command == "cache":

@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .analysis.result import analyze
 from .benchmarks import get_benchmark
 from .benchmarks.base import Benchmark
 from .cache import CacheLike, NullCache, ResponseCache
@@ -209,15 +210,18 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     pipeline.close()
     rundir.rewrite_records(ordered)
     summary = summarize(bench, ordered, model=spec.label, mode=mode, n_items=len(items), n_queries=len(queries),
-                        options=opts_for_bench(opts), config=config, judge=judge_spec.label if judge_spec else None)
+                        options=opts_for_bench(opts), config=config, judge=judge_spec.label if judge_spec else None,
+                        queries=by_id)
     summary["usage"]["cost_usd"] = records_cost(price, ordered)
     messages = []
     if over_budget():
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${float(max_cost):.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
         summary["stopped"] = "max_cost"
+    analysis = analyze(summary["model"], bench, ordered, opts_for_bench(opts))
+    summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)
-    write_report(rundir.path, summary)
+    write_report(rundir.path, summary, analysis)
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 

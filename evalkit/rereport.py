@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .analysis.result import analyze
 from .cache import ResponseCache
 from .evaluate import DEFAULTS, _base_urls, opts_for_bench, prepare
 from .images import ImagePipeline
@@ -50,7 +51,9 @@ async def rereport(run_dir: Path, *, judge: str | None = None, judge_base_url: s
     rundir.rewrite_records(ordered)
     summary = summarize(bench, ordered, model=identity["model"], mode=mode, n_items=len(items),
                         n_queries=len(queries), options=opts_for_bench(opts), config=config,
-                        judge=judge_spec.label if judge_spec else config.get("judge"))
+                        judge=judge_spec.label if judge_spec else config.get("judge"), queries=by_id)
+    analysis = analyze(summary["model"], bench, ordered, opts_for_bench(opts))
+    summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)
-    write_report(rundir.path, summary)
+    write_report(rundir.path, summary, analysis)
     return summary

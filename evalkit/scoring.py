@@ -88,8 +88,29 @@ async def judge_records(bench: Benchmark, queries: Mapping[str, Query], records:
     return resolved
 
 
+def mode_disagreements(bench: Benchmark, queries: Mapping[str, Query], records: Sequence[Record],
+                       mode: str) -> dict[str, Any]:
+    """How many rule-parsed answers the other parsing mode reads, or grades, differently.
+
+    Answers the judge resolved are left out: neither rule mode read them.
+    """
+    other = "robust" if mode == "official" else "official"
+    compared = answers = verdicts = 0
+    for rec in records:
+        query = queries.get(rec.query_id)
+        if query is None or rec.error is not None or rec.response is None or rec.parse_method == "llm":
+            continue
+        parsed = bench.parse(query, rec.response, other)
+        compared += 1
+        answers += parsed.answer != rec.parsed
+        verdicts += bool(bench.score(query, parsed)) != (rec.correct is True)
+    return {"mode": mode, "other_mode": other, "compared": compared, "answers_differ": answers,
+            "verdicts_differ": verdicts}
+
+
 def summarize(bench: Benchmark, records: Sequence[Record], *, model: str, mode: str, n_items: int,
-              n_queries: int, options: dict[str, Any], config: dict[str, Any], judge: str | None) -> dict[str, Any]:
+              n_queries: int, options: dict[str, Any], config: dict[str, Any], judge: str | None,
+              queries: Mapping[str, Query] | None = None) -> dict[str, Any]:
     """summary.json as DESIGN.md's contract fixes it, plus a few helpful extras."""
     counts = count_records(records)
     missing = n_queries - len(records)
@@ -112,6 +133,7 @@ def summarize(bench: Benchmark, records: Sequence[Record], *, model: str, mode: 
         "counts": counts,
         "error_kinds": _tally(r.error for r in records if r.error),
         "parse_methods": _tally(r.parse_method or "error" for r in records),
+        "parser_modes": mode_disagreements(bench, queries, records, mode) if queries is not None else None,
         "judge": judge,
         "hint": hint,
         "usage": usage,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from .tables import count_rows, metric_rows
+from .tables import count_rows, fmt, metric_rows, pct_ci, pvalue
+
+if TYPE_CHECKING:
+    from ..comparison import Comparison
 
 
 def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None = None) -> None:
@@ -48,3 +51,23 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
     for note in d.get("notes", []):
         console.print(f"[yellow]{note}[/yellow]")
     console.print("nothing was sent")
+
+
+def print_comparison(c: Comparison, console: Console, report: str | None = None) -> None:
+    """The leaderboard and the significant gaps, as the console shows them."""
+    table = Table(title=f"{c.benchmark} · {len(c.results)} models", header_style="bold")
+    for name, justify in (("rank", "right"), ("model", "left"), (c.metric or "score", "right"),
+                          ("95% CI", "right"), ("significantly above", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for rank, m in enumerate(c.results, start=1):
+        table.add_row(str(rank), m.label, fmt(m.estimate), pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—",
+                      ", ".join(c.beats(m.label)) or "—")
+    console.print(table)
+    for t in c.pairs:
+        mark = "[green]significant[/green]" if t.significant else "not significant"
+        console.print(f"  {t.a} vs {t.b}: Δ {t.diff.estimate:+.2f} {pct_ci(t.diff.lo, t.diff.hi)}, "
+                      f"p {pvalue(t.p)}, Holm p {pvalue(t.p_holm)}: {mark}", highlight=False)
+    for note in c.notes:
+        console.print(f"[yellow]{note}[/yellow]")
+    if report:
+        console.print(f"report: {report}")

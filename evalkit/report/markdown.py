@@ -1,39 +1,85 @@
-"""report.md: the official table first, then counts, parse methods and the run's settings."""
+"""A run's report.md: the official table first, then counts, parser modes, cost, cache and plots."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .tables import count_rows, metric_rows
+from .tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, pct_ci, reliability_rows
 
-
-def _table(rows: list[tuple[str, str]], head: tuple[str, str]) -> list[str]:
-    out = [f"| {head[0]} | {head[1]} |", "|---|---:|"]
-    out += [f"| {a} | {b} |" for a, b in rows]
-    return out
+if TYPE_CHECKING:
+    from ..analysis.result import ModelResult
 
 
-def render_report(summary: dict[str, Any]) -> str:
+def _headline(summary: dict[str, Any]) -> list[str]:
+    h = summary.get("headline")
+    if not h:
+        return []
+    return [f"**{h['metric']} = {fmt(h['value'])}**, 95% CI {pct_ci(*h['ci95'])} "
+            f"(percentile bootstrap over {h['n_units']} items).", ""]
+
+
+def _counts(summary: dict[str, Any]) -> list[str]:
+    c = summary.get("counts", {})
+    rows = [[k, c.get(k, 0)] for k in ("correct", "wrong", "unparsed", "errors", "refusals")]
+    rows.append(["queries", f"{summary.get('n_queries')} ({summary.get('missing', 0)} missing)"])
+    return ["## Counts", "", *md_table(("what", "n"), rows), ""]
+
+
+def _parsing(summary: dict[str, Any]) -> list[str]:
+    lines = ["## Parsing", ""]
+    modes = summary.get("parser_modes")
+    if modes:
+        lines += [f"Parsed in **{modes['mode']}** mode. Re-parsing the {modes['compared']} rule-read answers in "
+                  f"{modes['other_mode']} mode: **{modes['answers_differ']}** answers read differently, "
+                  f"**{modes['verdicts_differ']}** verdicts change.", ""]
+    methods = summary.get("parse_methods") or {}
+    if methods:
+        lines += md_table(("parse method", "n"), list(methods.items())) + [""]
+    return lines if len(lines) > 2 else []
+
+
+def _cost(summary: dict[str, Any]) -> list[str]:
+    u, cache = summary.get("usage", {}), summary.get("cache", {})
+    rows = [["input tokens", f"{u.get('input_tokens', 0):,}"], ["output tokens", f"{u.get('output_tokens', 0):,}"],
+            ["cost (USD)", u.get("cost_usd")], ["cache hits", cache.get("hits", 0)],
+            ["cache misses", cache.get("misses", 0)]]
+    return ["## Cost and cache", "", *md_table(("what", "value"), rows), ""]
+
+
+def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
+                  figures: list[tuple[str, str]] | None = None) -> str:
     lines = [f"# {summary['benchmark']} — {summary['model']}", "",
              f"Mode: **{summary['mode']}** · items {summary['n_items']} · queries {summary['n_queries']}"
              f" · evalkit {summary['evalkit_version']}", ""]
     if not summary.get("complete", True):
         lines += ["> **Incomplete run**: some queries are missing or failed; re-run the same command to resume.", ""]
-    lines += ["## Official metrics", "", *_table(metric_rows(summary["metrics"]), ("metric", "value")), ""]
-    lines += ["## Counts", "", *_table(count_rows(summary), ("what", "n")), ""]
-    methods = summary.get("parse_methods") or {}
-    if methods:
-        lines += ["## How answers were obtained", "", *_table([(k, str(v)) for k, v in methods.items()],
-                                                              ("parse method", "n")), ""]
+    lines += ["## Official metrics", "", *_headline(summary),
+              *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
+    lines += _counts(summary) + _parsing(summary) + _cost(summary)
     if summary.get("hint"):
         lines += [f"> {summary['hint']}", ""]
+    if analysis is not None and analysis.reliability:
+        lines += ["## Reliability over variant groups", "",
+                  *md_table(RELIABILITY_HEAD, [reliability_rows(analysis.label, analysis.reliability)]), ""]
+    if figures:
+        lines += ["## Plots", ""]
+        for title, rel in figures:
+            lines += [f"### {title}", "", f"![{title}]({rel})", ""]
     lines += ["## Settings", "", "```json", json.dumps(summary.get("config", {}), indent=2, sort_keys=True), "```", ""]
     return "\n".join(lines)
 
 
-def write_report(run_dir: Path, summary: dict[str, Any]) -> Path:
-    path = Path(run_dir) / "report.md"
-    path.write_text(render_report(summary), encoding="utf-8")
+def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult | None = None) -> Path:
+    """report.md, and with an analysis its plots in plots/ (drawn afresh each time)."""
+    run_dir = Path(run_dir)
+    figures: list[tuple[str, str]] = []
+    if analysis is not None and analysis.records:
+        from .figures import draw_all
+
+        figures = [(title, path.relative_to(run_dir).as_posix())
+                   for title, path in draw_all(run_dir / "plots", [analysis])]
+    path = run_dir / "report.md"
+    path.write_text(render_report(summary, analysis, figures), encoding="utf-8")
     return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -42,3 +43,29 @@ def count_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if methods:
         rows.append(("parse methods", " · ".join(f"{k} {v}" for k, v in methods.items())))
     return rows
+
+
+def md_table(head: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> list[str]:
+    """A markdown table; `align` has one of l/r per column (default: first left, the rest right)."""
+    align = align or "l" + "r" * (len(head) - 1)
+    rule = "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"
+    return ["| " + " | ".join(head) + " |", rule] + ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
+
+
+def pct_ci(lo: float, hi: float) -> str:
+    return f"[{lo:.2f}, {hi:.2f}]"
+
+
+def pvalue(p: float) -> str:
+    return f"{p:.2g}" if p >= 1e-4 else "<1e-4"
+
+
+def reliability_rows(label: str, rel: dict[str, Any]) -> list[Any]:
+    """One row of θ, r, g (ML fit, with the paper's moment solution where it exists)."""
+    ml, paper = rel.get("ml") or {}, rel.get("paper") or {}
+    return [label, rel.get("k"), rel.get("groups"), rel.get("RE"), rel.get("VE"), rel.get("MA"),
+            ml.get("theta"), ml.get("r"), ml.get("g"), ml.get("A_adj"),
+            " / ".join(f"{paper[k]:.2f}" for k in ("theta", "r", "g")) if paper else "no solution"]
+
+
+RELIABILITY_HEAD = ("model", "k", "groups", "RE", "VE", "MA", "θ", "r", "g", "A_adj", "paper θ / r / g")

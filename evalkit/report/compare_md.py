@@ -1,0 +1,100 @@
+"""The comparison's report.md and comparison.json: leaderboard first, then the evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..benchmarks import get_benchmark
+from ..rundir import write_json_atomic
+from .figures import draw_all
+from .tables import RELIABILITY_HEAD, fmt, md_table, pct_ci, pvalue, reliability_rows
+
+if TYPE_CHECKING:
+    from ..comparison import Comparison
+
+
+def _leaderboard(c: Comparison) -> list[str]:
+    bench = get_benchmark(c.benchmark)
+    metric = c.metric or "score"
+    first = c.runs[c.results[0].label].summary.get("metrics", {})
+    extra = [k for k, _ in bench.headline(first) if k != metric]
+    rows = []
+    for rank, m in enumerate(c.results, start=1):
+        run = c.runs[m.label]
+        metrics = dict(bench.headline(run.summary.get("metrics", {})))
+        counts, usage = run.summary.get("counts", {}), run.summary.get("usage", {})
+        rows.append([rank, m.label, m.estimate, pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—",
+                     *[metrics.get(k) for k in extra], counts.get("correct"), counts.get("wrong"),
+                     counts.get("unparsed"), counts.get("errors"), usage.get("cost_usd"),
+                     ", ".join(c.beats(m.label)) or "—"])
+    head = ["rank", "model", metric, "95% CI", *extra, "correct", "wrong", "unparsed", "errors", "cost (USD)",
+            "significantly above"]
+    return md_table(head, rows, "rl" + "r" * (len(head) - 3) + "l")
+
+
+def _pairs(c: Comparison) -> list[str]:
+    rows = []
+    for t in c.pairs:
+        mc = t.mcnemar
+        rows.append([t.a, t.b, t.diff.estimate, pct_ci(t.diff.lo, t.diff.hi), mc.only_a if mc else "—",
+                     mc.only_b if mc else "—", pvalue(mc.p) if mc else "—", pvalue(t.p_bootstrap),
+                     pvalue(t.p_holm), "**yes**" if t.significant else "no"])
+    head = ["A", "B", "Δ (A − B)", "95% CI of Δ", "right only A", "right only B", "McNemar p", "bootstrap p",
+            "Holm p", "significant"]
+    return md_table(head, rows, "ll" + "r" * 7 + "l")
+
+
+def _correlation(c: Comparison) -> list[str]:
+    corr = c.correlation or {}
+    rows = [[fam, v["n"], v["pearson"], v["spearman"]] for fam, v in corr.get("per_family", {}).items()]
+    if corr.get("mean"):
+        rows.append(["**mean over families**", "", corr["mean"]["pearson"], corr["mean"]["spearman"]])
+    lines = ["## Score and model size (within families, IF-Bench Table 3)", "",
+             *md_table(["family", "models", "Pearson r", "Spearman ρ"], rows), ""]
+    if corr.get("skipped"):
+        lines += ["Families with fewer than 3 sized models (not correlated): "
+                  + ", ".join(f"{k} ({v})" for k, v in corr["skipped"].items()), ""]
+    if corr.get("unsized"):
+        lines += ["Models without a size: " + ", ".join(corr["unsized"]), ""]
+    return lines
+
+
+def render_comparison(c: Comparison, figures: list[tuple[str, Path]], out: Path) -> str:
+    n = len(c.results)
+    tested = "exact McNemar on per-question correctness" if any(t.mcnemar for t in c.pairs) else \
+        "paired bootstrap (scores are not right/wrong per question)"
+    lines = [f"# {c.benchmark}: {n} models compared", "",
+             "Settings: " + " · ".join(f"{k} = {fmt(v)}" for k, v in sorted(c.settings.items())), "",
+             "## Leaderboard", "", *_leaderboard(c), "",
+             f"95% CI: percentile bootstrap over items. *Significantly above*: {tested}, Holm-corrected "
+             f"across the {len(c.pairs)} pairs (α = 0.05).", "",
+             "## Pairwise tests", "", *_pairs(c), ""]
+    reliable = [m for m in c.results if m.reliability]
+    if reliable:
+        lines += ["## Reliability: θ, r, g per model", "",
+                  "θ: share of questions the model knows; r: right when it knows; g: right when it guesses "
+                  "(ML fit over variant groups; the paper's moment solution alongside).", "",
+                  *md_table(RELIABILITY_HEAD, [reliability_rows(m.label, m.reliability) for m in reliable]), ""]
+    if c.correlation is not None:
+        lines += _correlation(c)
+    if figures:
+        lines += ["## Plots", ""]
+        for title, path in figures:
+            lines += [f"### {title}", "", f"![{title}]({path.relative_to(out).as_posix()})", ""]
+    if c.notes:
+        lines += ["## Notes", "", *[f"- {note}" for note in c.notes], ""]
+    lines += ["## Runs", "", *[f"- {m.label}: `{c.runs[m.label].path}`" for m in c.results], ""]
+    return "\n".join(lines)
+
+
+def write_comparison(c: Comparison, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    figures = draw_all(out / "plots", c.results)
+    write_json_atomic(out / "comparison.json", c.to_dict())
+    path = out / "report.md"
+    path.write_text(render_comparison(c, figures, out), encoding="utf-8")
+    return path
+
+
+
