@@ -47,7 +47,7 @@ def make_mcq_jsonl(folder: Path, n: int, *, seed: int = 0, image_size: int = 96)
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"real benchmark data not present at {SHARED_DATA}")
