@@ -15,7 +15,7 @@ from typing import Any
 
 from .analysis.correlation import load_sizes, size_correlation
 from .analysis.result import N_BOOT, ModelResult, analyze
-from .analysis.significance import PairTest, all_pairs
+from .analysis.significance import PairTest, all_pairs, bootstrap_ci, resample, same_observations
 from .benchmarks import get_benchmark
 from .errors import EvalkitError
 from .evaluate import DEFAULTS, opts_for_bench
@@ -184,10 +184,16 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
     options = opts_for_bench({**DEFAULTS, **runs[0].identity})
-    results = [analyze(r.label, bench, r.records, options, n_boot=n_boot, seed=seed) for r in runs]
+    results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed) for r in runs]
+    tables = {m.label: m.table for m in results if m.table is not None and m.table.n}
+    draws = resample(tables, n_boot=n_boot, seed=seed) if n_boot > 0 and same_observations(tables) else None
+    for m in results:
+        if m.label in tables:  # every model's interval from the same resamples as the paired tests
+            m.ci = bootstrap_ci(tables[m.label], n_boot=n_boot, seed=seed,
+                                draws=draws[m.label] if draws else None)
     results.sort(key=lambda m: (-(m.estimate if m.estimate is not None else float("-inf")), m.label))
-    tables = {m.label: m.table for m in results if m.table is not None}
-    pairs = all_pairs(tables, n_boot=n_boot, seed=seed, alpha=alpha)
+    pairs = all_pairs({m.label: tables[m.label] for m in results if m.label in tables}, n_boot=n_boot,
+                      seed=seed, alpha=alpha, draws=draws)
     _note_coverage(runs, notes)
     correlation = None
     if sizes is not None:

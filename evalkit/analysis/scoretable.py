@@ -78,7 +78,10 @@ class ScoreTable:
 
     def resampled(self, weights: np.ndarray, unit_order: Sequence[str]) -> np.ndarray:
         """The metric under each row of unit weights (bootstrap counts), in the table's scale."""
-        sums, counts = self.matrices(unit_order)
+        return self.from_matrices(*self.matrices(unit_order), weights)
+
+    def from_matrices(self, sums: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """`resampled` with this table's matrices already built (they cost more than the product)."""
         return _estimate(sums, counts, weights, self.strata is not None) * self.scale
 
 

@@ -8,7 +8,7 @@ paired bootstrap of the score difference (always), Holm-corrected across pairs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,26 +53,49 @@ class PairTest:
         return self.mcnemar.p if self.mcnemar is not None else self.p_bootstrap
 
 
-def _weights(n_units: int, n_boot: int, rng: np.random.Generator):
-    """Bootstrap counts per unit, in chunks (n_boot x n_units at once can be large)."""
+def _weights(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Bootstrap counts per unit (each row sums to n_units), in chunks to bound memory."""
     done = 0
     while done < n_boot:
         size = min(CHUNK, n_boot - done)
-        yield rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=size).astype(float)
+        picks = rng.integers(0, n_units, size=(size, n_units)) + (np.arange(size) * n_units)[:, None]
+        yield np.bincount(picks.ravel(), minlength=size * n_units).reshape(size, n_units).astype(float)
         done += size
 
 
-def bootstrap_ci(table: ScoreTable, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
-    """Percentile interval of the headline metric, resampling items with replacement."""
-    units = sorted(set(table.units))
-    point = table.estimate()
-    if not units or n_boot <= 0:
-        return Interval(point, point, point)
+def resample(tables: Mapping[str, ScoreTable], *, n_boot: int, seed: int) -> dict[str, np.ndarray]:
+    """Each table's metric under the same n_boot resamples of the union of their units.
+
+    Shared resamples make paired differences paired; each table's unit x cell matrices are
+    built once, so a resample costs one matrix product per table.
+    """
+    units = sorted(set().union(*(t.units for t in tables.values())))
+    prepared = {name: (t.matrices(units), t) for name, t in tables.items()}
+    out: dict[str, list[np.ndarray]] = {name: [] for name in tables}
     rng = np.random.default_rng(seed)
-    draws = np.concatenate([table.resampled(w, units) for w in _weights(len(units), n_boot, rng)])
+    for w in _weights(len(units), n_boot, rng):
+        for name, ((sums, counts), t) in prepared.items():
+            out[name].append(t.from_matrices(sums, counts, w))
+    return {name: np.concatenate(v) for name, v in out.items()}
+
+
+def _interval(point: float, draws: np.ndarray, level: float) -> Interval:
     alpha = (1 - level) / 2
     lo, hi = np.quantile(draws, [alpha, 1 - alpha])
     return Interval(point, float(lo), float(hi))
+
+
+def bootstrap_ci(table: ScoreTable, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+                 draws: np.ndarray | None = None) -> Interval:
+    """Percentile interval of the headline metric, resampling items with replacement.
+
+    `draws`: this table's resampled metric when already computed (see `resample`)."""
+    point = table.estimate()
+    if draws is None and (not table.n or n_boot <= 0):
+        return Interval(point, point, point)
+    if draws is None:
+        draws = resample({"t": table}, n_boot=n_boot, seed=seed)["t"]
+    return _interval(point, draws, level)
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -93,27 +116,28 @@ def discordant(a: ScoreTable, b: ScoreTable) -> tuple[int, int]:
 
 
 def paired_test(name_a: str, a: ScoreTable, name_b: str, b: ScoreTable, *, n_boot: int = 2000, seed: int = 0,
-                level: float = 0.95) -> PairTest:
-    """A vs B on the observations both answered: McNemar (right/wrong scores) and a paired bootstrap."""
+                level: float = 0.95, draws: Mapping[str, np.ndarray] | None = None) -> PairTest:
+    """A vs B on the observations both answered: McNemar (right/wrong scores) and a paired bootstrap.
+
+    `draws`: resampled metrics of both (from `resample`) when they cover the same observations.
+    """
     common = set(a.keys) & set(b.keys)
-    a, b = a.restrict(common), b.restrict(common)
+    if len(common) < max(len(a.keys), len(b.keys)):
+        a, b, draws = a.restrict(common), b.restrict(common), None
     diff = a.estimate() - b.estimate()
-    units = sorted(set(a.units))
-    if units and n_boot > 0:
-        rng = np.random.default_rng(seed)
-        draws = np.concatenate([a.resampled(w, units) - b.resampled(w, units)
-                                for w in _weights(len(units), n_boot, rng)])
-        alpha = (1 - level) / 2
-        lo, hi = (float(x) for x in np.quantile(draws, [alpha, 1 - alpha]))
-        p_boot = float(min(1.0, 2 * min(np.mean(draws <= 0), np.mean(draws >= 0))))
+    if common and n_boot > 0:
+        if draws is None:
+            draws = resample({name_a: a, name_b: b}, n_boot=n_boot, seed=seed)
+        delta = draws[name_a] - draws[name_b]
+        interval = _interval(diff, delta, level)
+        p_boot = float(min(1.0, 2 * min(np.mean(delta <= 0), np.mean(delta >= 0))))
     else:
-        lo = hi = diff
-        p_boot = 1.0
+        interval, p_boot = Interval(diff, diff, diff), 1.0
     test = None
     if a.binary and b.binary:
         only_a, only_b = discordant(a, b)
         test = McNemar(only_a, only_b, mcnemar_exact(only_a, only_b))
-    return PairTest(name_a, name_b, len(common), Interval(diff, lo, hi), p_boot, test)
+    return PairTest(name_a, name_b, len(common), interval, p_boot, test)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -128,11 +152,24 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def same_observations(tables: Mapping[str, ScoreTable]) -> bool:
+    """Whether every table has the same observations (then one set of resamples serves all)."""
+    return len({frozenset(t.keys) for t in tables.values()}) == 1
+
+
 def all_pairs(tables: dict[str, ScoreTable], *, n_boot: int = 2000, seed: int = 0, alpha: float = 0.05,
-              level: float = 0.95) -> list[PairTest]:
-    """Every pair of models (in the given order), Holm-corrected across the pairs."""
+              level: float = 0.95, draws: Mapping[str, np.ndarray] | None = None) -> list[PairTest]:
+    """Every pair of models (in the given order), Holm-corrected across the pairs.
+
+    `draws`: `resample(tables)` when already computed (it is only used if all tables have the
+    same observations).
+    """
     names = list(tables)
-    tests = [paired_test(x, tables[x], y, tables[y], n_boot=n_boot, seed=seed, level=level)
+    if not same_observations(tables):
+        draws = None
+    elif draws is None and n_boot > 0 and len(names) > 1:
+        draws = resample(tables, n_boot=n_boot, seed=seed)
+    tests = [paired_test(x, tables[x], y, tables[y], n_boot=n_boot, seed=seed, level=level, draws=draws)
              for i, x in enumerate(names) for y in names[i + 1:]]
     adjusted = holm([t.p for t in tests])
     return [PairTest(t.a, t.b, t.n_common, t.diff, t.p_bootstrap, t.mcnemar, p_holm=p, significant=p < alpha)

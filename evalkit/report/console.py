@@ -21,6 +21,10 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     for k, v in metric_rows(summary["metrics"]):
         metrics.add_row(k, v)
     console.print(metrics)
+    h = summary.get("headline")
+    if h:
+        console.print(f"{h['metric']} = {fmt(h['value'])}, 95% CI {pct_ci(*h['ci95'])} "
+                      f"(bootstrap over {h['n_units']} items)", highlight=False)
     counts = Table(show_header=False, box=None)
     for k, v in count_rows(summary):
         counts.add_row(k, v)
