@@ -207,9 +207,13 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
 
 
 def _note_coverage(runs: Sequence[LoadedRun], notes: list[str]) -> None:
-    ids = [{rec.query_id for rec in r.records if rec.error is None} for r in runs]
+    ids = [{rec.query_id for rec in r.records} for r in runs]
     union = set.union(*ids)
     for run, mine in zip(runs, ids, strict=True):
+        if not run.summary.get("complete", True):
+            notes.append(f"{run.label}: the run is incomplete ({run.summary.get('missing', 0)} queries missing, "
+                         f"{(run.summary.get('counts') or {}).get('errors', 0)} errors); failed queries count as "
+                         "wrong, as in its official numbers; re-run it to complete")
         if len(union - mine):
-            notes.append(f"{run.label} lacks {len(union - mine)} answered queries that other runs have; "
-                         "paired tests use the questions both models answered")
+            notes.append(f"{run.label} has no record of {len(union - mine)} queries that other runs have; "
+                         "paired tests use the questions both models were asked")

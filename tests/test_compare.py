@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -189,3 +190,18 @@ def test_size_correlation_within_families(three_runs, tmp_path):
     bad.write_text("model,family,size\nA,fam1,seven\n")
     with pytest.raises(EvalkitError, match=r"bad.csv: row 2: size must be a number"):
         compare(three_runs, sizes=bad)
+
+
+def test_every_official_metric_side_by_side_and_incomplete_runs_noted(tmp_path):
+    a = make_run(tmp_path / "a", "A", [record(str(i), i % 2 == 0, category=("x", "y")[i % 2]) for i in range(10)])
+    recs = [record(str(i), True, category=("x", "y")[i % 2]) for i in range(9)]
+    recs.append(replace(record("9", False, category="y"), error="timeout", parsed=None, correct=None))
+    b = make_run(tmp_path / "b", "B", recs)
+    c = compare([a, b], out=tmp_path / "cmp", n_boot=100)
+    text = (tmp_path / "cmp" / "report.md").read_text()
+    table = text[text.index("## Official metrics, every model"):].split("\n\n")[1]
+    assert table.splitlines()[0] == "| metric | B | A |"
+    assert "| per_category / x | 100.00 | 100.00 |" in table and "| per_category / y | 80.00 | 0.00 |" in table
+    assert any(n.startswith("B: the run is incomplete (0 queries missing, 1 errors)") for n in c.notes)
+    assert not any("has no record" in n for n in c.notes)
+    assert c.pair("A", "B").n_common == 10  # a failed query is a wrong answer in both the metric and the tests

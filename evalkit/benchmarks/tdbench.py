@@ -127,7 +127,8 @@ class TDBench(Benchmark):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         if "--td-set" in parser._option_string_actions:
             return
-        g = parser.add_argument_group("tdbench")
+        # a group inside a group is deprecated: add straight into a group we are given
+        g = parser if isinstance(parser, argparse._ArgumentGroup) else parser.add_argument_group("tdbench")
         g.add_argument("--td-set", choices=("all", "main", "grounding"), help="which TDBench files (default all)")
         g.add_argument("--td-image-size", type=int, help="standardise images to NxN (default 512; 0 = as stored)")
         g.add_argument("--td-seed", type=int, help="seed of the per-rotation option shuffle (generated sets)")

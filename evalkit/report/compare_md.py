@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..benchmarks import get_benchmark
 from ..rundir import write_json_atomic
 from .figures import draw_all
-from .tables import RELIABILITY_HEAD, fmt, md_table, pct_ci, pvalue, reliability_rows
+from .tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, pct_ci, pvalue, reliability_rows
 
 if TYPE_CHECKING:
     from ..comparison import Comparison
@@ -45,6 +45,16 @@ def _pairs(c: Comparison) -> list[str]:
     return md_table(head, rows, "ll" + "r" * 7 + "l")
 
 
+def _all_metrics(c: Comparison) -> list[str]:
+    """Every official number of every model, side by side (rows as in each run's report)."""
+    per_model = {m.label: dict(metric_rows(c.runs[m.label].summary.get("metrics") or {})) for m in c.results}
+    names: dict[str, None] = {}
+    for rows in per_model.values():
+        names.update(dict.fromkeys(rows))
+    rows = [[name, *[per_model[m.label].get(name, "—") for m in c.results]] for name in names]
+    return ["## Official metrics, every model", "", *md_table(["metric", *c.ranking], rows), ""]
+
+
 def _correlation(c: Comparison) -> list[str]:
     corr = c.correlation or {}
     rows = [[fam, v["n"], v["pearson"], v["spearman"]] for fam, v in corr.get("per_family", {}).items()]
@@ -78,6 +88,7 @@ def render_comparison(c: Comparison, figures: list[tuple[str, Path]], out: Path)
                   *md_table(RELIABILITY_HEAD, [reliability_rows(m.label, m.reliability) for m in reliable]), ""]
     if c.correlation is not None:
         lines += _correlation(c)
+    lines += _all_metrics(c)
     if figures:
         lines += ["## Plots", ""]
         for title, path in figures:
