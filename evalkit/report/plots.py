@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,9 @@ def _save(fig: Any, path: Path, title: str | None) -> Path:
             fig.suptitle(title, fontsize=12)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=DPI, metadata={"Software": None})
+        with warnings.catch_warnings():  # labels in scripts the font lacks (CJK) draw as boxes, quietly
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+            fig.savefig(path, dpi=DPI, metadata={"Software": None})
     finally:
         _plt().close(fig)
     return path
