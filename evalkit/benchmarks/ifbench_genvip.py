@@ -23,7 +23,7 @@ from ..errors import EvalkitError
 from ..images import ImagePipeline
 from ..limiter import Limiter
 from ..types import ImageRef
-from .ifbench import IMAGE_EXTS, _entries, parse_item
+from .ifbench_io import IMAGE_EXTS, entries, parse_item
 
 
 def image_names(images: Path, data: Path | None = None) -> list[str]:
@@ -33,7 +33,7 @@ def image_names(images: Path, data: Path | None = None) -> list[str]:
             raw = json.loads(Path(data).read_text(encoding="utf-8-sig"))
         except (OSError, ValueError) as exc:
             raise EvalkitError(f"{data}: cannot read ({exc})") from exc
-        names = dict.fromkeys(parse_item(w, d, obj)["image"] for w, d, obj in _entries(raw, Path(data)))
+        names = dict.fromkeys(parse_item(w, d, obj)["image"] for w, d, obj in entries(raw, Path(data)))
         return list(names)
     return sorted(p.name for p in images.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTS)
 

@@ -33,7 +33,7 @@ from ..metrics.mmerealworld import (
 from ..resources import fill_template, read_prompt
 from ..types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
 from .base import Benchmark, JudgeRequest, accuracy_table
-from .mcq import _resolve_file, load_tsv
+from .mcq_io import _resolve_file, load_tsv
 
 _REQUIRED = ("Question_id", "Image", "Text", "Answer choices", "Ground truth", "Task", "Subtask", "Category")
 _CHOICE = re.compile(r"^\s*\(([A-Z])\)")

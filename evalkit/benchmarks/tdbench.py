@@ -36,7 +36,7 @@ from ..protocols import rotation as rot
 from ..resources import fill_template, read_prompt
 from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from .base import Benchmark, JudgeRequest
-from .mcq import load_tsv
+from .mcq_io import load_tsv
 from .tdbench_io import (
     format_box,
     load_generated,

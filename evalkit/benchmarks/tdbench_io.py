@@ -22,7 +22,7 @@ from ..errors import EvalkitError
 from ..metrics.tdbench import CATEGORIES
 from ..protocols import rotation as rot
 from ..types import ImageRef, Item
-from .mcq import _cell, _json_options, _raise_field_limit, _resolve_file, load_tsv
+from .mcq_io import _cell, _json_options, _raise_field_limit, _resolve_file, load_tsv
 
 Box = tuple[float, float, float, float]
 ROT_FILE = re.compile(r"^(?P<prefix>.+?)_rot(?P<deg>0|90|180|270)\.tsv$", re.I)

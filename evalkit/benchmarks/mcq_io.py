@@ -1,0 +1,288 @@
+"""Reading multiple-choice sets: VLMEvalKit TSV and a simple JSONL form, into Items.
+
+TSV: columns index, image (base64, or another row's index to reuse its image), question,
+A..Z (any subset, empty cells skipped), answer, optional category, hint, image_path.
+JSONL: one object per line with id, image or images (paths), question, options (dict or
+list), answer (letter), optional category and hint. Shared by the benchmarks that read
+VLMEvalKit TSVs (mcq, TDBench, MME-RealWorld).
+
+Every bad row is an EvalkitError naming the file and the row, never a silent skip: a
+benchmark quietly losing questions reports a wrong accuracy with full confidence.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import string
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalkitError
+from ..types import ImageRef, Item
+
+_KNOWN_TSV = {"index", "image", "image_path", "question", "answer", "category", "hint"}
+_MISSING = {"", "nan", "NaN", "None"}  # how pandas-written TSVs spell an empty cell
+_MAX_EXTRA_CHARS = 1000  # extra columns longer than this (images, blobs) stay out of meta
+
+
+def _cell(value: Any) -> str:
+    """A TSV cell as clean text, with pandas' spellings of "missing" made empty."""
+    text = "" if value is None else str(value).strip()
+    return "" if text in _MISSING else text
+
+
+def _maybe_list(text: str) -> list[str] | None:
+    """A cell holding a list literal (multi-image rows), else None."""
+    if not text.startswith("["):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return [str(v) for v in value] if isinstance(value, list) else None
+
+
+def _resolve_file(path: Path, base: Path, where: str) -> ImageRef:
+    """An image path made absolute against `base`, which must exist."""
+    full = path if path.is_absolute() else base / path
+    if not full.is_file():
+        raise EvalkitError(f"{where}: image file not found: {full}")
+    return ImageRef.from_path(str(full))
+
+
+def resolve_data(data: Path) -> Path:
+    """The data file: `data` itself, or the single .tsv/.jsonl/.json file in a folder."""
+    if data.is_dir():
+        found = sorted(p for p in data.iterdir() if p.suffix.lower() in (".tsv", ".jsonl", ".json"))
+        if len(found) != 1:
+            names = ", ".join(p.name for p in found) or "none"
+            raise EvalkitError(f"{data}: expected one .tsv/.jsonl/.json file in the folder, found {names}")
+        return found[0]
+    if not data.is_file():
+        raise EvalkitError(f"{data}: file not found")
+    return data
+
+
+# ---------------------------------------------------------------------------------------
+# TSV (VLMEvalKit form)
+# ---------------------------------------------------------------------------------------
+
+
+def _raise_field_limit() -> None:
+    """Base64 image cells are far over csv's default 128 KiB field limit."""
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return
+        except OverflowError:
+            limit //= 2
+
+
+def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
+    """Items from a VLMEvalKit-style TSV. Image paths resolve against `images`, else the TSV's folder."""
+    _raise_field_limit()
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh, delimiter="\t", restval="")
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            reader.fieldnames = header
+            rows = list(reader)
+    except FileNotFoundError as exc:
+        raise EvalkitError(f"{path}: file not found") from exc
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
+    for column in ("index", "question", "answer"):
+        if column not in header:
+            raise EvalkitError(f"{path}: no '{column}' column (columns: {', '.join(header)})")
+    if "image" not in header and "image_path" not in header:
+        raise EvalkitError(f"{path}: no 'image' or 'image_path' column")
+    letters = [h for h in header if len(h) == 1 and h in string.ascii_uppercase]
+    if not letters:
+        raise EvalkitError(f"{path}: no option columns (A, B, ...)")
+
+    by_index: dict[str, int] = {}
+    for k, row in enumerate(rows, start=1):
+        idx = _cell(row.get("index"))
+        if not idx:
+            raise EvalkitError(f"{path}: row {k}: empty index")
+        if idx in by_index:
+            raise EvalkitError(f"{path}: row {k}: duplicate index {idx} (first at row {by_index[idx]})")
+        by_index[idx] = k
+
+    base = images or path.parent
+    resolved: dict[int, tuple[ImageRef, ...]] = {}
+
+    def images_of(k: int, seen: tuple[int, ...] = ()) -> tuple[ImageRef, ...]:
+        """Row k's images, following index references (with cycle detection)."""
+        if k in resolved:
+            return resolved[k]
+        row, where = rows[k - 1], f"{path}: row {k} (index {_cell(rows[k - 1].get('index'))})"
+        cell = _cell(row.get("image"))
+        if cell.isdigit() and len(cell) <= 32:
+            target = by_index.get(cell)
+            if target is None:
+                raise EvalkitError(f"{where}: image refers to index {cell}, which is not in the file")
+            if target in seen or target == k:
+                raise EvalkitError(f"{where}: image references form a cycle")
+            refs = images_of(target, (*seen, k))
+        elif cell:
+            listed = _maybe_list(cell)
+            refs = tuple(ImageRef.from_b64(v) for v in listed) if listed else (ImageRef.from_b64(cell),)
+        else:
+            cell = _cell(row.get("image_path"))
+            if not cell:
+                raise EvalkitError(f"{where}: no image (empty 'image' and 'image_path')")
+            paths = _maybe_list(cell) or [cell]
+            refs = tuple(_resolve_file(Path(p), base, where) for p in paths)
+        resolved[k] = refs
+        return refs
+
+    items = []
+    for k, row in enumerate(rows, start=1):
+        idx = _cell(row.get("index"))
+        where = f"{path}: row {k} (index {idx})"
+        options = {x: _cell(row.get(x)) for x in letters if _cell(row.get(x))}
+        extra = {
+            h: _cell(row.get(h))
+            for h in header
+            if h not in _KNOWN_TSV and h not in letters and 0 < len(_cell(row.get(h))) <= _MAX_EXTRA_CHARS
+        }
+        items.append(
+            _make_item(
+                where,
+                idx,
+                question=_cell(row.get("question")),
+                options=options,
+                answer=_cell(row.get("answer")),
+                images=images_of(k),
+                category=_cell(row.get("category")),
+                meta={"hint": _cell(row.get("hint")), "source": str(path), "row": k, **extra},
+            )
+        )
+    return items
+
+
+# ---------------------------------------------------------------------------------------
+# JSONL form
+# ---------------------------------------------------------------------------------------
+
+
+def _json_options(where: str, raw: Any) -> dict[str, str]:
+    """`options` as a dict letter->text (a list is lettered A, B, C... by position)."""
+    if isinstance(raw, list):
+        raw = {string.ascii_uppercase[i]: v for i, v in enumerate(raw[:26])}
+    if not isinstance(raw, Mapping):
+        raise EvalkitError(f"{where}: 'options' must be an object or a list")
+    options = {}
+    for key, value in raw.items():
+        letter = str(key).strip().upper()
+        if len(letter) != 1 or letter not in string.ascii_uppercase:
+            raise EvalkitError(f"{where}: option key {key!r} is not a letter")
+        text = "" if value is None else str(value).strip()
+        if text:
+            options[letter] = text
+    return options
+
+
+def _json_item(where: str, obj: Any, base: Path, source: Path) -> Item:
+    if not isinstance(obj, Mapping):
+        raise EvalkitError(f"{where}: expected a JSON object")
+    raw_id = obj.get("id", obj.get("index"))
+    if raw_id is None or str(raw_id).strip() == "":
+        raise EvalkitError(f"{where}: no 'id'")
+    paths = obj.get("images", obj.get("image"))
+    if isinstance(paths, str):
+        paths = [paths]
+    if not paths or not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise EvalkitError(f"{where}: no image ('image' path or 'images' list)")
+    answer = obj.get("answer")
+    return _make_item(
+        where,
+        str(raw_id).strip(),
+        question=str(obj.get("question") or "").strip(),
+        options=_json_options(where, obj.get("options") or {}),
+        answer="" if answer is None else str(answer).strip(),
+        images=tuple(_resolve_file(Path(p), base, where) for p in paths),
+        category=str(obj.get("category") or "").strip(),
+        meta={"hint": str(obj.get("hint") or "").strip(), "source": str(source)},
+    )
+
+
+def load_jsonl(path: Path, images: Path | None = None) -> list[Item]:
+    """Items from JSONL (or a .json list). Image paths resolve against `images`, else the file's folder."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError as exc:
+        raise EvalkitError(f"{path}: file not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalkitError(f"{path}: cannot read ({exc})") from exc
+    base = images or path.parent
+    entries: list[tuple[str, Any]] = []
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise EvalkitError(f"{path}: invalid JSON ({exc})") from exc
+        if not isinstance(data, list):
+            raise EvalkitError(f"{path}: expected a JSON list of questions")
+        entries = [(f"{path}: item {k}", obj) for k, obj in enumerate(data, start=1)]
+    else:
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                entries.append((f"{path}: line {n}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise EvalkitError(f"{path}: line {n}: invalid JSON ({exc.msg})") from exc
+    items: list[Item] = []
+    first: dict[str, str] = {}
+    for where, obj in entries:
+        item = _json_item(where, obj, base, path)
+        if item.id in first:
+            raise EvalkitError(f"{where}: duplicate id {item.id} (first at {first[item.id]})")
+        first[item.id] = where.rsplit(": ", 1)[-1]
+        items.append(item)
+    return items
+
+
+# ---------------------------------------------------------------------------------------
+# Shared validation and prompt
+# ---------------------------------------------------------------------------------------
+
+
+def _make_item(
+    where: str,
+    item_id: str,
+    *,
+    question: str,
+    options: dict[str, str],
+    answer: str,
+    images: tuple[ImageRef, ...],
+    category: str,
+    meta: dict[str, Any],
+) -> Item:
+    """An Item after the checks both forms share."""
+    if not question:
+        raise EvalkitError(f"{where}: empty question")
+    if not options:
+        raise EvalkitError(f"{where}: no options")
+    if not answer:
+        raise EvalkitError(f"{where}: no answer")
+    if len(answer) == 1:
+        answer = answer.upper()
+    if answer not in options:
+        raise EvalkitError(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
+    return Item(
+        id=item_id,
+        question=question,
+        options=options,
+        answer=answer,
+        images=images,
+        category=category,
+        meta=meta,
+    )
