@@ -16,7 +16,6 @@ from typing import Any
 
 from rich.console import Console
 
-from .analysis.result import analyze
 from .benchmarks import get_benchmark
 from .benchmarks.base import Benchmark
 from .cache import CacheLike, NullCache, ResponseCache
@@ -26,7 +25,7 @@ from .images import ImagePipeline
 from .limiter import Limiter
 from .pricing import Price, load_prices
 from .providers import ProviderSpec, api_key_for, create_provider, parse_spec
-from .report.markdown import write_report
+from .report.outputs import publish
 from .report.progress import RunProgress
 from .resources import dataset_path
 from .rundir import RunDir, default_run_dir
@@ -218,10 +217,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${float(max_cost):.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
         summary["stopped"] = "max_cost"
-    analysis = analyze(summary["model"], bench, ordered, opts_for_bench(opts))
-    summary["headline"] = analysis.headline_dict()
-    rundir.write_summary(summary)
-    write_report(rundir.path, summary, analysis)
+    publish(rundir, summary, bench, ordered, opts_for_bench(opts))
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 

@@ -10,13 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .analysis.result import analyze
 from .cache import ResponseCache
 from .evaluate import DEFAULTS, _base_urls, opts_for_bench, prepare
 from .images import ImagePipeline
 from .limiter import Limiter
 from .providers import api_key_for, create_provider, parse_spec
-from .report.markdown import write_report
+from .report.outputs import publish
 from .rundir import RunDir
 from .runner import RetryPolicy, Runner
 from .scoring import grade, judge_records, summarize
@@ -52,8 +51,5 @@ async def rereport(run_dir: Path, *, judge: str | None = None, judge_base_url: s
     summary = summarize(bench, ordered, model=identity["model"], mode=mode, n_items=len(items),
                         n_queries=len(queries), options=opts_for_bench(opts), config=config,
                         judge=judge_spec.label if judge_spec else config.get("judge"), queries=by_id)
-    analysis = analyze(summary["model"], bench, ordered, opts_for_bench(opts))
-    summary["headline"] = analysis.headline_dict()
-    rundir.write_summary(summary)
-    write_report(rundir.path, summary, analysis)
+    publish(rundir, summary, bench, ordered, opts_for_bench(opts))
     return summary

@@ -1,0 +1,21 @@
+"""What every run and re-report leaves behind: summary.json with its headline interval, report.md, plots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..analysis.result import analyze
+from ..benchmarks.base import Benchmark
+from ..rundir import RunDir
+from ..types import Record
+from .markdown import write_report
+
+
+def publish(rundir: RunDir, summary: dict[str, Any], bench: Benchmark, records: Sequence[Record],
+            options: dict[str, Any]) -> None:
+    """Analyse the graded records, add the headline's interval to the summary, write all three."""
+    analysis = analyze(summary["model"], bench, records, options)
+    summary["headline"] = analysis.headline_dict()
+    rundir.write_summary(summary)
+    write_report(rundir.path, summary, analysis)
