@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -51,6 +52,11 @@ class ScoreTable:
         return bool(np.all((self.values == 0) | (self.values == 1)))
 
     def estimate(self) -> float:
+        return self._point
+
+    @cached_property
+    def _point(self) -> float:
+        """Computed once: intervals and every pair test of a comparison ask for it again."""
         units = sorted(set(self.units))
         return float(_estimate(*self.matrices(units), np.ones((1, len(units))), self.strata is not None)[0]
                      * self.scale)
