@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from run_factory import make_run  # noqa: E402
 
-from evalkit.comparison import compare  # noqa: E402
-from evalkit.evaluate import DEFAULTS, opts_for_bench, prepare  # noqa: E402
-from evalkit.types import Record  # noqa: E402
+from evalkit.core.types import Record  # noqa: E402
+from evalkit.engine.compare import compare  # noqa: E402
+from evalkit.engine.evaluate import DEFAULTS, opts_for_bench, prepare  # noqa: E402
 
 DATA = ROOT / "datasets" / "mme-realworld" / "MME_RealWorld.json"
 

@@ -26,7 +26,7 @@ from PIL import Image, ImageDraw
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SimProcess, env_without_keys  # noqa: E402
 
-from evalkit.evaluate import run_async  # noqa: E402
+from evalkit.engine.evaluate import run_async  # noqa: E402
 
 QUESTIONS = ["Which object is largest?", "What colour dominates?", "How many shapes are there?",
              "Where is the brightest spot?", "Is it day or night?", "Which shape is on the left?",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from _common import QUESTION, SimProcess, bare_loop, chat_body, env_without_keys, make_jpeg, write_dataset
 
-from evalkit.evaluate import run_async
+from evalkit.engine.evaluate import run_async
 
 
 async def evalkit_run(url: str, data: Path, out: Path, concurrency: int, rpm: float, timeout_s: float):

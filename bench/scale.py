@@ -107,8 +107,8 @@ def child(spec: dict[str, Any]) -> None:
     import resource
     import tracemalloc
 
-    import evalkit.evaluate as ev
-    from evalkit.images import ImagePipeline
+    import evalkit.engine.evaluate as ev
+    from evalkit.images.pipeline import ImagePipeline
 
     if spec["what"] == "queries":
         tracemalloc.start()

@@ -34,13 +34,13 @@ from pathlib import Path
 
 from _common import QUESTION, SimProcess, bare_loop, chat_body, env_without_keys, make_jpeg, write_dataset
 
-from evalkit.cache import NullCache
-from evalkit.evaluate import run_async
-from evalkit.images import ImagePipeline
-from evalkit.limiter import Limiter
+from evalkit.ask.cache import NullCache
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.runner import Outcome, RetryPolicy, Runner
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Query
+from evalkit.engine.evaluate import run_async
+from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers import create_provider, parse_spec
-from evalkit.runner import Outcome, RetryPolicy, Runner
-from evalkit.types import GenParams, ImagePart, ImageRef, Message, Query
 
 TARGETS = {0.0: 0.5, 100.0: 0.8}  # vllm path / bare, acceptance
 ALL_PATHS = ("bare", "vllm", "run", "openai")

@@ -16,11 +16,11 @@ __all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "__version_
 def __getattr__(name: str) -> Any:
     """The API is imported lazily so `import evalkit` (and the CLI's start-up) stays light."""
     if name in ("run", "run_async", "RunResult"):
-        from . import evaluate
+        from evalkit.engine import evaluate
 
         return getattr(evaluate, name)
     if name in ("compare", "Comparison"):
-        from . import comparison
+        from evalkit.engine import compare as comparison
 
         return getattr(comparison, name)
     raise AttributeError(name)

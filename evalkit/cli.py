@@ -16,9 +16,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__
-from .benchmarks import REGISTRY
-from .errors import EvalkitError
+from evalkit import __version__
+from evalkit.benchmarks import REGISTRY
+from evalkit.core.errors import EvalkitError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--cache-dir", default=None)
     sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
     _add_sim_parser(sp)
-    from .derive import add_derive_parser
+    from evalkit.benchmarks.tdbench_derive import add_derive_parser
 
     add_derive_parser(sub)
     _add_translate_parser(sub.add_parser("translate", help="GenViP: translate infrared images to RGB with an editor"))
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_sim_parser(sp: argparse.ArgumentParser) -> None:
-    from .sim.args import add_sim_arguments
+    from evalkit.sim.args import add_sim_arguments
 
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8000)
@@ -131,7 +131,7 @@ def _add_translate_parser(tp: argparse.ArgumentParser) -> None:
 
 
 def cmd_translate(args: argparse.Namespace, console: Console) -> int:
-    from .benchmarks.ifbench_genvip import translate_images
+    from evalkit.benchmarks.ifbench_genvip import translate_images
 
     results = asyncio.run(translate_images(
         Path(args.images), Path(args.out), args.model, data=Path(args.data) if args.data else None,
@@ -148,14 +148,14 @@ def cmd_translate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cache_dir(value: str | None) -> str:
-    from .evaluate import DEFAULTS
+    from evalkit.engine.evaluate import DEFAULTS
 
     return value or DEFAULTS["cache_dir"]
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    from .evaluate import run
-    from .report.console import print_dry_run, print_summary
+    from evalkit.engine.evaluate import run
+    from evalkit.report.console import print_dry_run, print_summary
 
     opts = {k: v for k, v in vars(args).items() if k not in ("command", "bench", "model", "no_progress")}
     opts["cache_dir"] = _cache_dir(args.cache_dir)
@@ -172,8 +172,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
-    from .report.console import print_summary
-    from .rereport import rereport
+    from evalkit.engine.rereport import rereport
+    from evalkit.report.console import print_summary
 
     summary = asyncio.run(rereport(Path(args.run_dir), judge=args.judge, judge_base_url=args.judge_base_url,
                                    cache_dir=_cache_dir(args.cache_dir)))
@@ -182,8 +182,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
-    from .comparison import compare
-    from .report.console import print_comparison
+    from evalkit.engine.compare import compare
+    from evalkit.report.console import print_comparison
 
     if args.n_boot < 0:
         raise EvalkitError(f"--n-boot must be >= 0, not {args.n_boot}")
@@ -195,7 +195,7 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_list(console: Console) -> int:
-    from .providers import PROVIDERS
+    from evalkit.providers import PROVIDERS
 
     console.print("[bold]benchmarks[/bold]")
     for name, cls in REGISTRY.items():
@@ -207,7 +207,7 @@ def cmd_list(console: Console) -> int:
 
 
 def cmd_cache(args: argparse.Namespace, console: Console) -> int:
-    from .cache import ResponseCache
+    from evalkit.ask.cache import ResponseCache
 
     directory = Path(_cache_dir(args.cache_dir))
     cache = ResponseCache(directory)
@@ -223,14 +223,14 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from .sim.args import config_from_args
-    from .sim.server import serve_forever
+    from evalkit.sim.args import config_from_args
+    from evalkit.sim.server import serve_forever
 
     config = config_from_args(args)
     if args.bench:
         from dataclasses import replace
 
-        from .sim.from_bench import answer_key_for
+        from evalkit.sim.from_bench import answer_key_for
 
         options = {"data": args.data, "images": args.images, "limit": args.limit, "max_side": args.max_side}
         options.update({d: getattr(args, d) for d in args._bench_dests})
@@ -240,8 +240,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
-    from .demo import run_demo
-    from .report.console import print_summary
+    from evalkit.demo import run_demo
+    from evalkit.report.console import print_summary
 
     tmp = None
     out = Path(args.out) if args.out else Path(tmp := tempfile.mkdtemp(prefix="evalkit-demo-"))
@@ -275,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "translate":
             return cmd_translate(args, console)
         if args.command == "derive":
-            from .derive import cmd_derive
+            from evalkit.benchmarks.tdbench_derive import cmd_derive
 
             return cmd_derive(args, console)
         if args.command == "demo":

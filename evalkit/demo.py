@@ -11,10 +11,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .evaluate import DEFAULTS, RunResult, prepare, run
-from .sim.from_bench import answer_key_from_queries
-from .sim.model import SimParams
-from .sim.server import SimConfig, SimThread
+from evalkit.engine.evaluate import DEFAULTS, RunResult, prepare, run
+from evalkit.sim.from_bench import answer_key_from_queries
+from evalkit.sim.model import SimParams
+from evalkit.sim.server import SimConfig, SimThread
 
 DEMO_MODEL = "vllm/sim-model"
 

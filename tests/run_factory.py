@@ -8,11 +8,11 @@ from typing import Any
 
 from evalkit.analysis.result import analyze
 from evalkit.benchmarks import get_benchmark
-from evalkit.evaluate import DEFAULTS, opts_for_bench
+from evalkit.core.types import Record
+from evalkit.engine.evaluate import DEFAULTS, opts_for_bench
+from evalkit.engine.rundir import RunDir
+from evalkit.grading.grade import summarize
 from evalkit.report.markdown import write_report
-from evalkit.rundir import RunDir
-from evalkit.scoring import summarize
-from evalkit.types import Record
 
 LETTERS = "ABCDE"
 

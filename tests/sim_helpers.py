@@ -10,8 +10,8 @@ from pathlib import Path
 import aiohttp
 from PIL import Image, ImageDraw
 
-from evalkit.fingerprint import fingerprint_bytes
-from evalkit.types import ImagePart, ImageRef, Message, Query
+from evalkit.core.fingerprint import fingerprint_bytes
+from evalkit.core.types import ImagePart, ImageRef, Message, Query
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts" / "extract"
 MCQ_TEXT = "What shape is shown?\nA. circle\nB. square\nC. triangle\nD. star\nAnswer with the option's letter."

@@ -12,10 +12,11 @@ import anthropic
 import pytest
 from conftest import draw_image, make_mcq_jsonl
 
-from evalkit.errors import EvalkitError, ProviderError
-from evalkit.evaluate import run
-from evalkit.fingerprint import fingerprint_bytes
-from evalkit.images import PreparedImage
+from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.fingerprint import fingerprint_bytes
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
+from evalkit.engine.evaluate import run
+from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import api_key_for, create_provider, parse_spec
 from evalkit.providers.anthropic import AnthropicProvider, request_args
 from evalkit.sim.answerkey import AnswerEntry, AnswerKey
@@ -23,7 +24,6 @@ from evalkit.sim.anthropic_wire import PromptCache
 from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread, start_sim
-from evalkit.types import GenParams, ImagePart, ImageRef, Message
 
 KEY = "sk-ant-test-SECRET42"
 ENV = {"ANTHROPIC_API_KEY": KEY}

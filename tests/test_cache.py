@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from evalkit.cache import SCHEMA_VERSION, CacheLike, CacheStats, NullCache, ResponseCache, request_key
-from evalkit.types import GenParams, ImagePart, ImageRef, Message, Response, TextPart, Transform, Usage
+from evalkit.ask.cache import SCHEMA_VERSION, CacheLike, CacheStats, NullCache, ResponseCache, request_key
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Response, TextPart, Transform, Usage
 
 
 def hash_bytes(ref: ImageRef) -> str:

@@ -11,8 +11,8 @@ from PIL import Image
 from run_factory import LETTERS, make_run, record
 
 from evalkit.cli import main
-from evalkit.comparison import compare
-from evalkit.errors import EvalkitError
+from evalkit.core.errors import EvalkitError
+from evalkit.engine.compare import compare
 
 N = 1000
 

@@ -10,10 +10,10 @@ import pytest
 from run_factory import make_run
 
 from evalkit.benchmarks.rgbth import recorded_replies, replay_replies
-from evalkit.comparison import compare
-from evalkit.evaluate import DEFAULTS, prepare
-from evalkit.scoring import grade
-from evalkit.types import Record
+from evalkit.core.types import Record
+from evalkit.engine.compare import compare
+from evalkit.engine.evaluate import DEFAULTS, prepare
+from evalkit.grading.grade import grade
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ import json
 import pytest
 from conftest import draw_image, make_mcq_jsonl
 
-from evalkit.evaluate import run
-from evalkit.pricing import Price, cost_usd
+from evalkit.core.types import Usage
+from evalkit.engine.evaluate import run
+from evalkit.money.pricing import Price, cost_usd
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.types import Usage
 
 KEYS = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test", "GEMINI_API_KEY": "g-test"}
 BASES = {"openai": "/v1", "anthropic": "", "google": ""}
@@ -94,7 +94,7 @@ def test_max_cost_stops_then_resumes(tmp_path, prices):
 
 
 def test_max_cost_needs_a_known_price(tmp_path):
-    from evalkit.errors import EvalkitError
+    from evalkit.core.errors import EvalkitError
 
     data = make_mcq_jsonl(tmp_path / "ds", 2, seed=6)
     with pytest.raises(EvalkitError, match="--max-cost needs a price"):

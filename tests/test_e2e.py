@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import draw_image, make_mcq_jsonl
 
-from evalkit.evaluate import run
+from evalkit.engine.evaluate import run
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for

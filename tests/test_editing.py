@@ -13,14 +13,14 @@ import pytest
 from conftest import draw_image
 from PIL import Image
 
-from evalkit.cache import NullCache, ResponseCache
-from evalkit.editing import GENVIP_INSTRUCTION, EditRequest, create_editor, run_edits
-from evalkit.errors import EvalkitError
-from evalkit.images import ImagePipeline
-from evalkit.limiter import Limiter
+from evalkit.ask.cache import NullCache, ResponseCache
+from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, create_editor, run_edits
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import ImagePart, ImageRef
+from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim import SimConfig, SimFaults, SimServer, start_sim
 from evalkit.sim.edits import edit_key, simulated_edit
-from evalkit.types import ImagePart, ImageRef
 
 ENV = {"OPENAI_API_KEY": "sk-test", "GEMINI_API_KEY": "gm-test"}
 

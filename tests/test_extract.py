@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.extract import (
+from evalkit.grading.extract import (
     is_refusal,
     judge_prompt_mcq,
     judge_prompt_yesno,

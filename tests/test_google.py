@@ -16,10 +16,11 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from PIL import Image
 
-from evalkit.errors import EvalkitError, ProviderError
-from evalkit.evaluate import run
-from evalkit.fingerprint import fingerprint_bytes
-from evalkit.images import PreparedImage
+from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.fingerprint import fingerprint_bytes
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
+from evalkit.engine.evaluate import run
+from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import api_key_for, create_provider, parse_spec
 from evalkit.providers.google import (
     GoogleProvider,
@@ -35,7 +36,6 @@ from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.gemini_wire import EDIT_TEXT, simulated_edit
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread, start_sim
-from evalkit.types import GenParams, ImagePart, ImageRef, Message
 
 KEY = "gm-test-SECRET77"
 ENV = {"GEMINI_API_KEY": KEY}

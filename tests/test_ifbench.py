@@ -24,16 +24,16 @@ from evalkit.benchmarks.ifbench import (
     robust_rule,
 )
 from evalkit.cli import main as cli_main
-from evalkit.errors import EvalkitError
-from evalkit.evaluate import DEFAULTS, prepare, run
-from evalkit.extract import parse_judge_reply
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import dataset_path, read_prompt
+from evalkit.core.types import Parsed, Record
+from evalkit.engine.evaluate import DEFAULTS, prepare, run
+from evalkit.grading.extract import parse_judge_reply
 from evalkit.metrics.ifbench import Outcome, ifbench_metrics
 from evalkit.protocols.circular import all_shifts, circular_summary, shift_options
-from evalkit.resources import dataset_path, read_prompt
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams, judge_answer
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.types import Parsed, Record
 
 SAMPLE = dataset_path("if-bench", "if_bench_sample.json")
 # ---------------------------------------------------------------------------------------------

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evalkit.evaluate import DEFAULTS, prepare, run
-from evalkit.images import ImagePipeline
-from evalkit.scoring import grade
+from evalkit.core.types import Record
+from evalkit.engine.evaluate import DEFAULTS, prepare, run
+from evalkit.grading.grade import grade
+from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim.answerkey import build_answer_key
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimModel, SimParams
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.types import Record
 
 DIMENSION_COUNTS = {"Scene Understanding": 78, "Image Theme": 74, "Viewpoint of Capture": 58,
                     "Target Localization": 73, "Spatial Relationship Understanding": 54, "Object Counting": 87,

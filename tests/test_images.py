@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evalkit.errors import EvalkitError
-from evalkit.fingerprint import distance, fingerprint_bytes
-from evalkit.images import ImagePipeline, PreparedImage, fit_size, rotate_image, to_rgb
-from evalkit.types import ImagePart, ImageRef, Transform
+from evalkit.core.errors import EvalkitError
+from evalkit.core.fingerprint import distance, fingerprint_bytes
+from evalkit.core.types import ImagePart, ImageRef, Transform
+from evalkit.images.pipeline import ImagePipeline, PreparedImage, fit_size, rotate_image, to_rgb
 
 RED, BLUE, GREEN, WHITE = (255, 0, 0), (0, 0, 255), (0, 255, 0), (255, 255, 255)
 

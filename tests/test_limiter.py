@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 from fake_clock import FakeClock
 
-from evalkit.limiter import Limiter, RealClock
+from evalkit.ask.rate_limiter import Limiter, RealClock
 
 EPS = 1e-6
 

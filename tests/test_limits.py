@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evalkit.errors import EvalkitError
-from evalkit.images import ImagePipeline
-from evalkit.limits import (
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import ImagePart, ImageRef, Transform
+from evalkit.images.pipeline import ImagePipeline
+from evalkit.images.provider_limits import (
     LIMITS,
     check_image_count,
     check_prepared,
@@ -22,7 +23,6 @@ from evalkit.limits import (
     next_attempt,
     prepare_within,
 )
-from evalkit.types import ImagePart, ImageRef, Transform
 
 W, H = 9000, 6000
 

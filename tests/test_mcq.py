@@ -13,9 +13,9 @@ from PIL import Image
 
 from evalkit.benchmarks import REGISTRY, get_benchmark, list_benchmarks
 from evalkit.benchmarks.mcq import MCQ
-from evalkit.errors import EvalkitError
-from evalkit.resources import dataset_path, prompt_path, read_prompt
-from evalkit.types import ImagePart, Record, TextPart
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import dataset_path, prompt_path, read_prompt
+from evalkit.core.types import ImagePart, Record, TextPart
 
 HEADER = ["index", "image", "question", "A", "B", "C", "D", "answer", "category"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalkit.core.types import Record
 from evalkit.metrics.basic import accuracy, accuracy_by, counts, outcome, usage_totals
-from evalkit.types import Record
 
 
 def rec(

@@ -11,8 +11,9 @@ import pytest
 from conftest import REPO
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.errors import EvalkitError
-from evalkit.evaluate import run
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Record
+from evalkit.engine.evaluate import run
 from evalkit.metrics.mmerealworld import (
     category_group,
     choices_from_prompt,
@@ -23,7 +24,6 @@ from evalkit.metrics.mmerealworld import (
 )
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.types import Record
 
 # The real record's choices with 13 moved to (C), so "13" -> C tests step 5 without hitting A by accident.
 CHOICES = [("A", "(A) 6"), ("B", "(B) 90"), ("C", "(C) 13"), ("D", "(D) 77"),

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.errors import EvalkitError
-from evalkit.pricing import Price, cost_usd, estimate_cost, load_prices, reasoning_included
-from evalkit.types import Usage
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Usage
+from evalkit.money.pricing import Price, cost_usd, estimate_cost, load_prices, reasoning_included
 
 M = 1_000_000
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evalkit.evaluate import run
-from evalkit.limits import encoded_size, limits_for
+from evalkit.engine.evaluate import run
+from evalkit.images.provider_limits import encoded_size, limits_for
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

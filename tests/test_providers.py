@@ -7,15 +7,15 @@ import json
 import pytest
 from conftest import make_mcq_jsonl
 
-from evalkit.errors import EvalkitError, classify_status
-from evalkit.evaluate import run
-from evalkit.images import PreparedImage
+from evalkit.core.errors import EvalkitError, classify_status
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
+from evalkit.engine.evaluate import run
+from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import api_key_for, parse_spec
 from evalkit.providers.openai_compat import OpenAICompatProvider, normalise_base_url, retry_after_from_headers
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.types import GenParams, ImagePart, ImageRef, Message
 
 
 def test_body_has_images_in_order_and_extras_passed_through():

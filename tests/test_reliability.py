@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from evalkit.core.types import Record
 from evalkit.metrics.reliability import (
     binomial_hist_pmf,
     category_table,
@@ -16,7 +17,6 @@ from evalkit.metrics.reliability import (
     histogram,
     reliability_summary,
 )
-from evalkit.types import Record
 
 
 def _ordered_params(n: int, seed: int = 7) -> list[tuple[float, float, float]]:

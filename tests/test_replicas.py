@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import make_mcq_jsonl
 
-from evalkit.errors import EvalkitError
-from evalkit.evaluate import run
+from evalkit.core.errors import EvalkitError
+from evalkit.engine.evaluate import run
 from evalkit.providers.replicas import ReplicaPool
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread

@@ -7,8 +7,8 @@ import json
 
 from conftest import make_mcq_jsonl
 
-from evalkit.evaluate import run
-from evalkit.rereport import rereport
+from evalkit.engine.evaluate import run
+from evalkit.engine.rereport import rereport
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams

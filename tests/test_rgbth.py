@@ -24,8 +24,10 @@ from evalkit.benchmarks.rgbth import (
     replay_key,
     replay_replies,
 )
-from evalkit.errors import EvalkitError
-from evalkit.evaluate import DEFAULTS, prepare, run
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Query, Record
+from evalkit.engine.evaluate import DEFAULTS, prepare, run
+from evalkit.grading.grade import grade
 from evalkit.metrics.rgbth import (
     PAPER_SKILLS,
     RGB_TH_TXT,
@@ -34,11 +36,9 @@ from evalkit.metrics.rgbth import (
     rgbth_metrics,
     significance_threshold,
 )
-from evalkit.scoring import grade
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.types import Query, Record
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "rgb-th-bench"
 MAX_SIDE = 256

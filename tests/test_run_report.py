@@ -8,8 +8,8 @@ import re
 import numpy as np
 from PIL import Image
 
-from evalkit.evaluate import run
-from evalkit.rereport import rereport
+from evalkit.engine.evaluate import run
+from evalkit.engine.rereport import rereport
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread

@@ -6,12 +6,12 @@ import json
 
 from conftest import draw_image
 
-from evalkit.evaluate import run
-from evalkit.schedule import group_by_image
+from evalkit.ask.schedule import group_by_image
+from evalkit.core.types import ImagePart, ImageRef, Message, Query
+from evalkit.engine.evaluate import run
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.prompt_cache import PrefixCache, openai_image_tokens
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.types import ImagePart, ImageRef, Message, Query
 
 
 def _q(i: int, image: str | None) -> Query:

@@ -20,9 +20,9 @@ from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
 from evalkit.benchmarks.rgbth import recorded_replies, replay_replies
-from evalkit.evaluate import DEFAULTS, prepare
-from evalkit.scoring import grade
-from evalkit.types import Query, Record
+from evalkit.core.types import Query, Record
+from evalkit.engine.evaluate import DEFAULTS, prepare
+from evalkit.grading.grade import grade
 
 REPO = Path(__file__).resolve().parents[1]
 MISS_BOX = "[0.0, 0.0, 0.01, 0.01]"  # a grounding answer far from every gold box of the sample

@@ -17,7 +17,7 @@ from evalkit.analysis.significance import (
     paired_test,
     wilson,
 )
-from evalkit.errors import EvalkitError
+from evalkit.core.errors import EvalkitError
 
 
 def _binary(n: int, right: int, prefix: str = "") -> ScoreTable:

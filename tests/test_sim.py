@@ -22,7 +22,7 @@ from sim_helpers import (
     user_message,
 )
 
-from evalkit.fingerprint import fingerprint_bytes
+from evalkit.core.fingerprint import fingerprint_bytes
 from evalkit.sim import (
     AnswerEntry,
     AnswerKey,

@@ -12,9 +12,9 @@ from PIL import Image, ImageDraw
 
 from evalkit.benchmarks.tdbench import TDBench, join_canvas, parse_official_letter
 from evalkit.benchmarks.tdbench_io import export_official, load_generated, parse_box
-from evalkit.errors import EvalkitError
-from evalkit.evaluate import run
-from evalkit.images import ImagePipeline
+from evalkit.core.errors import EvalkitError
+from evalkit.engine.evaluate import run
+from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.tdbench import centre_in_box, iou
 from evalkit.protocols import rotation as rot
 from evalkit.sim.from_bench import answer_key_for
@@ -277,7 +277,7 @@ def test_estimators_end_to_end_2000_problems(tmp_path):
 
 def test_bundled_sample_loads():
     bench = TDBench()
-    from evalkit.resources import dataset_path
+    from evalkit.core.resources import dataset_path
 
     items = bench.load(dataset_path("tdbench"), None, {})
     assert len(items) == 30 and len({it.category for it in items}) == 10

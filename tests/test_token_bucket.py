@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fake_clock import FakeClock
 
-from evalkit.limiter import Limiter, TokenBucket
+from evalkit.ask.rate_limiter import Limiter, TokenBucket
 
 EPS = 1e-6
 

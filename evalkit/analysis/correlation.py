@@ -18,7 +18,7 @@ from typing import Any
 
 from scipy.stats import pearsonr, spearmanr
 
-from ..errors import EvalkitError
+from evalkit.core.errors import EvalkitError
 
 MIN_MODELS = 3  # two points always correlate perfectly
 

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..benchmarks.base import Benchmark
-from ..types import Record
-from . import views
-from .scoretable import ScoreTable
-from .significance import Interval, bootstrap_ci
+from evalkit.analysis import views
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.analysis.significance import Interval, bootstrap_ci
+from evalkit.benchmarks.base import Benchmark
+from evalkit.core.types import Record
 
 N_BOOT = 2000
 

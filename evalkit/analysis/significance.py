@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest
 
-from .scoretable import ScoreTable
+from evalkit.analysis.scoretable import ScoreTable
 
 CHUNK = 250  # bootstrap rows per matrix product: bounds memory on very large benchmarks
 

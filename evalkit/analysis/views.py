@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics.reliability import reliability_summary
-from ..types import Record
-from .significance import wilson
+from evalkit.analysis.significance import wilson
+from evalkit.core.types import Record
+from evalkit.metrics.reliability import reliability_summary
 
 
 @dataclass(frozen=True)

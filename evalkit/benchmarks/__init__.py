@@ -6,13 +6,13 @@ and error messages always show the same set.
 
 from __future__ import annotations
 
-from ..errors import EvalkitError
-from .base import Benchmark, JudgeRequest
-from .ifbench import IFBench
-from .mcq import MCQ
-from .mmerealworld import MMERealWorld
-from .rgbth import RGBThBench
-from .tdbench import TDBench
+from evalkit.benchmarks.base import Benchmark, JudgeRequest
+from evalkit.benchmarks.ifbench import IFBench
+from evalkit.benchmarks.mcq import MCQ
+from evalkit.benchmarks.mmerealworld import MMERealWorld
+from evalkit.benchmarks.rgbth import RGBThBench
+from evalkit.benchmarks.tdbench import TDBench
+from evalkit.core.errors import EvalkitError
 
 REGISTRY: dict[str, type[Benchmark]] = {
     MCQ.name: MCQ,

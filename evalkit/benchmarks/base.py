@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.scoretable import ScoreTable
-from ..types import Item, Parsed, Query, Record
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.core.types import Item, Parsed, Query, Record
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.scoretable import ScoreTable
-from ..errors import EvalkitError
-from ..extract import is_refusal, parse_letter
-from ..metrics.ifbench import Outcome, ifbench_metrics, item_scores
-from ..protocols.circular import all_shifts
-from ..resources import read_prompt
-from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
-from .base import Benchmark, JudgeRequest
-from .ifbench_io import LANGS, default_image_dir, entries, find_image, item_ids, parse_item
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.benchmarks.base import Benchmark, JudgeRequest
+from evalkit.benchmarks.ifbench_io import LANGS, default_image_dir, entries, find_image, item_ids, parse_item
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import read_prompt
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.grading.extract import is_refusal, parse_letter
+from evalkit.metrics.ifbench import Outcome, ifbench_metrics, item_scores
+from evalkit.protocols.circular import all_shifts
 
 LETTERS = ("A", "B", "C", "D")
 _PLACEHOLDER = re.compile(r"<input_question>|<input_options>")

@@ -17,13 +17,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..cache import CacheLike, NullCache, ResponseCache
-from ..editing import GENVIP_INSTRUCTION, EditRequest, EditResult, create_editor, run_edits
-from ..errors import EvalkitError
-from ..images import ImagePipeline
-from ..limiter import Limiter
-from ..types import ImageRef
-from .ifbench_io import IMAGE_EXTS, entries, parse_item
+from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, EditResult, create_editor, run_edits
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.benchmarks.ifbench_io import IMAGE_EXTS, entries, parse_item
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import ImageRef
+from evalkit.images.pipeline import ImagePipeline
 
 
 def image_names(images: Path, data: Path | None = None) -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvalkitError
+from evalkit.core.errors import EvalkitError
 
 LANGS = ("en", "cn")
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
@@ -91,7 +91,7 @@ def item_ids(rows: Sequence[dict[str, Any]]) -> list[str]:
 
     The same question and options recur on different images, so ids never come from text.
     """
-    from ..metrics.ifbench import short_name
+    from evalkit.metrics.ifbench import short_name
 
     seen: dict[str, int] = {}
     out = []

@@ -11,16 +11,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analysis.scoretable import ScoreTable
-from ..errors import EvalkitError
-from ..extract import is_refusal, judge_prompt_mcq, parse_letter, render_options, strip_reasoning
-from ..metrics.basic import accuracy, accuracy_by
-from ..protocols.circular import all_shifts, circular_summary
-from ..protocols.rotation import rotation_queries, rotation_summary
-from ..resources import fill_template, read_prompt
-from ..types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
-from .base import Benchmark, JudgeRequest, accuracy_table, all_right_table
-from .mcq_io import load_jsonl, load_tsv, resolve_data
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table, all_right_table
+from evalkit.benchmarks.mcq_io import load_jsonl, load_tsv, resolve_data
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
+from evalkit.grading.extract import (
+    is_refusal,
+    judge_prompt_mcq,
+    parse_letter,
+    render_options,
+    strip_reasoning,
+)
+from evalkit.metrics.basic import accuracy, accuracy_by
+from evalkit.protocols.circular import all_shifts, circular_summary
+from evalkit.protocols.rotation import rotation_queries, rotation_summary
 
 
 def build_prompt(template: str, question: str, options: Mapping[str, str], hint: str = "") -> str:

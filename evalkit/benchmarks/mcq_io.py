@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvalkitError
-from ..types import ImageRef, Item
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import ImageRef, Item
 
 _KNOWN_TSV = {"index", "image", "image_path", "question", "answer", "category", "hint"}
 _MISSING = {"", "nan", "NaN", "None"}  # how pandas-written TSVs spell an empty cell

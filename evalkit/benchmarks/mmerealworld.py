@@ -19,10 +19,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analysis.scoretable import ScoreTable
-from ..errors import EvalkitError
-from ..extract import is_refusal, judge_prompt_mcq, strip_reasoning
-from ..metrics.mmerealworld import (
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
+from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
+from evalkit.grading.extract import is_refusal, judge_prompt_mcq, strip_reasoning
+from evalkit.metrics.mmerealworld import (
     choices_of,
     mme_metrics,
     option_text,
@@ -30,10 +34,6 @@ from ..metrics.mmerealworld import (
     parse_robust,
     scoring_key,
 )
-from ..resources import fill_template, read_prompt
-from ..types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
-from .base import Benchmark, JudgeRequest, accuracy_table
-from .mcq_io import _resolve_file, load_tsv
 
 _REQUIRED = ("Question_id", "Image", "Text", "Answer choices", "Ground truth", "Task", "Subtask", "Category")
 _CHOICE = re.compile(r"^\s*\(([A-Z])\)")

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.scoretable import ScoreTable
-from ..errors import EvalkitError
-from ..extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
-from ..metrics.rgbth import ALL_SKILLS, PAPER_SKILLS, find_duplicates, prompt_group, rgbth_metrics
-from ..resources import fill_template, read_prompt
-from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
-from .base import Benchmark, JudgeRequest
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.benchmarks.base import Benchmark, JudgeRequest
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.grading.extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
+from evalkit.metrics.rgbth import ALL_SKILLS, PAPER_SKILLS, find_duplicates, prompt_group, rgbth_metrics
 
 SINGLE = "Single RGB Image"
 PAIR = "RGB-Thermal Pair"
@@ -284,8 +284,8 @@ def replay_key(queries: Sequence[Query], replies: Mapping[str, str]) -> Any:
     identical requests (the release's duplicated questions) keep the first reply, as a real
     server would be asked once and the cache answer the copy.
     """
-    from ..images import ImagePipeline
-    from ..sim.answerkey import AnswerEntry, AnswerKey, normalise_text
+    from evalkit.images.pipeline import ImagePipeline
+    from evalkit.sim.answerkey import AnswerEntry, AnswerKey, normalise_text
 
     key = AnswerKey()
     seen: set[tuple[str, tuple[str, ...]]] = set()

@@ -27,17 +27,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..analysis.scoretable import ScoreTable
-from ..errors import EvalkitError
-from ..extract import is_refusal, judge_prompt_mcq, parse_letter, render_options, strip_reasoning
-from ..imageops import rotate_image, to_rgb
-from ..metrics import tdbench as tdm
-from ..protocols import rotation as rot
-from ..resources import fill_template, read_prompt
-from ..types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
-from .base import Benchmark, JudgeRequest
-from .mcq_io import load_tsv
-from .tdbench_io import (
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.benchmarks.base import Benchmark, JudgeRequest
+from evalkit.benchmarks.mcq_io import load_tsv
+from evalkit.benchmarks.tdbench_io import (
     format_box,
     load_generated,
     load_official,
@@ -45,6 +38,19 @@ from .tdbench_io import (
     parse_box,
     source_size,
 )
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.grading.extract import (
+    is_refusal,
+    judge_prompt_mcq,
+    parse_letter,
+    render_options,
+    strip_reasoning,
+)
+from evalkit.images.ops import rotate_image, to_rgb
+from evalkit.metrics import tdbench as tdm
+from evalkit.protocols import rotation as rot
 
 GROUNDING = "Visual Grounding"
 

@@ -18,11 +18,11 @@ from typing import Any
 
 from PIL import Image
 
-from ..errors import EvalkitError
-from ..metrics.tdbench import CATEGORIES
-from ..protocols import rotation as rot
-from ..types import ImageRef, Item
-from .mcq_io import _cell, _json_options, _raise_field_limit, _resolve_file, load_tsv
+from evalkit.benchmarks.mcq_io import _cell, _json_options, _raise_field_limit, _resolve_file, load_tsv
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import ImageRef, Item
+from evalkit.metrics.tdbench import CATEGORIES
+from evalkit.protocols import rotation as rot
 
 Box = tuple[float, float, float, float]
 ROT_FILE = re.compile(r"^(?P<prefix>.+?)_rot(?P<deg>0|90|180|270)\.tsv$", re.I)
@@ -295,7 +295,7 @@ def export_official(items: Sequence[Item], folder: Path, *, seed: int = 0, prefi
     options shuffled for that rotation and the gold letter there: exactly what the generated
     form asks, so both forms give the same queries.
     """
-    from .tdbench import png_bytes, variant_image, variant_text
+    from evalkit.benchmarks.tdbench import png_bytes, variant_image, variant_text
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []

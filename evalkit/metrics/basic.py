@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-from ..types import Record
+from evalkit.core.types import Record
 
 
 def outcome(record: Record) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..extract import parse_letter, strip_reasoning
-from ..types import Record
+from evalkit.core.types import Record
+from evalkit.grading.extract import parse_letter, strip_reasoning
 
 LETTERS = "ABCDE"
 TASKS = ("Perception", "Reasoning")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..types import Record
+from evalkit.core.types import Record
 
 RGB_TXT = (
     "Scene Understanding",

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .reliability import category_table, fit_histogram, histogram
+from evalkit.metrics.reliability import category_table, fit_histogram, histogram
 
 Box = tuple[float, float, float, float]
 

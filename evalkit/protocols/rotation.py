@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..types import GenParams, ImagePart, Item, Message, Query, Record, Transform
+from evalkit.core.types import GenParams, ImagePart, Item, Message, Query, Record, Transform
 
 ROTATIONS: tuple[int, ...] = (0, 90, 180, 270)
 
@@ -182,7 +182,7 @@ def rotation_queries(item: Item, build_text: Callable[[str, dict[str, str]], str
 
 def rotation_summary(records: Sequence[Record]) -> dict[str, Any]:
     """RE / VE / MA over base questions (fractions) and the reliability fit of their groups."""
-    from ..metrics.reliability import consistency, group_counts, reliability_summary
+    from evalkit.metrics.reliability import consistency, group_counts, reliability_summary
 
     counts = group_counts(records)
     return {**consistency(counts), "reliability": reliability_summary(records, n_boot=100)}

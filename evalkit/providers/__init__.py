@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import EvalkitError
-from .base import Provider, ProviderSpec
+from evalkit.core.errors import EvalkitError
+from evalkit.providers.base import Provider, ProviderSpec
 
 PROVIDERS = {
     "openai": "OpenAI API through the official SDK (OPENAI_API_KEY; OPENAI_BASE_URL optional)",
@@ -72,17 +72,17 @@ def api_key_for(spec: ProviderSpec, env: Mapping[str, str]) -> str | None:
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: float = 120.0) -> Provider:
     key = api_key_for(spec, env)
     if spec.provider == "openai":
-        from .openai_sdk import OpenAISDKProvider
+        from evalkit.providers.openai_sdk import OpenAISDKProvider
 
         return OpenAISDKProvider(spec, api_key=key or "", timeout_s=timeout_s)
     if spec.provider == "anthropic":
-        from .anthropic import AnthropicProvider
+        from evalkit.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(spec, api_key=key or "", timeout_s=timeout_s)
     if spec.provider == "google":
-        from .google import GoogleProvider
+        from evalkit.providers.google import GoogleProvider
 
         return GoogleProvider(spec, api_key=key or "", timeout_s=timeout_s)
-    from .openai_compat import OpenAICompatProvider
+    from evalkit.providers.openai_compat import OpenAICompatProvider
 
     return OpenAICompatProvider(spec, api_key=key, timeout_s=timeout_s)

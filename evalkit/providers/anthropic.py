@@ -16,11 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ProviderError
-from ..images import PreparedImage
-from ..types import GenParams, ImagePart, Message, Response, Usage
-from .base import ProviderSpec
-from .sdk_errors import sdk_error
+from evalkit.core.errors import ProviderError
+from evalkit.core.types import GenParams, ImagePart, Message, Response, Usage
+from evalkit.images.pipeline import PreparedImage
+from evalkit.providers.base import ProviderSpec
+from evalkit.providers.sdk_errors import sdk_error
 
 EPHEMERAL = {"type": "ephemeral"}
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..images import PreparedImage
-from ..types import GenParams, Message, Response
+from evalkit.core.types import GenParams, Message, Response
+from evalkit.images.pipeline import PreparedImage
 
 
 @dataclass(frozen=True)

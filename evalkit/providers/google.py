@@ -18,11 +18,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ProviderError, classify_status
-from ..images import PreparedImage
-from ..types import GenParams, ImagePart, Message, Response, Usage
-from .base import ProviderSpec
-from .openai_compat import retry_after_from_headers
+from evalkit.core.errors import ProviderError, classify_status
+from evalkit.core.types import GenParams, ImagePart, Message, Response, Usage
+from evalkit.images.pipeline import PreparedImage
+from evalkit.providers.base import ProviderSpec
+from evalkit.providers.openai_compat import retry_after_from_headers
 
 PRO_MIN_OUTPUT_TOKENS = 8192
 _THINKING_MODEL = re.compile(r"gemini-(2\.5|[3-9](\.\d+)?)-")

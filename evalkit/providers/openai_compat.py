@@ -15,12 +15,12 @@ from typing import Any
 
 import aiohttp
 
-from ..errors import EvalkitError, ProviderError, classify_status, parse_retry_after
-from ..images import PreparedImage
-from ..types import GenParams, Message, Response
-from .base import ProviderSpec
-from .openai_format import chat_body, openai_messages, response_from_openai
-from .replicas import Replica, ReplicaPool
+from evalkit.core.errors import EvalkitError, ProviderError, classify_status, parse_retry_after
+from evalkit.core.types import GenParams, Message, Response
+from evalkit.images.pipeline import PreparedImage
+from evalkit.providers.base import ProviderSpec
+from evalkit.providers.openai_format import chat_body, openai_messages, response_from_openai
+from evalkit.providers.replicas import Replica, ReplicaPool
 
 
 def normalise_base_url(url: str) -> str:

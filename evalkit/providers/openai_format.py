@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ProviderError
-from ..images import PreparedImage
-from ..types import GenParams, ImagePart, Message, Response, TextPart, Usage
+from evalkit.core.errors import ProviderError
+from evalkit.core.types import GenParams, ImagePart, Message, Response, TextPart, Usage
+from evalkit.images.pipeline import PreparedImage
 
 
 def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage] | Sequence[str]

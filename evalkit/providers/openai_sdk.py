@@ -10,12 +10,12 @@ import re
 import time
 from collections.abc import Sequence
 
-from ..errors import ProviderError
-from ..images import PreparedImage
-from ..types import GenParams, Message, Response
-from .base import ProviderSpec
-from .openai_format import chat_body, openai_messages, response_from_openai
-from .sdk_errors import sdk_error
+from evalkit.core.errors import ProviderError
+from evalkit.core.types import GenParams, Message, Response
+from evalkit.images.pipeline import PreparedImage
+from evalkit.providers.base import ProviderSpec
+from evalkit.providers.openai_format import chat_body, openai_messages, response_from_openai
+from evalkit.providers.sdk_errors import sdk_error
 
 # Reasoning models accept only the default temperature.
 _FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5)")

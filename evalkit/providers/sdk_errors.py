@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ..errors import ProviderError, classify_status
-from .openai_compat import retry_after_from_headers
+from evalkit.core.errors import ProviderError, classify_status
+from evalkit.providers.openai_compat import retry_after_from_headers
 
 
 def sdk_error(sdk: ModuleType, exc: BaseException) -> ProviderError | None:

@@ -5,13 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..benchmarks import get_benchmark
-from ..rundir import write_json_atomic
-from .figures import draw_all
-from .tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, pct_ci, pvalue, reliability_rows
+from evalkit.benchmarks import get_benchmark
+from evalkit.engine.rundir import write_json_atomic
+from evalkit.report.figures import draw_all
+from evalkit.report.tables import (
+    RELIABILITY_HEAD,
+    fmt,
+    md_table,
+    metric_rows,
+    pct_ci,
+    pvalue,
+    reliability_rows,
+)
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from evalkit.engine.compare import Comparison
 
 
 def _leaderboard(c: Comparison) -> list[str]:

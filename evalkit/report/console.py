@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from .tables import count_rows, fmt, metric_rows, pct_ci, pvalue
+from evalkit.report.tables import count_rows, fmt, metric_rows, pct_ci, pvalue
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from evalkit.engine.compare import Comparison
 
 
 def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None = None) -> None:

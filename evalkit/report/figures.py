@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..analysis.result import ModelResult
-from . import plots
+from evalkit.analysis.result import ModelResult
+from evalkit.report import plots
 
 
 def _union(groups: Sequence[dict[str, object]]) -> list[str]:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, pct_ci, reliability_rows
+from evalkit.report.tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, pct_ci, reliability_rows
 
 if TYPE_CHECKING:
-    from ..analysis.result import ModelResult
+    from evalkit.analysis.result import ModelResult
 
 
 def _headline(summary: dict[str, Any]) -> list[str]:
@@ -76,7 +76,7 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult |
     run_dir = Path(run_dir)
     figures: list[tuple[str, str]] = []
     if analysis is not None and analysis.records:
-        from .figures import draw_all
+        from evalkit.report.figures import draw_all
 
         figures = [(title, path.relative_to(run_dir).as_posix())
                    for title, path in draw_all(run_dir / "plots", [analysis])]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.result import analyze
-from ..benchmarks.base import Benchmark
-from ..rundir import RunDir
-from ..types import Record
-from .markdown import write_report
+from evalkit.analysis.result import analyze
+from evalkit.benchmarks.base import Benchmark
+from evalkit.core.types import Record
+from evalkit.engine.rundir import RunDir
+from evalkit.report.markdown import write_report
 
 
 def publish(rundir: RunDir, summary: dict[str, Any], bench: Benchmark, records: Sequence[Record],

@@ -14,7 +14,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ..runner import Outcome
+from evalkit.ask.runner import Outcome
 
 
 class RunProgress:

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from evalkit import fingerprint
-from evalkit.types import ImagePart, Query
+from evalkit.core import fingerprint
+from evalkit.core.types import ImagePart, Query
 
 FORMAT = "evalkit-answer-key/1"
 _FP_BYTES = fingerprint.SIDE * fingerprint.SIDE

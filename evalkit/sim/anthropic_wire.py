@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from PIL import Image
 
-from evalkit import fingerprint
+from evalkit.core import fingerprint
 from evalkit.sim.model import estimate_tokens, image_tokens
 from evalkit.sim.wire import BadRequest, ParsedRequest
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..images import ImagePipeline
-from ..types import Query
-from .answerkey import AnswerKey, build_answer_key
+from evalkit.core.types import Query
+from evalkit.images.pipeline import ImagePipeline
+from evalkit.sim.answerkey import AnswerKey, build_answer_key
 
 
 def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | None = None) -> AnswerKey:
@@ -22,7 +22,7 @@ def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | 
 
 def answer_key_for(bench: str, options: dict[str, Any]) -> AnswerKey:
     """Load and expand `bench` exactly as `evalkit run` would, and key every query."""
-    from ..evaluate import DEFAULTS, prepare
+    from evalkit.engine.evaluate import DEFAULTS, prepare
 
     _, _, queries, _ = prepare(bench, {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}})
     return answer_key_from_queries(queries)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from PIL import Image
 
-from evalkit import fingerprint
+from evalkit.core import fingerprint
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect, Usage

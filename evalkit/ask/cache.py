@@ -1,0 +1,255 @@
+"""The response cache: content-addressed keys and a JSON-only disk store.
+
+A key is the sha256 of everything that affects a model's output and nothing else (see
+DESIGN.md): provider, model, endpoint identity, generation parameters, and the messages
+with each image replaced by the hash of its source bytes plus its transform. API keys,
+concurrency, retries and timeouts cannot enter it because request_key never receives them.
+
+Values are JSON text in diskcache's sqlite file, never pickle: a cache directory shared or
+copied between machines must not be able to run code when read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import diskcache
+from diskcache.core import MODE_RAW, MODE_TEXT, UNKNOWN
+
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, TextPart
+
+SCHEMA_VERSION = 1
+
+# Values up to this size stay inline in cache.db (as TEXT); diskcache's default (32 KB)
+# would move long answers to side files. Larger ones still go to side files as UTF-8 text.
+_INLINE_MAX = 1 << 24
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _params_dict(params: GenParams) -> dict[str, Any]:
+    """params.to_dict() with numeric fields normalised, so temperature=0 and 0.0 share a key."""
+    d = params.to_dict()
+    for name in ("temperature", "top_p"):
+        if d.get(name) is not None:
+            d[name] = float(d[name])
+    if d.get("max_tokens") is not None:
+        d["max_tokens"] = int(d["max_tokens"])
+    return d
+
+
+def _message_dict(message: Message, source_hash: Callable[[ImageRef], str]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"text": part.text})
+        elif isinstance(part, ImagePart):
+            parts.append({"image": source_hash(part.ref), "transform": asdict(part.transform)})
+        else:  # pragma: no cover - Part is a closed union
+            raise TypeError(f"unknown message part {type(part).__name__}")
+    return {"role": message.role, "parts": parts}
+
+
+def request_key(
+    *,
+    provider: str,
+    model: str,
+    endpoint: str,
+    params: GenParams,
+    messages: Sequence[Message],
+    source_hash: Callable[[ImageRef], str],
+) -> str:
+    """sha256 hex of the canonical JSON of one request's output-affecting content.
+
+    endpoint is the caller's identity string: the base URL, the sorted replica URLs joined,
+    or a --cache-tag. source_hash maps an image to the hash of its bytes (not its path).
+    """
+    payload = {
+        "schema": SCHEMA_VERSION,
+        "provider": provider,
+        "model": model,
+        "endpoint": endpoint,
+        "params": _params_dict(params),
+        "messages": [_message_dict(m, source_hash) for m in messages],
+    }
+    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
+
+
+def _value_text(value: dict[str, Any]) -> str:
+    """The JSON text stored for a value; TypeError for anything that would not round-trip."""
+    if not isinstance(value, dict):
+        raise TypeError(f"cache values must be dicts, got {type(value).__name__}")
+    try:
+        return _canonical(value)
+    except ValueError as e:  # NaN/inf or a circular reference: not portable JSON
+        raise TypeError(f"cache value is not JSON-serialisable: {e}") from e
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What `evalkit cache stats` prints."""
+
+    entries: int
+    size_bytes: int
+    directory: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class CacheLike(Protocol):
+    """What the runner needs from a cache; ResponseCache and NullCache both provide it."""
+
+    hits: int
+    misses: int
+    blocking: bool  # True when get/set touch the disk (the runner then calls them from a thread)
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def set(self, key: str, value: dict[str, Any]) -> None: ...
+
+    def stats(self) -> CacheStats: ...
+
+    def clear(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class _TextOnlyDisk(diskcache.Disk):
+    """A diskcache Disk that refuses to pickle or unpickle: only str keys and values pass."""
+
+    def put(self, key: Any) -> tuple[Any, bool]:
+        if type(key) is not str:
+            raise TypeError(f"cache keys must be str, got {type(key).__name__}")
+        return super().put(key)
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:
+            raise TypeError("refusing to unpickle a cache key")
+        return super().get(key, raw)
+
+    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
+        if type(value) is not str or read:
+            raise TypeError(f"cache values must be JSON text, got {type(value).__name__}")
+        return super().store(value, read, key=key)
+
+    def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
+        if mode not in (MODE_RAW, MODE_TEXT) or read:
+            raise TypeError("refusing to read a non-text cache value (pickle is never used)")
+        return super().fetch(mode, filename, value, read)
+
+
+class ResponseCache:
+    """diskcache.Cache with values stored as JSON text (never pickle).
+
+    Safe across threads and processes as diskcache is; hits/misses count this object's get()
+    calls, for the run summary.
+    """
+
+    blocking = True
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory).expanduser()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._cache = diskcache.Cache(str(self.directory), disk=_TextOnlyDisk, disk_min_file_size=_INLINE_MAX)
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def _count(self, hit: bool) -> None:
+        with self._lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored response dict, or None (a corrupt or foreign entry counts as a miss)."""
+        try:
+            text = self._cache.get(key, default=None, retry=True)
+        except (TypeError, OSError, sqlite3.Error):
+            text = None
+        value: Any = None
+        if isinstance(text, str):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = None
+        if not isinstance(value, dict):
+            self._count(False)
+            return None
+        self._count(True)
+        return value
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        """Store a JSON-serialisable dict; anything else raises TypeError before touching disk."""
+        self._cache.set(key, _value_text(value), retry=True)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._cache
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def stats(self) -> CacheStats:
+        return CacheStats(
+            entries=len(self._cache), size_bytes=int(self._cache.volume()), directory=str(self.directory)
+        )
+
+    def clear(self) -> int:
+        """Remove every entry; returns how many were removed."""
+        return int(self._cache.clear(retry=True))
+
+    def close(self) -> None:
+        self._cache.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class NullCache:
+    """--no-cache: the same interface, stores nothing; every get() is a miss."""
+
+    directory = ""
+    blocking = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            self.misses += 1
+        return None
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        """Validates like ResponseCache.set (so --no-cache hides no bug), then drops the value."""
+        _value_text(value)
+
+    def stats(self) -> CacheStats:
+        return CacheStats(entries=0, size_bytes=0, directory="")
+
+    def clear(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> NullCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,206 @@
+"""The asyncio runner: cache lookup, image preparation, limiter, retries, one place for all of it.
+
+Workers pull queries from one iterator, so memory does not grow with the dataset and
+at most `concurrency` requests are in flight. Blocking work (reading and hashing image
+files, decoding and encoding, the sqlite cache) runs in threads, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from evalkit.ask.cache import CacheLike, request_key
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.retry import RetryPolicy, with_retries
+from evalkit.core.errors import ProviderError
+from evalkit.core.types import ImagePart, Message, Query, Response
+from evalkit.images.pipeline import ImagePipeline, PreparedImage
+from evalkit.images.provider_limits import (
+    check_image_count,
+    check_request_bytes,
+    fit_transform,
+    limits_for,
+    prepare_within,
+)
+from evalkit.providers.base import Provider
+
+
+@dataclass
+class Outcome:
+    """The result of asking one query (success, empty answer, or an error left after retries)."""
+
+    query: Query
+    response: Response
+    request_key: str
+    cached: bool
+    image_fps: list[str] = field(default_factory=list)
+    image_sizes: list[list[int]] = field(default_factory=list)  # as sent (after provider limits)
+
+
+@dataclass
+class RunnerStats:
+    sent: int = 0
+    attempts: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def estimate_tokens(query: Query) -> int:
+    """Rough input+output tokens for the TPM bucket before the request (corrected afterwards)."""
+    text = sum(len(m.text()) for m in query.messages)
+    return text // 4 + 800 * len(query.image_parts()) + query.params.max_tokens
+
+
+class Runner:
+    def __init__(self, provider: Provider, *, limiter: Limiter, cache: CacheLike, pipeline: ImagePipeline,
+                 policy: RetryPolicy | None = None, fingerprints: bool = True):
+        self.provider = provider
+        self.limiter = limiter
+        self.cache = cache
+        self.pipeline = pipeline
+        self.policy = policy or RetryPolicy()
+        self.fingerprints = fingerprints
+        self.stats = RunnerStats()
+        lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
+        self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
+
+    # ---- one query ---------------------------------------------------------------------
+    def fit(self, query: Query) -> Query:
+        """The query with each image's transform tightened to the provider's documented limits
+        (reads image headers only). Servers without limits get the query unchanged."""
+        parts = query.image_parts()
+        if self.limits is None or not parts:
+            return query
+        check_image_count(self.limits, len(parts), f"query {query.id}")
+
+        def fitted(part: ImagePart) -> ImagePart:
+            h = self.pipeline.header(part.ref)
+            t = fit_transform(self.limits, part.transform, h.width, h.height, mime=h.mime, nbytes=h.nbytes)
+            return part if t == part.transform else ImagePart(part.ref, t)
+
+        messages = tuple(Message(m.role, tuple(fitted(p) if isinstance(p, ImagePart) else p for p in m.parts))
+                         for m in query.messages)
+        return replace(query, messages=messages)
+
+    def key_of(self, query: Query) -> str:
+        """The cache key of a query as it will be sent (after fitting provider limits)."""
+        return self._key(self.fit(query))
+
+    def _key(self, fitted: Query) -> str:
+        spec = self.provider.spec
+        return request_key(provider=spec.provider, model=spec.model, endpoint=spec.endpoint,
+                           params=fitted.params, messages=fitted.messages, source_hash=self.pipeline.source_hash)
+
+    def _prepare(self, query: Query) -> list[PreparedImage]:
+        """Encoded images within the provider's limits (stepping quality/size down for bytes)."""
+        parts = query.image_parts()
+        if self.limits is None:
+            return [self.pipeline.prepare(p) for p in parts]
+        out = [prepare_within(lambda t, p=p: self.pipeline.prepare(ImagePart(p.ref, t)), p.transform, self.limits,
+                              p.ref.describe(), n_images=len(parts))[0] for p in parts]
+        check_request_bytes(self.limits, sum(len(i.data) for i in out), f"query {query.id}")
+        return out
+
+    def _lookup(self, query: Query) -> tuple[str, dict | None, list[str], list[PreparedImage]]:
+        """Thread work: key, cache lookup, fingerprints, and (on a miss) the prepared images."""
+        query = self.fit(query)
+        key = self._key(query)
+        hit = self.cache.get(key)
+        parts = query.image_parts()
+        prepared = [] if hit is not None else self._prepare(query)  # first: its decode also fingerprints
+        fps = [self.pipeline.fingerprint(p) for p in parts] if self.fingerprints else []
+        return key, hit, fps, prepared
+
+    async def ask(self, query: Query) -> Outcome:
+        in_memory = self.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
+        if self.cache.blocking or not in_memory:
+            key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query)
+        else:  # everything is in memory: a thread hop would cost more than the work
+            key, hit, fps, prepared = self._lookup(query)
+        if hit is not None:
+            self.stats.cache_hits += 1
+            return Outcome(query, Response.from_cache(hit), key, True, fps, hit.get("image_sizes") or [])
+        sizes = [[i.width, i.height] for i in prepared]
+        response = await self._send(query, prepared)
+        if response.ok:
+            self.stats.input_tokens += response.usage.input_tokens
+            self.stats.output_tokens += response.usage.output_tokens
+            if response.text.strip():  # empty answers are not cached: a later run tries again
+                value = {**response.to_cache(), "image_sizes": sizes}
+                if self.cache.blocking:
+                    await asyncio.to_thread(self.cache.set, key, value)
+                else:
+                    self.cache.set(key, value)
+        else:
+            self.stats.errors += 1
+        return Outcome(query, response, key, False, fps, sizes)
+
+    async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
+        """Send with retries; empty content is retried, and if still empty it is the answer."""
+        last_empty: Response | None = None
+
+        async def call() -> Response:
+            nonlocal last_empty
+            response = await self.provider.complete(query.messages, query.params, images)
+            if not response.text.strip():
+                last_empty = response
+                raise ProviderError("empty", "empty content")
+            return response
+
+        def on_attempt(n: int) -> None:
+            self.stats.attempts += 1
+            self.stats.retries += n > 1
+
+        self.stats.sent += 1
+        try:
+            return await with_retries(call, self.policy, self.limiter, est_tokens=estimate_tokens(query),
+                                      tokens_of=lambda r: r.usage.input_tokens + r.usage.output_tokens,
+                                      on_attempt=on_attempt)
+        except ProviderError as e:
+            if e.kind == "empty" and last_empty is not None:
+                return last_empty  # the model's answer after all: the benchmark's rule scores it
+            return Response(error=e.kind, error_message=e.message)  # type: ignore[arg-type]
+
+    # ---- many queries ------------------------------------------------------------------
+    async def run(self, queries: Iterable[Query], sink: Callable[[Outcome], None], *, workers: int,
+                  stop: Callable[[], bool] | None = None,
+                  group_of: Callable[[Query], Hashable | None] | None = None) -> RunnerStats:
+        """Ask every query; `sink` receives each outcome as soon as it is known (in completion order).
+
+        `stop` is checked before each new query (e.g. a spending budget): once it says so, no new
+        query starts, and those in flight finish and reach the sink. With `group_of`, the first
+        query of a group is answered before the rest of its group is sent (prompt caching).
+        """
+        it = iter(queries)
+        primed: dict[Hashable, asyncio.Event] = {}
+
+        async def ask(query: Query) -> Outcome:
+            key = group_of(query) if group_of is not None else None
+            if key is None:
+                return await self.ask(query)
+            event = primed.get(key)
+            if event is None:  # this query primes its group
+                primed[key] = event = asyncio.Event()
+                try:
+                    return await self.ask(query)
+                finally:
+                    event.set()
+            if not event.is_set():
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(event.wait(), self.policy.timeout_s)
+            return await self.ask(query)
+
+        async def worker() -> None:
+            for query in it:
+                if stop is not None and stop():
+                    return
+                sink(await ask(query))
+
+        await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+        return self.stats

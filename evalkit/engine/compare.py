@@ -1,0 +1,219 @@
+"""`evalkit compare RUN_DIR...`: one benchmark, many models, a leaderboard with honest error bars.
+
+Runs are read from their directories (config.json, records.jsonl, summary.json); nobody is
+asked anything. Runs of different benchmarks, or of one benchmark under different protocol
+settings, are refused with the differing settings named: their numbers do not compare.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.analysis.correlation import load_sizes, size_correlation
+from evalkit.analysis.result import N_BOOT, ModelResult, analyze
+from evalkit.analysis.significance import PairTest, all_pairs, bootstrap_ci, resample, same_observations
+from evalkit.benchmarks import get_benchmark
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Record
+from evalkit.engine.evaluate import DEFAULTS, opts_for_bench
+from evalkit.engine.rundir import RunDir
+
+# Settings that may differ between the models of one comparison: who answered, and how it
+# was asked to generate. Everything else in a run's identity is protocol and must agree.
+PER_MODEL = {"model", "endpoint", "cache_tag", "max_tokens", "temperature", "seed", "top_p", "extra",
+             "max_side", "max_pixels"}
+
+
+@dataclass
+class LoadedRun:
+    path: Path
+    label: str
+    identity: dict[str, Any]
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    records: list[Record]
+
+
+def load_run(path: Path) -> LoadedRun:
+    rundir = RunDir(Path(path))
+    saved = rundir.read_config()
+    summary_path = rundir.path / "summary.json"
+    if not summary_path.exists():
+        raise EvalkitError(f"{summary_path}: missing; finish the run or rebuild it with `evalkit report {path}`")
+    records = list(rundir.load_records().values())
+    summary = rundir.read_summary()
+    return LoadedRun(rundir.path, str(summary.get("model") or saved["identity"].get("model")),
+                     saved["identity"], saved.get("config", {}), summary, records)
+
+
+def _label_all(runs: list[LoadedRun]) -> None:
+    """Model labels, made unique with the run directory's name where two runs share a model."""
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    for run in runs:
+        if seen[run.label] > 1:
+            run.label = f"{run.label} ({run.path.name})"
+
+
+def check_compatible(runs: Sequence[LoadedRun]) -> list[str]:
+    """Refuse runs that do not measure the same thing; return notes on what may differ."""
+    first = runs[0]
+    benches = {r.identity.get("benchmark") for r in runs}
+    if len(benches) > 1:
+        named = ", ".join(f"{r.path.name}: {r.identity.get('benchmark')}" for r in runs)
+        raise EvalkitError(f"cannot compare runs of different benchmarks ({named})")
+    differing: list[str] = []
+    keys = sorted({k for r in runs for k in r.identity} - PER_MODEL - {"data"})
+    for key in keys:
+        values = {json.dumps(r.identity.get(key), sort_keys=True) for r in runs}
+        if len(values) > 1:
+            shown = "; ".join(f"{r.path.name}: {r.identity.get(key)!r}" for r in runs)
+            differing.append(f"{key} ({shown})")
+    notes: list[str] = []
+    if len({r.identity.get("data") for r in runs}) > 1:
+        problem = _data_mismatch(runs)
+        if problem:
+            differing.append(problem)
+        else:
+            notes.append("the runs read their data from different paths, but the questions and answers agree")
+    if differing:
+        raise EvalkitError(f"cannot compare {first.identity.get('benchmark')} runs with different settings: "
+                           + " · ".join(differing))
+    for key in sorted(PER_MODEL - {"model", "endpoint", "cache_tag"}):
+        values = {json.dumps(r.identity.get(key), sort_keys=True) for r in runs}
+        if len(values) > 1:
+            notes.append(f"{key} differs between models: "
+                         + ", ".join(f"{r.label}: {r.identity.get(key)}" for r in runs))
+    return notes
+
+
+def _data_mismatch(runs: Sequence[LoadedRun]) -> str | None:
+    """Different data paths are fine when the questions (ids) and gold answers agree."""
+    golds = [{rec.query_id: rec.gold for rec in r.records} for r in runs]
+    for run, gold in zip(runs[1:], golds[1:], strict=True):
+        common = gold.keys() & golds[0].keys()
+        if not common:
+            return f"data (no question in common between {runs[0].path.name} and {run.path.name})"
+        wrong = sum(1 for q in common if gold[q] != golds[0][q])
+        if wrong:
+            return f"data ({wrong} questions have different answers in {runs[0].path.name} and {run.path.name})"
+    return None
+
+
+@dataclass
+class Comparison:
+    """A ranked leaderboard of one benchmark, with intervals, paired tests and correlations."""
+
+    benchmark: str
+    settings: dict[str, Any]
+    results: list[ModelResult]                # ranked, best first
+    runs: dict[str, LoadedRun] = field(repr=False)
+    pairs: list[PairTest]
+    correlation: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    out_dir: Path | None = None
+
+    @property
+    def metric(self) -> str | None:
+        return next((r.metric for r in self.results if r.metric), None)
+
+    @property
+    def ranking(self) -> list[str]:
+        return [r.label for r in self.results]
+
+    def pair(self, a: str, b: str) -> PairTest:
+        for test in self.pairs:
+            if {test.a, test.b} == {a, b}:
+                return test
+        raise KeyError((a, b))
+
+    def beats(self, label: str) -> list[str]:
+        """Models this one is significantly better than."""
+        out = []
+        for t in self.pairs:
+            if t.significant and label in (t.a, t.b):
+                winner, loser = (t.a, t.b) if t.diff.estimate > 0 else (t.b, t.a)
+                if winner == label:
+                    out.append(loser)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "metric": self.metric,
+            "settings": self.settings,
+            "ranking": self.ranking,
+            "models": [{**r.to_dict(), "run_dir": str(self.runs[r.label].path),
+                        "metrics": self.runs[r.label].summary.get("metrics"),
+                        "counts": self.runs[r.label].summary.get("counts"),
+                        "usage": self.runs[r.label].summary.get("usage")} for r in self.results],
+            "pairs": [_pair_dict(t) for t in self.pairs],
+            "size_correlation": self.correlation,
+            "notes": self.notes,
+        }
+
+    def write(self, out: Path) -> Path:
+        """report.md, comparison.json and plots/*.png in `out`; returns the report's path."""
+        from evalkit.report.compare_md import write_comparison
+
+        self.out_dir = Path(out)
+        return write_comparison(self, self.out_dir)
+
+
+def _pair_dict(t: PairTest) -> dict[str, Any]:
+    return {"a": t.a, "b": t.b, "n_common": t.n_common, "diff": t.diff.estimate, "diff_ci95": [t.diff.lo, t.diff.hi],
+            "p_bootstrap": t.p_bootstrap,
+            "mcnemar": ({"only_a": t.mcnemar.only_a, "only_b": t.mcnemar.only_b, "p": t.mcnemar.p}
+                        if t.mcnemar else None),
+            "p_holm": t.p_holm, "significant": t.significant}
+
+
+def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, sizes: str | Path | None = None,
+            n_boot: int = N_BOOT, seed: int = 0, alpha: float = 0.05) -> Comparison:
+    """Compare finished runs of one benchmark; with `out`, also write the report there."""
+    if len(run_dirs) < 2:
+        raise EvalkitError("compare needs at least two run directories")
+    runs = [load_run(Path(p)) for p in run_dirs]
+    _label_all(runs)
+    notes = check_compatible(runs)
+    bench_name = str(runs[0].identity["benchmark"])
+    bench = get_benchmark(bench_name)
+    options = opts_for_bench({**DEFAULTS, **runs[0].identity})
+    results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed) for r in runs]
+    tables = {m.label: m.table for m in results if m.table is not None and m.table.n}
+    draws = resample(tables, n_boot=n_boot, seed=seed) if n_boot > 0 and same_observations(tables) else None
+    for m in results:
+        if m.label in tables:  # every model's interval from the same resamples as the paired tests
+            m.ci = bootstrap_ci(tables[m.label], n_boot=n_boot, seed=seed,
+                                draws=draws[m.label] if draws else None)
+    results.sort(key=lambda m: (-(m.estimate if m.estimate is not None else float("-inf")), m.label))
+    pairs = all_pairs({m.label: tables[m.label] for m in results if m.label in tables}, n_boot=n_boot,
+                      seed=seed, alpha=alpha, draws=draws)
+    _note_coverage(runs, notes)
+    correlation = None
+    if sizes is not None:
+        scores = {m.label: m.estimate for m in results if m.estimate is not None}
+        correlation = size_correlation(scores, load_sizes(Path(sizes)))
+    settings = {k: v for k, v in runs[0].identity.items() if k not in PER_MODEL}
+    comparison = Comparison(bench_name, settings, results, {r.label: r for r in runs}, pairs, correlation, notes)
+    if out is not None:
+        comparison.write(Path(out))
+    return comparison
+
+
+def _note_coverage(runs: Sequence[LoadedRun], notes: list[str]) -> None:
+    ids = [{rec.query_id for rec in r.records} for r in runs]
+    union = set.union(*ids)
+    for run, mine in zip(runs, ids, strict=True):
+        if not run.summary.get("complete", True):
+            notes.append(f"{run.label}: the run is incomplete ({run.summary.get('missing', 0)} queries missing, "
+                         f"{(run.summary.get('counts') or {}).get('errors', 0)} errors); failed queries count as "
+                         "wrong, as in its official numbers; re-run it to complete")
+        if len(union - mine):
+            notes.append(f"{run.label} has no record of {len(union - mine)} queries that other runs have; "
+                         "paired tests use the questions both models were asked")

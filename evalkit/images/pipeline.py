@@ -1,0 +1,348 @@
+"""The image pipeline: ImagePart(ref, transform) -> the encoded bytes sent to a model.
+
+Image work is the expensive part of asking a VLM, and the same image is sent many times
+(circular shifts, languages, retries), so everything here is memoised by the sha256 of the
+source bytes plus the transform. Only encoded bytes are kept (never decoded pixels), the
+memo is bounded by bytes, and concurrent callers of the same key wait for one computation.
+Big JPEGs are decoded at reduced scale (Image.draft) when they will be downscaled anyway.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, TypeVar
+
+from PIL import Image, UnidentifiedImageError
+
+from evalkit.core.errors import EvalkitError
+from evalkit.core.fingerprint import fingerprint_image
+from evalkit.core.memo import BoundedMemo
+from evalkit.core.types import ImagePart, ImageRef, Transform
+from evalkit.images.ops import (
+    _ALPHA_MODES,
+    _DECODE_ERRORS,
+    _FP_MEMO_BYTES,
+    _FP_SIDE,
+    _HASH_MEMO_BYTES,
+    MIME,
+    Box,
+    _decode,
+    _norm_fmt,
+    _orientation,
+    _unrotate_box,
+    encode,
+    fit_size,
+    rotate_image,
+)
+from evalkit.images.ops import to_rgb as to_rgb  # re-exported: part of the images API
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """Encoded bytes ready to send; the base64 text is computed once and reused."""
+
+    data: bytes
+    mime: str
+    width: int
+    height: int
+    _b64: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    _uri: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def b64(self) -> str:
+        if not self._b64:
+            self._b64.append(base64.b64encode(self.data).decode("ascii"))
+        return self._b64[0]
+
+    def data_uri(self) -> str:
+        if not self._uri:  # built directly: caching the bare base64 too would double the memory
+            self._uri.append(f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}")
+        return self._uri[0]
+
+    @property
+    def nbytes(self) -> int:
+        """Memo weight: the bytes plus one base64 text form (providers ask for one of the two)."""
+        return len(self.data) + 4 * ((len(self.data) + 2) // 3) + 64
+
+
+@dataclass(frozen=True)
+class ImageHeader:
+    width: int
+    height: int
+    mime: str
+    nbytes: int
+
+
+@dataclass
+class ImageStats:
+    """Counters that show the pipeline is doing each piece of work once."""
+
+    decodes: int = 0  # full decodes made by prepare()
+    decoded_pixels: int = 0  # pixels those decodes produced (smaller than the source when draft works)
+    fp_decodes: int = 0  # reduced-scale decodes made only for fingerprints
+    passthrough: int = 0  # identity transforms served with the source bytes
+    memo_hits: int = 0
+    memo_misses: int = 0
+    memo_bytes: int = 0
+    evictions: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where rotate/crop/resize land in the oriented, unrotated source (so we resize before rotating)."""
+
+    quarter: int  # CCW quarter turns
+    box: Box  # crop in unrotated full-resolution coordinates
+    target: tuple[int, int]  # output size in unrotated orientation
+
+    def draft(self, full: tuple[int, int]) -> tuple[int, int] | None:
+        """Smallest decode size that still gives the crop region at least the target resolution."""
+        bw, bh = self.box[2] - self.box[0], self.box[3] - self.box[1]
+        s = max(self.target[0] / bw, self.target[1] / bh)
+        return None if s >= 1 else (max(1, math.ceil(full[0] * s)), max(1, math.ceil(full[1] * s)))
+
+
+def _plan(full: tuple[int, int], t: Transform, what: str) -> _Plan:
+    w, h = full
+    quarter = (t.rotate % 360) // 90
+    rw, rh = (h, w) if quarter % 2 else (w, h)
+    x0, y0, x1, y1 = t.crop or (0, 0, rw, rh)
+    x0, y0, x1, y1 = max(0, x0), max(0, y0), min(rw, x1), min(rh, y1)
+    if x1 <= x0 or y1 <= y0:
+        raise EvalkitError(f"crop {t.crop} is outside image {what} ({rw}x{rh})")
+    tw, th = t.size or fit_size(x1 - x0, y1 - y0, t.max_side, t.max_pixels)
+    box = _unrotate_box((x0, y0, x1, y1), quarter, w, h)
+    return _Plan(quarter, box, (th, tw) if quarter % 2 else (tw, th))
+
+
+# ---------------------------------------------------------------- the pipeline
+
+
+class ImagePipeline:
+    """Turns ImageParts into PreparedImages; thread-safe, memoised, memory-bounded.
+
+    All pixel work runs on `workers` threads owned by the pipeline (default: min(2, CPUs)),
+    whatever thread calls it. Decoding is CPU-bound, so more threads only add peak memory (a
+    4000x3000 RGB decode is 36 MB), and glibc keeps freed memory in per-thread arenas: big
+    buffers allocated from every asyncio.to_thread worker nearly doubled peak RSS in tests.
+    """
+
+    def __init__(self, max_bytes: int = 256 * 2**20, *, workers: int | None = None):
+        self.stats = ImageStats()
+        self._prepared: BoundedMemo[tuple[str, Transform], PreparedImage] = BoundedMemo(
+            max_bytes, lambda _k, p: p.nbytes, self.stats
+        )
+        self._fps: BoundedMemo[tuple[str, int, Any], str] = BoundedMemo(_FP_MEMO_BYTES, lambda _k, s: len(s) + 100)
+        self._headers: BoundedMemo[str, ImageHeader] = BoundedMemo(_FP_MEMO_BYTES, lambda _k, _h: 200)
+        self._hashes: BoundedMemo[tuple[Any, ...], str] = BoundedMemo(
+            _HASH_MEMO_BYTES, lambda k, _s: 200 + (0 if k[0] == "path" else len(k[1]))
+        )
+        self._stats_lock = threading.Lock()
+        n = workers or max(1, min(2, os.cpu_count() or 1))
+        self._workers = ThreadPoolExecutor(n, thread_name_prefix="evalkit-image")
+
+    def _on_worker(self, fn: Callable[[], T]) -> T:
+        """Run pixel work on the pipeline's own few threads (see the class docstring)."""
+        return self._workers.submit(fn).result()
+
+    def close(self) -> None:
+        """Stop the worker threads (idle ones cost nothing; this is for tidy shutdowns)."""
+        self._workers.shutdown(wait=True)
+
+    # -- sources
+
+    def source_bytes(self, ref: ImageRef) -> bytes:
+        """The encoded bytes as stored: file content, decoded base64, or the raw bytes."""
+        if ref.kind == "bytes":
+            return ref.value if isinstance(ref.value, bytes) else bytes(ref.value, "latin-1")
+        if ref.kind == "b64":
+            text = ref.value.decode("ascii", "replace") if isinstance(ref.value, bytes) else ref.value
+            if text.startswith("data:"):
+                text = text.partition(",")[2]
+            try:
+                return base64.b64decode(text)
+            except (binascii.Error, ValueError) as e:
+                raise EvalkitError(f"cannot read image {ref.describe()}: bad base64 ({e})") from e
+        path = str(ref.value)
+        with self._reading(ref), open(path, "rb") as f:
+            return f.read()
+
+    def source_hash(self, ref: ImageRef) -> str:
+        """sha256 of the source bytes (the image's cache identity), memoised."""
+        if ref.kind == "path":
+            path = str(ref.value)
+            with self._reading(ref):
+                st = os.stat(path)
+            key: tuple[Any, ...] = ("path", path, st.st_mtime_ns, st.st_size)
+            return self._hashes.get_or_compute(key, lambda: self._hash_file(ref))
+        return self._hashes.get_or_compute(
+            (ref.kind, ref.value), lambda: hashlib.sha256(self.source_bytes(ref)).hexdigest()
+        )
+
+    def _hash_file(self, ref: ImageRef) -> str:
+        h = hashlib.sha256()
+        with self._reading(ref), open(str(ref.value), "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        return h.hexdigest()
+
+    @contextmanager
+    def _reading(self, ref: ImageRef) -> Iterator[None]:
+        """Turn any failure to read or decode into one line naming the image."""
+        try:
+            yield
+        except FileNotFoundError as e:
+            raise EvalkitError(f"image not found: {ref.value}") from e
+        except UnidentifiedImageError as e:
+            raise EvalkitError(f"cannot read image {ref.describe()}: not a recognised image format") from e
+        except _DECODE_ERRORS as e:
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise EvalkitError(f"cannot read image {ref.describe()}: {reason}") from e
+
+    @contextmanager
+    def _lazy(self, ref: ImageRef) -> Iterator[Image.Image]:
+        """The image with only its header read; read errors in the body name the image."""
+        with self._reading(ref):
+            src = str(ref.value) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
+            with Image.open(src) as img:
+                yield img
+
+    def header(self, ref: ImageRef) -> ImageHeader:
+        """Size (EXIF-oriented), type and byte count from the header alone: what provider limits need."""
+        def read() -> ImageHeader:
+            with self._lazy(ref) as img:
+                w, h = img.size
+                if _orientation(img) in (5, 6, 7, 8):
+                    w, h = h, w
+                mime = MIME.get(img.format or "", f"image/{(img.format or 'unknown').lower()}")
+            nbytes = os.stat(str(ref.value)).st_size if ref.kind == "path" else len(self.source_bytes(ref))
+            return ImageHeader(w, h, mime, nbytes)
+
+        return self._headers.get_or_compute(self.source_hash(ref), read)
+
+    def open(self, ref: ImageRef, draft_size: tuple[int, int] | None = None) -> Image.Image:
+        """Decoded, EXIF-oriented RGB; JPEGs decode at reduced scale when draft_size allows."""
+        return self._on_worker(lambda: self._open(ref, draft_size))
+
+    def _open(self, ref: ImageRef, draft_size: tuple[int, int] | None) -> Image.Image:
+        with self._lazy(ref) as img:
+            out, _, _ = _decode(img, lambda _full: draft_size)
+        self._count(decodes=1, decoded_pixels=out.width * out.height)
+        return out
+
+    # -- prepare
+
+    def prepare(self, part: ImagePart) -> PreparedImage:
+        """The bytes to send for one image part, memoised by (source hash, transform)."""
+        key = (self.source_hash(part.ref), part.transform)
+        return self._prepared.get_or_compute(
+            key, lambda: self._on_worker(lambda: self._prepare(part, key[0]))
+        )
+
+    def _prepare(self, part: ImagePart, sha: str) -> PreparedImage:
+        t, ref = part.transform, part.ref
+        fmt = _norm_fmt(t.fmt)
+        if not 1 <= t.quality <= 100:
+            raise EvalkitError(f"JPEG quality must be 1..100, got {t.quality}")
+        with self._lazy(ref) as img:
+            alpha = img.mode in _ALPHA_MODES or "transparency" in img.info
+            plain = img.format in MIME and not alpha and img.mode != "CMYK" and _orientation(img) == 1
+            if t.is_identity() and plain:
+                self._count(passthrough=1)
+                return PreparedImage(self.source_bytes(ref), MIME[img.format], img.width, img.height)
+            out, pixels = self._region(img, ref, t, None)
+        self._count(decodes=1, decoded_pixels=pixels)
+        if min(out.size) >= 64:  # a free fingerprint: 16x16 thumbnails barely notice the resize
+            self._fps.put((sha, t.rotate, t.crop), fingerprint_image(out))
+        fmt = fmt or ("PNG" if alpha else "JPEG")
+        return PreparedImage(encode(out, fmt, t.quality), MIME[fmt], out.width, out.height)
+
+    def _region(
+        self, img: Image.Image, ref: ImageRef, t: Transform, shrink: Callable[[_Plan], _Plan] | None
+    ) -> tuple[Image.Image, int]:
+        """Decode once and apply t's rotate/crop/resize -> (image, decoded pixels).
+
+        Quarter turns are applied last, to the small result: the crop+resize is one resampling
+        pass on the unrotated (possibly draft-reduced) decode.
+        """
+        what = ref.describe()
+        if t.rotate % 90:  # arbitrary angle: rotate at full resolution first (rare, no draft)
+            rgb, _, _ = _decode(img, lambda _f: None)
+            pixels = rgb.width * rgb.height
+            rgb = rotate_image(rgb, t.rotate)
+            plan = _plan(rgb.size, replace(t, rotate=0), what)
+            return self._crop_resize(rgb, shrink(plan) if shrink else plan, 1.0), pixels
+        plans: list[_Plan] = []
+
+        def want(full: tuple[int, int]) -> tuple[int, int] | None:
+            p = _plan(full, t, what)
+            plans.append(shrink(p) if shrink else p)
+            return plans[0].draft(full)
+
+        rgb, full, scale = _decode(img, want)
+        if not plans:
+            want(full)
+        out = self._crop_resize(rgb, plans[0], scale)
+        return rotate_image(out, plans[0].quarter * 90), rgb.width * rgb.height
+
+    @staticmethod
+    def _crop_resize(rgb: Image.Image, plan: _Plan, scale: float) -> Image.Image:
+        box = tuple(v / scale for v in plan.box)
+        bw, bh = box[2] - box[0], box[3] - box[1]
+        if scale == 1.0 and plan.target == (bw, bh):
+            return rgb if box == (0, 0, rgb.width, rgb.height) else rgb.crop(tuple(int(v) for v in box))
+        return rgb.resize(plan.target, Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
+
+    def ready(self, part: ImagePart) -> bool:
+        """True when hash, prepared bytes and fingerprint are all memo hits (no read, no decode),
+        so a caller on the event loop may skip a thread hop. For a path that costs one stat."""
+        if part.ref.kind == "path":
+            try:
+                st = os.stat(str(part.ref.value))
+            except OSError:
+                return False
+            sha = self._hashes.peek(("path", str(part.ref.value), st.st_mtime_ns, st.st_size))
+        else:
+            sha = self._hashes.peek((part.ref.kind, part.ref.value))
+        t = part.transform
+        return sha is not None and (sha, t) in self._prepared and (sha, t.rotate, t.crop) in self._fps
+
+    # -- fingerprints
+
+    def fingerprint(self, part: ImagePart) -> str:
+        """Fingerprint of the image after rotate and crop (resize/encode barely change it)."""
+        t = part.transform
+        sha = self.source_hash(part.ref)
+        key = (sha, t.rotate, t.crop)
+        return self._fps.get_or_compute(key, lambda: self._on_worker(lambda: self._fingerprint(part)))
+
+    def _fingerprint(self, part: ImagePart) -> str:
+        def shrink(p: _Plan) -> _Plan:  # only ~128 px of the region are needed for a 16x16 thumbnail
+            bw, bh = p.box[2] - p.box[0], p.box[3] - p.box[1]
+            s = min(1.0, max(_FP_SIDE / bw, _FP_SIDE / bh))
+            return replace(p, target=(math.ceil(bw * s), math.ceil(bh * s)))
+
+        t = Transform(rotate=part.transform.rotate, crop=part.transform.crop)
+        with self._lazy(part.ref) as img:
+            out, _ = self._region(img, part.ref, t, shrink)
+        self._count(fp_decodes=1)
+        return fingerprint_image(out)
+
+    def _count(self, **deltas: int) -> None:
+        with self._stats_lock:
+            for name, d in deltas.items():
+                setattr(self.stats, name, getattr(self.stats, name) + d)

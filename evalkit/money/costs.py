@@ -1,0 +1,111 @@
+"""Money: what a run spent (from reported usage), what it would spend (dry run), and the budget.
+
+Spent cost counts only responses that were paid for (not cache hits). Unknown prices give
+None, never a guess; `--max-cost` therefore needs a known price.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image
+
+from evalkit.ask.runner import Outcome, Runner, estimate_tokens
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import ImageRef, Query, Record, Usage
+from evalkit.images.pipeline import ImagePipeline
+from evalkit.money.pricing import Price, cost_usd, estimate_cost
+
+SHORT_ANSWER_TOKENS = 16  # the low end of a dry run's output estimate: a letter and a few words
+
+
+def image_tokens(provider: str, width: int, height: int) -> int:
+    """The providers' documented image-token formulas (approximate for OpenAI-compatible servers)."""
+    if provider == "anthropic":  # about w*h/750 after the API's own resize to <= 1568 px / 1.15 MP
+        s = min(1.0, 1568 / max(width, height), math.sqrt(1.15e6 / (width * height)))
+        return math.ceil(width * s * height * s / 750)
+    if provider == "google":  # 258 per image up to 384x384, else 258 per 768x768 tile
+        if width <= 384 and height <= 384:
+            return 258
+        return 258 * math.ceil(width / 768) * math.ceil(height / 768)
+    # OpenAI high detail: fit 2048x2048, shortest side to 768, 170 per 512 tile + 85
+    s = min(1.0, 2048 / max(width, height))
+    w, h = width * s, height * s
+    s = min(1.0, 768 / min(w, h))
+    w, h = w * s, h * s
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+@dataclass
+class CostMeter:
+    """Running spend of this invocation, for `--max-cost` and the summary."""
+
+    price: Price | None
+    spent_usd: float = 0.0
+
+    def add(self, outcome: Outcome) -> None:
+        if outcome.cached or not outcome.response.ok or self.price is None:
+            return
+        self.spent_usd += cost_usd(self.price, outcome.response.usage) or 0.0
+
+
+def records_cost(price: Price | None, records: Iterable[Record]) -> float | None:
+    """What the answers in a run directory cost when they were asked (cache hits cost nothing)."""
+    if price is None:
+        return None
+    total = 0.0
+    for r in records:
+        if not r.cached and r.error is None:
+            total += cost_usd(price, Usage.from_dict(r.usage)) or 0.0
+    return total
+
+
+@dataclass
+class DryRunPlan:
+    n_queries: int
+    cached: int
+    to_send: int
+    input_tokens: int
+    output_tokens_low: int
+    output_tokens_high: int
+    cost_low_usd: float | None
+    cost_high_usd: float | None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def plan_dry_run(queries: Sequence[Query], runner: Runner, price: Price | None) -> DryRunPlan:
+    """Count what is cached and estimate tokens and cost of the rest, sending nothing."""
+    sizes: dict[ImageRef, tuple[int, int]] = {}
+    provider = runner.provider.spec.provider
+    cached = input_tokens = low = high = 0
+    for q in queries:
+        if runner.cache.get(runner.key_of(q)) is not None:
+            cached += 1
+            continue
+        text_tokens = estimate_tokens(q) - q.params.max_tokens - 800 * len(q.image_parts())
+        img_tokens = 0
+        for part in q.image_parts():
+            if part.ref not in sizes:
+                sizes[part.ref] = _size(runner.pipeline, part.ref)
+            img_tokens += image_tokens(provider, *sizes[part.ref])
+        input_tokens += text_tokens + img_tokens
+        low += min(SHORT_ANSWER_TOKENS, q.params.max_tokens)
+        high += q.params.max_tokens
+    notes = [] if price is not None else ["no price known for this model: cost not estimated"]
+    return DryRunPlan(len(queries), cached, len(queries) - cached, input_tokens, low, high,
+                      estimate_cost(price, input_tokens, low), estimate_cost(price, input_tokens, high), notes)
+
+
+def _size(pipeline: ImagePipeline, ref: ImageRef) -> tuple[int, int]:
+    try:
+        with Image.open(io.BytesIO(pipeline.source_bytes(ref))) as img:
+            return img.size
+    except OSError as e:
+        raise EvalkitError(f"cannot read image {ref.describe()}: {e}") from e

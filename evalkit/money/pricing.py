@@ -1,0 +1,243 @@
+"""Usage -> US dollars, from a dated price table that a user file can override or extend.
+
+Why a table in code and not a guess: a cost figure in summary.json is only useful if it can be
+traced to a published price on a given day, so every built-in price carries its source URL and
+the date it was read. A model that is not in the table (or that only *looks* like one in it,
+such as "gpt-5-nano" next to "gpt-5") has no price, and its cost is None, never an estimate.
+
+Accounting rules (all prices in USD per million tokens):
+- `Usage.input_tokens` INCLUDES cached input tokens (OpenAI `prompt_tokens`, Gemini
+  `prompt_token_count`, and evalkit's Anthropic adapter all count them in). Cached tokens are
+  billed at the cached rate and the rest at the input rate. Where a cached rate could not be
+  verified it is None and cached tokens are billed at the full input rate (an upper bound).
+- Reasoning tokens are billed as output by every provider here. OpenAI's `completion_tokens`
+  and Anthropic's `output_tokens` already include them; Gemini's `candidates_token_count` does
+  NOT include `thoughts_token_count`, so evalkit's Google adapters report thoughts separately in
+  `Usage.reasoning_tokens` and they are added to output. `REASONING_IN_OUTPUT` states this per
+  provider; `cost_usd(..., reasoning_in_output=...)` makes it explicit at the call site.
+- Not modelled (said here so nobody assumes otherwise): Gemini 2.5 Pro's and Claude Sonnet 4.x's
+  higher rates for prompts above 200k tokens (evaluation prompts are far below that); Anthropic
+  cache *writes* (1.25x input; evalkit's Anthropic adapter counts them as plain input, so a run
+  with prompt caching is under-estimated by 0.25x input on written tokens); batch discounts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Usage
+
+# Does the provider's output-token count already include reasoning/thinking tokens?
+REASONING_IN_OUTPUT: dict[str, bool] = {
+    "openai": True,  # completion_tokens includes completion_tokens_details.reasoning_tokens
+    "anthropic": True,  # output_tokens includes thinking blocks (billed as output)
+    "google": False,  # thoughts_token_count is billed as output but not in candidates_token_count
+    "vllm": True,  # OpenAI wire format
+    "openai-compatible": True,
+}
+
+# A name followed by one of these is a snapshot of the same model (same price); anything else
+# ("-mini", "-nano", "-pro", "-audio-preview", "-lite", "-5" in "claude-opus-4-5") is a
+# different model that may cost something else entirely, so it does not match.
+_SNAPSHOT = re.compile(r"(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{3}|-latest|@\d{8})")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens for one model, with where and when the figure was read."""
+
+    input_per_m: float
+    output_per_m: float
+    cached_input_per_m: float | None
+    source: str
+    read_on: str
+    provider: str = ""
+    note: str = ""
+
+
+# ---------------------------------------------------------------- the built-in table
+
+_OPENAI_SRC = (
+    "https://platform.openai.com/docs/pricing (now developers.openai.com/api/docs/pricing); the page "
+    "itself is not in the search index, so each figure was cross-checked in at least two copies that "
+    "cite it: chatgptpricing-akr.pages.dev/api-pricing, calcis.dev/models/o3 (verified 2026-04-06), "
+    "hex.pm openai_responses pricing.ex (official page of 2025-06-03), gitcode akushonkamen/oG-Memory "
+    "rate_cards.yaml, github/docs copilot models-and-pricing.yml"
+)
+_ANTHROPIC_SRC = "https://platform.claude.com/docs/en/about-claude/pricing"
+_GOOGLE_SRC = (
+    "https://ai.google.dev/gemini-api/docs/pricing (Paid tier, text/image/video input, prompts <= 200k); "
+    "the page itself is not in the search index; cross-checked in deploybase.ai/articles/gemini-api-pricing "
+    "(citing the official page), discuss.ai.google.dev/t/107349 (2.5 Pro cache price), "
+    "hivebook.wiki Gemini 2.5, aifreeapi.com gemini-api-pricing-2026"
+)
+_READ_ON = "2026-11-22"
+
+# provider -> [(name, input, cached input or None, output, note)]
+_TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]] = {
+    "openai": (_OPENAI_SRC, [
+        ("gpt-4o", 2.50, 1.25, 10.00, ""),
+        ("gpt-4o-2024-05-13", 5.00, None, 15.00, "first gpt-4o snapshot, priced higher"),
+        ("gpt-4o-mini", 0.15, 0.075, 0.60, ""),
+        ("gpt-4.1", 2.00, 0.50, 8.00, ""),
+        ("gpt-4.1-mini", 0.40, 0.10, 1.60, ""),
+        ("gpt-5", 1.25, 0.125, 10.00, ""),
+        ("gpt-5-mini", 0.25, 0.025, 2.00, ""),
+        ("o3", 2.00, 0.50, 8.00, "after the June 2025 price cut"),
+        ("o4-mini", 1.10, 0.275, 4.40, ""),
+    ]),
+    "anthropic": (_ANTHROPIC_SRC, [
+        ("claude-opus-4", 15.00, 1.50, 75.00, "retired on the Anthropic API (Google Cloud only)"),
+        ("claude-opus-4-0", 15.00, 1.50, 75.00, "alias of claude-opus-4"),
+        ("claude-opus-4-1", 15.00, 1.50, 75.00, "retired on the Anthropic API (Bedrock, Google Cloud)"),
+        ("claude-opus-4-5", 5.00, 0.50, 25.00, ""),
+        ("claude-opus-4-6", 5.00, 0.50, 25.00, ""),
+        ("claude-opus-4-7", 5.00, 0.50, 25.00, ""),
+        ("claude-opus-4-8", 5.00, 0.50, 25.00, ""),
+        ("claude-sonnet-4", 3.00, 0.30, 15.00, "prompts > 200k tokens cost more: not modelled"),
+        ("claude-sonnet-4-0", 3.00, 0.30, 15.00, "alias of claude-sonnet-4"),
+        ("claude-sonnet-4-5", 3.00, 0.30, 15.00, "prompts > 200k tokens cost more: not modelled"),
+        ("claude-sonnet-4-6", 3.00, 0.30, 15.00, ""),
+        ("claude-haiku-4-5", 1.00, 0.10, 5.00, ""),
+        ("claude-3-5-haiku", 0.80, 0.08, 4.00, ""),
+    ]),
+    "google": (_GOOGLE_SRC, [
+        ("gemini-2.5-pro", 1.25, 0.125, 10.00,
+         "prompts <= 200k tokens; the > 200k tier ($2.50 in / $15 out) is ignored"),
+        ("gemini-2.5-flash", 0.30, None, 2.50, "cached rate not verified: billed at the input rate"),
+        ("gemini-2.5-flash-lite", 0.10, None, 0.40, "cached rate not verified: billed at the input rate"),
+        ("gemini-2.0-flash", 0.10, None, 0.40, "cached rate not verified: billed at the input rate"),
+    ]),
+}
+
+
+def _builtin() -> dict[str, dict[str, Price]]:
+    out: dict[str, dict[str, Price]] = {}
+    for provider, (source, rows) in _TABLE.items():
+        out[provider] = {name: Price(i, o, c, source, _READ_ON, provider, note) for name, i, c, o, note in rows}
+    return out
+
+
+# ---------------------------------------------------------------- lookup
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Prices by provider and model name; see `lookup` for how names match."""
+
+    prices: dict[str, dict[str, Price]] = field(default_factory=dict)
+
+    def lookup(self, provider: str, model: str) -> Price | None:
+        """Exact name first, then the longest table name that `model` extends by a snapshot suffix
+        (a date, "-latest", "-001"), e.g. gpt-4o-2024-08-06 -> gpt-4o, gpt-4o-mini-2024-07-18 ->
+        gpt-4o-mini. Any other suffix is a different model and gets None, not a neighbour's price."""
+        by_name = self.prices.get(provider)
+        if not by_name:
+            return None
+        name = model.removeprefix("models/")  # Gemini's resource form
+        if name in by_name:
+            return by_name[name]
+        best = max((k for k in by_name if name.startswith(k) and _SNAPSHOT.fullmatch(name[len(k):])),
+                   key=len, default=None)
+        return by_name[best] if best is not None else None
+
+    def names(self, provider: str) -> list[str]:
+        return sorted(self.prices.get(provider, {}))
+
+
+def load_prices(user_file: Path | None = None) -> PriceTable:
+    """The built-in table, overridden/extended by a user JSON file of the form
+    {"openai/gpt-4o": {"input": 2.5, "output": 10, "cached_input": 1.25}}."""
+    prices = _builtin()
+    if user_file is not None:
+        for (provider, name), price in _read_user_file(Path(user_file)).items():
+            prices.setdefault(provider, {})[name] = price
+    return PriceTable(prices)
+
+
+_FIELDS = {"input", "output", "cached_input", "source", "read_on", "note"}
+
+
+def _read_user_file(path: Path) -> dict[tuple[str, str], Price]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise EvalkitError(f"cannot read price file {path}: {e.strerror or e}") from e
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise EvalkitError(f"price file {path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    if not isinstance(data, dict):
+        raise EvalkitError(f'price file {path}: expected an object like {{"openai/gpt-4o": {{...}}}}')
+    out: dict[tuple[str, str], Price] = {}
+    for key, entry in data.items():
+        provider, _, name = str(key).partition("/")
+        if not provider or not name:
+            raise EvalkitError(f"price file {path}: entry '{key}' must be named provider/model")
+        out[(provider, name)] = _user_price(path, key, provider, entry)
+    return out
+
+
+def _user_price(path: Path, key: str, provider: str, entry: Any) -> Price:
+    where = f"price file {path}, entry '{key}'"
+    if not isinstance(entry, dict):
+        raise EvalkitError(f'{where}: expected an object like {{"input": 2.5, "output": 10}}')
+    unknown = sorted(set(entry) - _FIELDS)
+    if unknown:
+        raise EvalkitError(f"{where}: unknown field(s) {', '.join(unknown)} (use {', '.join(sorted(_FIELDS))})")
+
+    def rate(name: str, required: bool) -> float | None:
+        value = entry.get(name)
+        if value is None:
+            if required:
+                raise EvalkitError(f"{where}: '{name}' (USD per million tokens) is required")
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise EvalkitError(f"{where}: '{name}' must be a non-negative number, got {value!r}")
+        return float(value)
+
+    for text_field in ("source", "read_on", "note"):
+        if text_field in entry and not isinstance(entry[text_field], str):
+            raise EvalkitError(f"{where}: '{text_field}' must be a string")
+    return Price(input_per_m=rate("input", True) or 0.0, output_per_m=rate("output", True) or 0.0,
+                 cached_input_per_m=rate("cached_input", False),
+                 source=entry.get("source") or str(path), read_on=entry.get("read_on") or "user file",
+                 provider=provider, note=entry.get("note") or "")
+
+
+# ---------------------------------------------------------------- money
+
+
+def reasoning_included(provider: str) -> bool:
+    """The provider's documented rule (REASONING_IN_OUTPUT); OpenAI's wire format when unknown."""
+    return REASONING_IN_OUTPUT.get(provider, True)
+
+
+def cost_usd(price: Price | None, usage: Usage, *, reasoning_in_output: bool | None = None) -> float | None:
+    """What one usage cost; None when the price is unknown.
+
+    reasoning_in_output: whether usage.output_tokens already includes usage.reasoning_tokens
+    (None: the rule of price.provider, see REASONING_IN_OUTPUT). When False they are added.
+    """
+    if price is None:
+        return None
+    if reasoning_in_output is None:
+        reasoning_in_output = reasoning_included(price.provider)
+    cached = max(0, min(usage.cached_input_tokens, usage.input_tokens))
+    fresh = max(0, usage.input_tokens - cached)
+    cached_rate = price.input_per_m if price.cached_input_per_m is None else price.cached_input_per_m
+    output = usage.output_tokens + (0 if reasoning_in_output else usage.reasoning_tokens)
+    return (fresh * price.input_per_m + cached * cached_rate + output * price.output_per_m) / 1e6
+
+
+def estimate_cost(price: Price | None, input_tokens: int, output_tokens: int) -> float | None:
+    """A dry run's estimate: no cache hits assumed, reasoning counted in output_tokens."""
+    if price is None:
+        return None
+    return (input_tokens * price.input_per_m + output_tokens * price.output_per_m) / 1e6
