@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from run_factory import make_run  # noqa: E402
 
+from evalkit.benchmarks.prepare import prepare  # noqa: E402
 from evalkit.core.types import Record  # noqa: E402
 from evalkit.engine.compare import compare  # noqa: E402
-from evalkit.engine.evaluate import DEFAULTS, opts_for_bench, prepare  # noqa: E402
 
 DATA = ROOT / "datasets" / "mme-realworld" / "MME_RealWorld.json"
 
@@ -57,9 +57,9 @@ def main() -> int:
     ap.add_argument("--models", type=int, default=8)
     ap.add_argument("--baseline-resamples", type=int, default=5)
     args = ap.parse_args()
-    opts = {**DEFAULTS, "data": str(DATA)}
+    opts = {"data": str(DATA)}
     bench, _, queries, _ = prepare("mme-realworld", opts)
-    options = opts_for_bench(opts)
+    options = opts
     with tempfile.TemporaryDirectory() as tmp:
         dirs, all_records = [], []
         for m in range(args.models):

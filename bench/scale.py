@@ -108,11 +108,12 @@ def child(spec: dict[str, Any]) -> None:
     import tracemalloc
 
     import evalkit.engine.evaluate as ev
+    from evalkit.benchmarks.prepare import prepare
     from evalkit.images.pipeline import ImagePipeline
 
     if spec["what"] == "queries":
         tracemalloc.start()
-        _, items, queries, _ = ev.prepare("mme-realworld", {**ev.DEFAULTS, "data": spec["data"],
+        _, items, queries, _ = prepare("mme-realworld", {"data": spec["data"],
                                                             "max_side": spec["max_side"]})
         _, peak = tracemalloc.get_traced_memory()
         print(json.dumps({"queries": len(queries), "items": len(items), "peak_bytes": peak}))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from evalkit.core.version import __version__
+
 __all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "__version__"]
 
 

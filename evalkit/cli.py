@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import os
 import shutil
 import sys
 import tempfile
@@ -18,57 +20,76 @@ from rich.console import Console
 
 from evalkit import __version__
 from evalkit.benchmarks import REGISTRY
+from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
+from evalkit.core.settings import RunConfig
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2 like every other bad input."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise EvalkitError(f"{self.prog.split()[-1]}: {message}")
+        command = self.prog.split()[-1]
+        if message.startswith("unrecognized arguments") and (bench := getattr(self, "bench", None)):
+            message = _foreign_flags(message, bench)
+        raise EvalkitError(f"{command}: {message}")
 
 
-def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+def _foreign_flags(message: str, bench: str) -> str:
+    """'unrecognized arguments: --circular' given to `run if-bench`: name the benchmark it belongs to."""
+    from evalkit.benchmarks import option_owners
+
+    owners = {"--" + k.replace("_", "-"): v for k, v in option_owners().items()}
+    for word in message.split(":", 1)[-1].split():
+        flag = word.split("=", 1)[0]
+        if owners.get(flag, bench) != bench:
+            return f"{flag} is an option of benchmark {owners[flag]}, not of {bench}"
+    return message
+
+
+def _bench_in(argv: Sequence[str], after: str) -> str | None:
+    """The benchmark named in argv (the positional after `run`, or the value of `--bench`), so only
+    that benchmark's module is imported to add its flags."""
+    args = list(argv)
+    if after == "run":
+        if "run" not in args:
+            return None
+        rest = args[args.index("run") + 1:]
+        names = [a for a in rest if a in REGISTRY]
+        return names[0] if names else None
+    for i, a in enumerate(args):
+        if a == after and i + 1 < len(args):
+            return args[i + 1] if args[i + 1] in REGISTRY else None
+        if a.startswith(after + "="):
+            value = a.split("=", 1)[1]
+            return value if value in REGISTRY else None
+    return None
+
+
+def _add_bench_options(p: argparse.ArgumentParser, bench: str | None, title: str) -> None:
+    if bench is None:
+        p.epilog = "benchmark options: see `evalkit run BENCH --help`"
+        return
+    from evalkit.benchmarks import benchmark_class
+
+    options = benchmark_class(bench).Options
+    if dataclasses.fields(options):
+        settings.add_arguments(p.add_argument_group(title.format(bench=bench)), options)
+    p.bench = bench  # type: ignore[attr-defined]
+
+
+def _add_run_arguments(p: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     p.add_argument("bench", help="benchmark: " + ", ".join(REGISTRY))
-    p.add_argument("--model", required=True, help="PROVIDER/MODEL, e.g. openai/gpt-4o or vllm/Qwen2.5-VL-7B")
-    p.add_argument("--data", help="the benchmark's data file or folder (default: the bundled sample)")
-    p.add_argument("--images", help="folder the data's image paths are relative to")
-    p.add_argument("--out", help="run directory (default: runs/<bench>-<model>-<settings hash>)")
-    p.add_argument("--limit", type=int, help="only the first N items")
-    p.add_argument("--mode", choices=("official", "robust"), default="official", help="answer parsing mode")
-    p.add_argument("--judge", help="LLM extractor model for answers the rules cannot parse, e.g. openai/gpt-4o-mini")
-    p.add_argument("--judge-base-url", help="base URL of an OpenAI-compatible judge server")
-    p.add_argument("--base-url", action="append", help="server URL (vllm/, openai-compatible/; repeatable)")
-    p.add_argument("--concurrency", type=int, default=32, help="requests in flight (default 32)")
-    p.add_argument("--rpm", type=float, help="requests per minute limit")
-    p.add_argument("--tpm", type=float, help="tokens per minute limit")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
-    p.add_argument("--max-attempts", type=int, default=8, help="attempts per query for retryable errors")
-    p.add_argument("--cache-dir", default=None, help="response cache folder (default ./cache)")
-    p.add_argument("--cache-tag", help="use this tag instead of the server URL in cache keys (a moved server)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    p.add_argument("--max-tokens", type=int, help="max output tokens (default: the benchmark's, 1024)")
-    p.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    p.add_argument("--seed", type=int, help="sampling seed sent to the model")
-    p.add_argument("--extra", help='JSON object merged into the request body, e.g. \'{"guided_choice": ["A","B"]}\'')
-    p.add_argument("--max-side", type=int, help="downscale images so the longer side is at most N pixels")
-    p.add_argument("--max-pixels", type=int, help="downscale images to at most N pixels")
-    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
-    p.add_argument("--dry-run", action="store_true",
-                   help="count queries and cached answers, estimate tokens and cost; send nothing")
-    p.add_argument("--max-cost", type=float, help="stop sending new queries once this run has spent USD")
-    p.add_argument("--prices", help="JSON file of prices overriding/extending the built-in table")
-    p.add_argument("--no-group-images", dest="group_images", action="store_false",
-                   help="do not send questions on the same image back to back")
-    for bench in REGISTRY.values():
-        bench.add_arguments(p)
+    p.add_argument("--model", required=True, help=RunConfig.__dataclass_fields__["model"].metadata["help"])
+    settings.add_arguments(p, RunConfig, skip=("model",))
+    _add_bench_options(p, _bench_in(argv, "run"), "{bench} options")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = _Parser(prog="evalkit", description="Evaluate vision-language models on official benchmarks.")
     parser.add_argument("--version", action="version", version=f"evalkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"))
+    _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"), argv)
     rp = sub.add_parser("report", help="re-score a run directory (optionally resolving answers with a judge)")
     rp.add_argument("run_dir")
     rp.add_argument("--judge")
@@ -85,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("action", choices=("stats", "clear"))
     cp.add_argument("--cache-dir", default=None)
     sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
-    _add_sim_parser(sp)
+    _add_sim_parser(sp, argv)
     from evalkit.benchmarks.tdbench_derive import add_derive_parser
 
     add_derive_parser(sub)
@@ -95,22 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_sim_parser(sp: argparse.ArgumentParser) -> None:
+def _add_sim_parser(sp: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     from evalkit.sim.args import add_sim_arguments
 
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8000)
-    sp.add_argument("--bench", help="build the answer key from this benchmark's queries (with --data)")
+    sp.add_argument("--bench", choices=tuple(REGISTRY), help="build the answer key from this benchmark's queries "
+                                                            "(with --data)")
     sp.add_argument("--data")
     sp.add_argument("--images")
     sp.add_argument("--limit", type=int)
     sp.add_argument("--max-side", type=int, help="as given to `evalkit run` (keys match either way)")
     add_sim_arguments(sp)
-    before = {a.dest for a in sp._actions}
-    bench_group = sp.add_argument_group("benchmark options (as for `evalkit run`, to key the same variants)")
-    for bench in REGISTRY.values():
-        bench.add_arguments(bench_group)  # type: ignore[arg-type]
-    sp.set_defaults(_bench_dests=sorted({a.dest for a in sp._actions} - before))
+    _add_bench_options(sp, _bench_in(argv, "--bench"),
+                       "{bench} options (as for `evalkit run`, to key the same variants)")
 
 
 def _add_translate_parser(tp: argparse.ArgumentParser) -> None:
@@ -148,19 +167,16 @@ def cmd_translate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cache_dir(value: str | None) -> str:
-    from evalkit.engine.evaluate import DEFAULTS
-
-    return value or DEFAULTS["cache_dir"]
+    return RunConfig(cache_dir=value).cache_path(os.environ)
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    from evalkit.benchmarks import benchmark_class
     from evalkit.engine.evaluate import run
     from evalkit.report.console import print_dry_run, print_summary
 
-    opts = {k: v for k, v in vars(args).items() if k not in ("command", "bench", "model", "no_progress")}
-    opts["cache_dir"] = _cache_dir(args.cache_dir)
-    opts["progress"] = not args.no_progress
-    opts = {k: v for k, v in opts.items() if v is not None}
+    opts = {**settings.given(args, RunConfig), **settings.given(args, benchmark_class(args.bench).Options)}
+    opts.pop("model", None)
     result = run(args.bench, args.model, **opts)
     if "dry_run" in result.summary:
         print_dry_run(result.summary, console)
@@ -198,8 +214,8 @@ def cmd_list(console: Console) -> int:
     from evalkit.providers import PROVIDERS
 
     console.print("[bold]benchmarks[/bold]")
-    for name, cls in REGISTRY.items():
-        console.print(f"  {name:<14} {cls.description}")
+    for name, entry in REGISTRY.items():
+        console.print(f"  {name:<14} {entry.description}")
     console.print("[bold]providers[/bold] (--model PROVIDER/MODEL)")
     for name, desc in PROVIDERS.items():
         console.print(f"  {name:<18} {desc}")
@@ -230,10 +246,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if args.bench:
         from dataclasses import replace
 
+        from evalkit.benchmarks import benchmark_class
         from evalkit.sim.from_bench import answer_key_for
 
-        options = {"data": args.data, "images": args.images, "limit": args.limit, "max_side": args.max_side}
-        options.update({d: getattr(args, d) for d in args._bench_dests})
+        options = {"data": args.data, "images": args.images, "limit": args.limit, "max_side": args.max_side,
+                   **settings.given(args, benchmark_class(args.bench).Options)}
         config = replace(config, answer_key=answer_key_for(args.bench, options))
     serve_forever(config, args.host, args.port)
     return 0
@@ -259,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     err = Console(stderr=True)
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(argv).parse_args(argv)
         if args.command == "run":
             return cmd_run(args, console)
         if args.command == "report":

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evalkit.engine.evaluate import DEFAULTS, RunResult, prepare, run
-from evalkit.sim.from_bench import answer_key_from_queries
+from evalkit.engine.evaluate import RunResult, run
+from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -20,12 +20,11 @@ DEMO_MODEL = "vllm/sim-model"
 
 
 def run_demo(out: Path, console: Console, *, params: SimParams | None = None) -> RunResult:
-    _, _, queries, _ = prepare("mcq", dict(DEFAULTS))
-    key = answer_key_from_queries(queries)
+    key = answer_key_for("mcq", {})
     sim_params = params or SimParams(theta=0.8, r=0.95, g=0.25, seed=7, style="mixed")
     config = SimConfig(answer_key=key, params=sim_params)
     console.print(f"evalkit demo: simulated model (theta={sim_params.theta}, r={sim_params.r}, "
-                  f"style={sim_params.style}) on the bundled mcq sample, {len(queries)} queries")
+                  f"style={sim_params.style}) on the bundled mcq sample, {len(key)} queries")
     with SimThread(config) as sim:
         return run("mcq", DEMO_MODEL, base_url=sim.url, judge=DEMO_MODEL, judge_base_url=sim.url,
                    out=str(out / "run"), cache_dir=str(out / "cache"), console=console, progress=False)

@@ -9,7 +9,6 @@ from typing import Any
 from evalkit.analysis.result import analyze
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.types import Record
-from evalkit.engine.evaluate import DEFAULTS, opts_for_bench
 from evalkit.engine.rundir import RunDir
 from evalkit.grading.grade import summarize
 from evalkit.report.markdown import write_report
@@ -35,7 +34,7 @@ def make_run(path: Path, model: str, records: Sequence[Record], *, plots: bool =
     rundir = RunDir(path)
     rundir.bind(ident, dict(ident))
     rundir.rewrite_records(records)
-    options = opts_for_bench({**DEFAULTS, **ident})
+    options = {**ident}
     n_items = len({r.base_id for r in records})
     summary = summarize(bench, records, model=model, mode=ident["mode"], n_items=n_items, n_queries=len(records),
                         options=options, config=dict(ident), judge=None)

@@ -79,18 +79,21 @@ def test_bad_flag_value(capsys, clean_env):
     _check(capsys, ["run", "mcq", "--model", "vllm/m", "--concurrency", "many"], "--concurrency")
 
 
-def test_corrupt_image_names_it_and_keeps_finished_records(tmp_path):
-    """A corrupt image stops the run with exit 2, naming the file; records already written stay."""
+def test_corrupt_image_is_that_querys_error_and_the_rest_is_answered(tmp_path):
+    """A corrupt image is a per-query error naming the file (exit 1, resumable); every other query is
+    answered and recorded, and nothing is fatal."""
     from evalkit.sim.server import SimConfig, SimThread
 
     data = make_mcq_jsonl(tmp_path / "ds", 40, seed=1)
-    (tmp_path / "ds" / "images" / "img00039.png").write_bytes(b"\x89PNG\r\n\x1a\nthis is not a png")
+    (tmp_path / "ds" / "images" / "img00017.png").write_bytes(b"\x89PNG\r\n\x1a\nthis is not a png")
     with SimThread(SimConfig()) as sim:
         out = subprocess.run([sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/m", "--data",
                               str(data), "--base-url", sim.url, "--out", str(tmp_path / "run"), "--no-cache",
-                              "--concurrency", "1"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "img00039.png" in lines[0] and "Traceback" not in out.stderr
+                              "--concurrency", "1", "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr
     recs = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
-    assert len(recs) == 39  # everything asked before the bad image is kept
+    assert len(recs) == 40
+    bad = [r for r in recs if r["error"] is not None]
+    assert len(bad) == 1 and bad[0]["error"] == "permanent" and "img00017.png" in bad[0]["error_message"]
+    assert all(r["response"] for r in recs if r["error"] is None)

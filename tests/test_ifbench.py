@@ -23,11 +23,12 @@ from evalkit.benchmarks.ifbench import (
     render_options,
     robust_rule,
 )
+from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main as cli_main
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import dataset_path, read_prompt
 from evalkit.core.types import Parsed, Record
-from evalkit.engine.evaluate import DEFAULTS, prepare, run
+from evalkit.engine.evaluate import run
 from evalkit.grading.extract import parse_judge_reply
 from evalkit.metrics.ifbench import Outcome, ifbench_metrics
 from evalkit.protocols.circular import all_shifts, circular_summary, shift_options
@@ -59,7 +60,7 @@ def test_mcq_circular_flag(tmp_path: Path) -> None:
     from conftest import make_mcq_jsonl
 
     data = make_mcq_jsonl(tmp_path / "ds", 10)
-    _, items, queries, _ = prepare("mcq", {**DEFAULTS, "data": str(data), "circular": True})
+    _, items, queries, _ = prepare("mcq", {"data": str(data), "circular": True})
     assert len(items) == 10 and len(queries) == 40
     assert {q.variant["shift"] for q in queries} == {0, 1, 2, 3}
     assert all(q.options[q.gold] == items[int(q.item_id[1:])].options[items[int(q.item_id[1:])].answer]
@@ -154,7 +155,7 @@ def test_prompt_files_are_the_papers_figures() -> None:
 
 
 def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
-    _, _, queries, _ = prepare("if-bench", {**DEFAULTS, "lang": "en"})
+    _, _, queries, _ = prepare("if-bench", {"lang": "en"})
     mine = [q for q in queries if "The rider's body" in q.options.values()]
     assert len(mine) == 4
     literal = "{'A': 'The pole', 'B': 'The ground', 'C': \"The rider's body\", 'D': 'The surrounding plants'}"
@@ -171,7 +172,7 @@ def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
 
 
 def test_query_shape_ids_and_language_text() -> None:
-    _, items, queries, _ = prepare("if-bench", {**DEFAULTS})
+    _, items, queries, _ = prepare("if-bench", {})
     assert len(items) == 20 and len(queries) == 160
     q = queries[0]
     assert q.id == f"{q.item_id}|s0|en" and q.base_id == q.item_id and q.variant == {"shift": 0, "lang": "en"}
@@ -209,7 +210,7 @@ def test_golden_parser_rules() -> None:
 
 def _replay_run(tmp_path: Path, replies: dict[int, str], name: str, **opts):
     """The bundled sample, with chosen queries answered by fixed texts (replay entries)."""
-    _, _, queries, _ = prepare("if-bench", {**DEFAULTS})
+    _, _, queries, _ = prepare("if-bench", {})
     key = answer_key_for("if-bench", {})
     for i, text in replies.items():
         key.entries[i].reply = text
@@ -296,7 +297,7 @@ def test_translate_then_genvip_prior_queries(tmp_path: Path, monkeypatch: pytest
     outputs = sorted(p.name for p in out.iterdir() if p.suffix == ".png")
     assert outputs == sorted(p.name for p in ir.iterdir())
     assert len(list((tmp_path / "again").glob("*.png"))) == 14
-    _, items, queries, _ = prepare("if-bench", {**DEFAULTS, "genvip": True, "prior": True,
+    _, items, queries, _ = prepare("if-bench", {"genvip": True, "prior": True,
                                                "translated_images": str(out)})
     q = queries[0]
     parts = q.messages[0].parts
@@ -306,7 +307,7 @@ def test_translate_then_genvip_prior_queries(tmp_path: Path, monkeypatch: pytest
     text = q.prompt_text()
     assert "One infrared image and one corresponding RGB image" in text
     assert text.rstrip().endswith("which may cause brightness differences in the resulting images.")
-    _, _, tq, _ = prepare("if-bench", {**DEFAULTS, "translated": True, "prior": True})
+    _, _, tq, _ = prepare("if-bench", {"translated": True, "prior": True})
     tparts = tq[0].messages[0].parts
     assert len(tparts) == 2 and "translated_rgb_imgs" in str(tparts[0].ref.value)
     assert "prior knowledge" not in tq[0].prompt_text()  # translated replaces prior without the pair

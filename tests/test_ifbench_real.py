@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from evalkit.benchmarks.prepare import prepare
 from evalkit.core.types import Record
-from evalkit.engine.evaluate import DEFAULTS, prepare, run
+from evalkit.engine.evaluate import run
 from evalkit.grading.grade import grade
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim.answerkey import build_answer_key
@@ -54,7 +55,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def simulate(bench_opts: dict, params: SimParams, mode: str = "official") -> tuple[dict, list[Record]]:
     """Every query through the simulated model directly (no HTTP), then the real parse/score/aggregate."""
-    bench, _, queries, _ = prepare("if-bench", {**DEFAULTS, **bench_opts})
+    bench, _, queries, _ = prepare("if-bench", {**bench_opts})
     pipeline = ImagePipeline()
     try:
         key = build_answer_key(queries, pipeline.fingerprint)
@@ -77,7 +78,7 @@ def simulate(bench_opts: dict, params: SimParams, mode: str = "official") -> tup
 
 
 def test_real_file_loads_680_items_in_10_dimensions(real: dict[str, str]) -> None:
-    _, items, queries, _ = prepare("if-bench", {**DEFAULTS, **real})
+    _, items, queries, _ = prepare("if-bench", {**real})
     assert len(items) == 680 and len(queries) == 5440
     counts: dict[str, int] = {}
     for it in items:

@@ -11,17 +11,11 @@ import pytest
 from conftest import REPO
 
 from evalkit.benchmarks import get_benchmark
+from evalkit.benchmarks.mmerealworld import choices_from_prompt, parse_official, parse_robust
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
 from evalkit.engine.evaluate import run
-from evalkit.metrics.mmerealworld import (
-    category_group,
-    choices_from_prompt,
-    domain_code,
-    parse_official,
-    parse_robust,
-    scoring_key,
-)
+from evalkit.metrics.mmerealworld import category_group, domain_code, scoring_key
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 
 from evalkit.benchmarks import get_benchmark
+from evalkit.benchmarks.prepare import prepare
 from evalkit.benchmarks.rgbth import (
     load_release,
     parse_official,
     parse_robust,
     recorded_replies,
-    replay_key,
     replay_replies,
 )
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query, Record
-from evalkit.engine.evaluate import DEFAULTS, prepare, run
+from evalkit.engine.evaluate import run
 from evalkit.grading.grade import grade
 from evalkit.metrics.rgbth import (
     PAPER_SKILLS,
@@ -36,7 +36,7 @@ from evalkit.metrics.rgbth import (
     rgbth_metrics,
     significance_threshold,
 )
-from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.from_bench import answer_key_for, replay_key
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -163,7 +163,7 @@ def test_loader_errors_name_file_and_block(tmp_path):
     with pytest.raises(EvalkitError, match=r"block 5, question 2: answer 'Maybe'"):
         load_release(tree)
     with pytest.raises(EvalkitError, match="--skills"):
-        prepare("rgb-th-bench", {**DEFAULTS, "data": str(tree), "skills": "nonsense"})
+        prepare("rgb-th-bench", {"data": str(tree), "skills": "nonsense"})
 
 
 def _sample_run(tmp_path: Path, style: str, **opts):
@@ -211,7 +211,7 @@ CONTRADICTORY = "Source 1/Fuse panel 2/b09/q3"
 
 def test_real_loader_counts_and_duplicate_warnings(shared_data):
     data = shared_data / "rgb-th-bench"
-    bench, items, _, _ = prepare("rgb-th-bench", {**DEFAULTS, "data": str(data)})
+    bench, items, _, _ = prepare("rgb-th-bench", {"data": str(data)})
     assert len(items) == 1624 and len({it.category for it in items}) == 14
     assert len(load_release(data, None)) == 1856
     assert len(bench.warnings) == 2
@@ -314,7 +314,7 @@ def _check_against_files(model: str, records: list[Record], rows: list[dict], ta
 
 def test_replay_grading_matches_files_for_all_models(shared_data):
     """Fast path: the recorded replies graded by the benchmark's own parse/score/aggregate."""
-    bench, _, queries, _ = prepare("rgb-th-bench", {**DEFAULTS, "data": str(shared_data / "rgb-th-bench"),
+    bench, _, queries, _ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"),
                                                     "skills": "all"})
     outputs, table = _outputs(shared_data), _summary_csv(shared_data)
     assert sorted(outputs) == sorted(MODELS)
@@ -334,7 +334,7 @@ def test_replay_through_pipeline(real_key, tmp_path, model):
     from conftest import SHARED_DATA
 
     data = real_key[0]
-    _, _, queries, _ = prepare("rgb-th-bench", {**DEFAULTS, "data": str(data), "skills": "all",
+    _, _, queries, _ = prepare("rgb-th-bench", {"data": str(data), "skills": "all",
                                                 "max_side": MAX_SIDE})
     outputs = _outputs(SHARED_DATA)
     key = replay_key(queries, replay_replies(queries, recorded_replies(outputs[model])))

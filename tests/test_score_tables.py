@@ -19,9 +19,9 @@ import pytest
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
+from evalkit.benchmarks.prepare import prepare
 from evalkit.benchmarks.rgbth import recorded_replies, replay_replies
 from evalkit.core.types import Query, Record
-from evalkit.engine.evaluate import DEFAULTS, prepare
 from evalkit.grading.grade import grade
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def check(bench: Benchmark, records: list[Record], options: dict, metric: str) -
 
 
 def _prepared(name: str, **opts) -> tuple[Benchmark, list[Query], dict]:
-    options = {**DEFAULTS, **opts}
+    options = {**opts}
     bench, _, queries, _ = prepare(name, options)
     return bench, queries, options
 
@@ -171,7 +171,7 @@ def test_ifbench_languages_with_different_dimensions():
 def test_ifbench_records_of_a_language_not_asked_for_are_left_out():
     bench, queries, _ = _prepared("if-bench")
     records = synthetic(queries, 9)
-    options = {**DEFAULTS, "lang": "en"}
+    options = {"lang": "en"}
     table = check(bench, records, options, "Avg")
     assert all(s.startswith("en|") for s in table.strata)
 
@@ -195,7 +195,7 @@ MODELS = 8
 
 
 def test_rgbth_replay_of_recorded_models(shared_data):
-    bench, _, queries, _ = prepare("rgb-th-bench", {**DEFAULTS, "data": str(shared_data / "rgb-th-bench"),
+    bench, _, queries, _ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"),
                                                     "skills": "all"})
     rows: dict[str, list[dict]] = defaultdict(list)
     for path in sorted((shared_data / "rgb-th-bench-outputs").glob("*.json")):
@@ -209,7 +209,7 @@ def test_rgbth_replay_of_recorded_models(shared_data):
                                           model=model, request_key="", response=replies[q.id], gold=q.gold,
                                           category=q.category, prompt=q.prompt_text()), "official")
                    for q in queries]
-        tables[model] = check(bench, records, {**DEFAULTS, "skills": "all"}, "QAcc")
+        tables[model] = check(bench, records, {"skills": "all"}, "QAcc")
         assert tables[model].n == 1856 and len(set(tables[model].strata)) == 16
     keys = {t.keys for t in tables.values()}
     assert len(keys) == 1  # every model pairs on the same observations

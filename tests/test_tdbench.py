@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from evalkit.benchmarks.tdbench import TDBench, join_canvas, parse_official_letter
-from evalkit.benchmarks.tdbench_io import export_official, load_generated, parse_box
+from evalkit.benchmarks.tdbench import TDBench, parse_official_letter
+from evalkit.benchmarks.tdbench_io import export_official, join_canvas, load_generated, parse_box
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import ImagePipeline

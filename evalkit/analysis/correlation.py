@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import pearsonr, spearmanr
-
 from evalkit.core.errors import EvalkitError
 
 MIN_MODELS = 3  # two points always correlate perfectly
@@ -69,6 +67,8 @@ def load_sizes(path: Path) -> dict[str, ModelSize]:
 
 def size_correlation(scores: Mapping[str, float], sizes: Mapping[str, ModelSize]) -> dict[str, Any]:
     """Pearson and Spearman per family (families with >= 3 sized models), and their means."""
+    from scipy.stats import pearsonr, spearmanr
+
     families: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for model, score in scores.items():
         if model in sizes:

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evalkit.analysis import views
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.analysis.significance import Interval, bootstrap_ci
-from evalkit.benchmarks.base import Benchmark
 from evalkit.core.types import Record
 
 N_BOOT = 2000
+
+
+class Scored(Protocol):
+    """What the analysis needs of a benchmark: its headline metric as observations."""
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None: ...
 
 
 @dataclass
@@ -57,7 +62,7 @@ class ModelResult:
         }
 
 
-def analyze(label: str, bench: Benchmark, records: Sequence[Record], options: dict[str, Any], *,
+def analyze(label: str, bench: Scored, records: Sequence[Record], options: dict[str, Any], *,
             n_boot: int = N_BOOT, seed: int = 0, reliability_boot: int = 200) -> ModelResult:
     """Everything the reports need about one run, from its records alone."""
     table = bench.score_table(records, options) if records else None

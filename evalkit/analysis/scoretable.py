@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where used, so benchmarks load without it
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class ScoreTable:
     keys: tuple[str, ...] = field(default=())  # pairing key per observation (default unit|stratum)
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         values = np.asarray(self.values, dtype=float)
         object.__setattr__(self, "values", values)
         if len(self.units) != len(values) or (self.strata is not None and len(self.strata) != len(values)):
@@ -39,6 +43,8 @@ class ScoreTable:
     @classmethod
     def plain(cls, metric: str, units: Sequence[str], values: Sequence[float], *, scale: float = 100.0,
               strata: Sequence[str] | None = None) -> ScoreTable:
+        import numpy as np
+
         return cls(metric, tuple(units), np.asarray(values, dtype=float),
                    tuple(strata) if strata is not None else None, scale)
 
@@ -49,6 +55,8 @@ class ScoreTable:
     @property
     def binary(self) -> bool:
         """Whether every observation is right or wrong (what McNemar's test needs)."""
+        import numpy as np
+
         return bool(np.all((self.values == 0) | (self.values == 1)))
 
     def estimate(self) -> float:
@@ -57,6 +65,8 @@ class ScoreTable:
     @cached_property
     def _point(self) -> float:
         """Computed once: intervals and every pair test of a comparison ask for it again."""
+        import numpy as np
+
         units = sorted(set(self.units))
         return float(_estimate(*self.matrices(units), np.ones((1, len(units))), self.strata is not None)[0]
                      * self.scale)
@@ -70,6 +80,8 @@ class ScoreTable:
 
     def matrices(self, unit_order: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(sums, counts): units x cells, so any weighting of units gives every cell's mean."""
+        import numpy as np
+
         unit_index = {u: i for i, u in enumerate(unit_order)}
         cells = sorted(set(self.strata)) if self.strata is not None else [""]
         cell_index = {c: j for j, c in enumerate(cells)}
@@ -92,6 +104,8 @@ class ScoreTable:
 
 
 def _estimate(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray, macro: bool) -> np.ndarray:
+    import numpy as np
+
     s = weights @ sums
     c = weights @ counts
     if not macro:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from scipy.stats import binomtest
+from typing import TYPE_CHECKING
 
 from evalkit.analysis.scoretable import ScoreTable
+
+if TYPE_CHECKING:  # numpy and scipy are imported where used: scipy.stats takes seconds to import
+    import numpy as np
 
 CHUNK = 250  # bootstrap rows per matrix product: bounds memory on very large benchmarks
 
@@ -55,6 +56,8 @@ class PairTest:
 
 def _weights(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
     """Bootstrap counts per unit (each row sums to n_units), in chunks to bound memory."""
+    import numpy as np
+
     done = 0
     while done < n_boot:
         size = min(CHUNK, n_boot - done)
@@ -69,6 +72,8 @@ def resample(tables: Mapping[str, ScoreTable], *, n_boot: int, seed: int) -> dic
     Shared resamples make paired differences paired; each table's unit x cell matrices are
     built once, so a resample costs one matrix product per table.
     """
+    import numpy as np
+
     units = sorted(set().union(*(t.units for t in tables.values())))
     prepared = {name: (t.matrices(units), t) for name, t in tables.items()}
     out: dict[str, list[np.ndarray]] = {name: [] for name in tables}
@@ -80,6 +85,8 @@ def resample(tables: Mapping[str, ScoreTable], *, n_boot: int, seed: int) -> dic
 
 
 def _interval(point: float, draws: np.ndarray, level: float) -> Interval:
+    import numpy as np
+
     alpha = (1 - level) / 2
     lo, hi = np.quantile(draws, [alpha, 1 - alpha])
     return Interval(point, float(lo), float(hi))
@@ -100,6 +107,8 @@ def bootstrap_ci(table: ScoreTable, *, n_boot: int = 2000, seed: int = 0, level:
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
     """Two-sided exact McNemar p: the discordant pairs as a fair-coin binomial."""
+    from scipy.stats import binomtest
+
     n = only_a + only_b
     if n == 0:
         return 1.0
@@ -121,6 +130,8 @@ def paired_test(name_a: str, a: ScoreTable, name_b: str, b: ScoreTable, *, n_boo
 
     `draws`: resampled metrics of both (from `resample`) when they cover the same observations.
     """
+    import numpy as np
+
     common = set(a.keys) & set(b.keys)
     if len(common) < max(len(a.keys), len(b.keys)):
         a, b, draws = a.restrict(common), b.restrict(common), None
@@ -178,6 +189,8 @@ def all_pairs(tables: dict[str, ScoreTable], *, n_boot: int = 2000, seed: int = 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval for k right of n, as fractions (for per-category bars)."""
+    import numpy as np
+
     if n == 0:
         return (0.0, 0.0)
     p = k / n

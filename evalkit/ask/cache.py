@@ -20,9 +20,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import diskcache
-from diskcache.core import MODE_RAW, MODE_TEXT, UNKNOWN
-
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, TextPart
 
 SCHEMA_VERSION = 1
@@ -124,30 +121,6 @@ class CacheLike(Protocol):
     def close(self) -> None: ...
 
 
-class _TextOnlyDisk(diskcache.Disk):
-    """A diskcache Disk that refuses to pickle or unpickle: only str keys and values pass."""
-
-    def put(self, key: Any) -> tuple[Any, bool]:
-        if type(key) is not str:
-            raise TypeError(f"cache keys must be str, got {type(key).__name__}")
-        return super().put(key)
-
-    def get(self, key: Any, raw: bool) -> Any:
-        if not raw:
-            raise TypeError("refusing to unpickle a cache key")
-        return super().get(key, raw)
-
-    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
-        if type(value) is not str or read:
-            raise TypeError(f"cache values must be JSON text, got {type(value).__name__}")
-        return super().store(value, read, key=key)
-
-    def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
-        if mode not in (MODE_RAW, MODE_TEXT) or read:
-            raise TypeError("refusing to read a non-text cache value (pickle is never used)")
-        return super().fetch(mode, filename, value, read)
-
-
 class ResponseCache:
     """diskcache.Cache with values stored as JSON text (never pickle).
 
@@ -158,9 +131,13 @@ class ResponseCache:
     blocking = True
 
     def __init__(self, directory: str | Path):
+        import diskcache
+
+        from evalkit.ask.textdisk import TextOnlyDisk
+
         self.directory = Path(directory).expanduser()
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._cache = diskcache.Cache(str(self.directory), disk=_TextOnlyDisk, disk_min_file_size=_INLINE_MAX)
+        self._cache = diskcache.Cache(str(self.directory), disk=TextOnlyDisk, disk_min_file_size=_INLINE_MAX)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from PIL import Image
-
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.retry import RetryPolicy, with_retries
@@ -152,6 +150,8 @@ def _read_records(path: Path) -> dict[str, dict[str, Any]]:
 
 def _valid_image(path: Path) -> bytes | None:
     """The file's bytes when it is a complete, decodable image; None otherwise."""
+    from PIL import Image
+
     try:
         data = path.read_bytes()
         with Image.open(io.BytesIO(data)) as img:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.retry import RetryPolicy, with_retries
-from evalkit.core.errors import ProviderError
-from evalkit.core.types import ImagePart, Message, Query, Response
+from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.types import ImagePart, Message, Outcome, Query, Response
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.images.provider_limits import (
     check_image_count,
@@ -26,18 +26,6 @@ from evalkit.images.provider_limits import (
     prepare_within,
 )
 from evalkit.providers.base import Provider
-
-
-@dataclass
-class Outcome:
-    """The result of asking one query (success, empty answer, or an error left after retries)."""
-
-    query: Query
-    response: Response
-    request_key: str
-    cached: bool
-    image_fps: list[str] = field(default_factory=list)
-    image_sizes: list[list[int]] = field(default_factory=list)  # as sent (after provider limits)
 
 
 @dataclass
@@ -59,13 +47,14 @@ def estimate_tokens(query: Query) -> int:
 
 class Runner:
     def __init__(self, provider: Provider, *, limiter: Limiter, cache: CacheLike, pipeline: ImagePipeline,
-                 policy: RetryPolicy | None = None, fingerprints: bool = True):
+                 policy: RetryPolicy | None = None, fingerprints: bool = True, drain_s: float = 30.0):
         self.provider = provider
         self.limiter = limiter
         self.cache = cache
         self.pipeline = pipeline
         self.policy = policy or RetryPolicy()
         self.fingerprints = fingerprints
+        self.drain_s = drain_s  # after a fatal error, how long requests in flight may take to finish
         self.stats = RunnerStats()
         lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
@@ -196,11 +185,38 @@ class Runner:
                     await asyncio.wait_for(event.wait(), self.policy.timeout_s)
             return await self.ask(query)
 
+        failure: list[BaseException] = []  # the first fatal error: no new query starts after it
+
+        async def answer(query: Query) -> Outcome:
+            try:
+                return await ask(query)
+            except EvalkitError as e:  # this query's input is bad (an unreadable image): its own error
+                self.stats.errors += 1
+                return Outcome(query, Response(error="permanent", error_message=str(e)), "", False)
+
         async def worker() -> None:
             for query in it:
-                if stop is not None and stop():
+                if failure or (stop is not None and stop()):
                     return
-                sink(await ask(query))
+                try:
+                    sink(await answer(query))
+                except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
+                    failure.append(e)
+                    return
 
-        await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+        tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, workers))]
+        try:
+            while tasks:
+                done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED,
+                                                   timeout=self.drain_s if failure else None)
+                tasks = list(pending)
+                if failure and not done:  # the drain deadline passed: give up on what is still in flight
+                    break
+        finally:
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+        if failure:
+            raise failure[0]
         return self.stats

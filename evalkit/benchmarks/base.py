@@ -1,44 +1,65 @@
 """What a benchmark is to the runner: load -> expand -> (ask) -> parse -> score -> aggregate.
 
 A benchmark is a small object with pure methods; the runner never needs to know which
-benchmark it is driving. Options come from the CLI (or evalkit.run keyword arguments)
-as a plain dict, already validated by argparse.
+benchmark it is driving. Its protocol switches are a frozen `Options` dataclass (fields made
+with `settings.option`), from which its CLI flags and its part of the run identity are derived.
+The methods receive `options` as a plain dict: the benchmark's options plus the run's
+generation and image settings (max_tokens, max_side, ...), already validated.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, ClassVar
 
 from evalkit.analysis.scoretable import ScoreTable
-from evalkit.core.types import Item, Parsed, Query, Record
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.grading.extract import JudgeRequest
 
 
 @dataclass(frozen=True)
-class JudgeRequest:
-    """A prompt for the LLM extractor, and how to read its reply back into an answer."""
-
-    prompt: str
-    valid: tuple[str, ...]  # the answers the judge may return (e.g. ("A","B","C","D"))
+class NoOptions:
+    """A benchmark without protocol switches."""
 
 
 class Benchmark:
-    """Base class with the defaults most benchmarks want. Subclasses set `name` and override."""
+    """Base class with the defaults most benchmarks want. Subclasses set `name`, `Options`,
+    `headline_metric` and override load / expand / aggregate (the registry checks the declarations)."""
 
-    name: str = ""
-    description: str = ""
+    name: ClassVar[str] = ""
     #: data path used when --data is omitted (relative to the bundled datasets folder), or None
-    default_data: str | None = None
+    default_data: ClassVar[str | None] = None
+    #: the protocol switches: a frozen dataclass of settings.option fields (flags are generated)
+    Options: ClassVar[type] = NoOptions
+    #: the metric that ranks models (the key in `aggregate`'s dict, and `score_table().metric`)
+    headline_metric: ClassVar[str] = ""
 
-    # ---- command line -------------------------------------------------------------------
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        """Benchmark-specific flags (added to `evalkit run`)."""
+    def headline_for(self, options: dict[str, Any]) -> str:
+        """The headline metric under these options (a benchmark whose protocol switches change
+        its headline, like mcq --circular, overrides this)."""
+        return self.headline_metric
+
+    # ---- building queries ------------------------------------------------------------
+    def make_query(self, item: Item, options: dict[str, Any], text: str, *, variant: dict[str, Any] | None = None,
+                   images: Sequence[ImageRef] | None = None, gold: str | None = None,
+                   shown: dict[str, str] | None = None, transform: Transform | None = None,
+                   max_tokens: int = 1024, meta: dict[str, Any] | None = None) -> Query:
+        """One query for `item`: its images (with the run's size limits applied to `transform`), then
+        `text`, under the run's generation settings. The id is the item id plus the variant's values,
+        so resume, the answer key and consistency metrics need nothing more."""
+        variant = dict(variant or {})
+        base = transform or Transform()
+        transform = replace(base, max_side=base.max_side or options.get("max_side"),
+                            max_pixels=base.max_pixels or options.get("max_pixels"))
+        parts = [ImagePart(ref, transform) for ref in (item.images if images is None else images)]
+        params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or max_tokens))
+        suffix = "".join(f"|{k}{v}" for k, v in variant.items())
+        return Query(id=item.id + suffix, item_id=item.id, base_id=item.id, variant=variant,
+                     messages=(Message.user(*parts, text),), gold=item.answer if gold is None else gold,
+                     options=dict(item.options if shown is None else shown), params=params,
+                     category=item.category, meta={"question": item.question, **(meta or {})})
 
     # ---- load / expand ---------------------------------------------------------------
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
@@ -70,13 +91,14 @@ class Benchmark:
         raise NotImplementedError
 
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
-        """The few numbers the console shows first, in order."""
-        return [(k, v) for k, v in metrics.items() if not isinstance(v, dict)]
+        """The few numbers the console shows first, in order: the declared headline metric first."""
+        first = [(self.headline_metric, metrics[self.headline_metric])] if self.headline_metric in metrics else []
+        return first + [(k, v) for k, v in metrics.items() if not isinstance(v, dict) and k != self.headline_metric]
 
     def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
         """The headline metric as observations (for confidence intervals and paired tests).
 
-        `table.metric` is the first numeric entry of `headline(aggregate(...))` and
+        `table.metric` is `headline_for(options)` and
         `table.estimate()` equals that number. Default: plain accuracy (%) over records, one
         observation per record, resampled by base question. None when there is no headline number.
         """
@@ -86,6 +108,8 @@ class Benchmark:
 def accuracy_table(records: Sequence[Record], metric: str = "accuracy") -> ScoreTable:
     """Percent of records right (errors, refusals and unparsed are not): one observation per record,
     unit the base question (its variants resampled together), pairing key the query id."""
+    import numpy as np
+
     return ScoreTable(metric, tuple(r.base_id for r in records),
                       np.array([float(r.correct is True) for r in records]), None, 100.0,
                       tuple(r.query_id for r in records))
@@ -97,6 +121,8 @@ def all_right_table(records: Sequence[Record], metric: str, scale: float) -> Sco
     The group is whatever records share a base_id, so an incomplete group (a variant never asked)
     counts on what it has, as `circular_summary` and `rotation_summary` count it.
     """
+    import numpy as np
+
     groups: dict[str, bool] = {}
     for r in records:
         groups[r.base_id] = groups.get(r.base_id, True) and r.correct is True

@@ -9,21 +9,20 @@ parser first. GenViP pairs each infrared image with its RGB translation (IR firs
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.ifbench_io import LANGS, default_image_dir, entries, find_image, item_ids, parse_item
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import read_prompt
+from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import is_refusal, parse_letter
 from evalkit.metrics.ifbench import Outcome, ifbench_metrics, item_scores
@@ -143,32 +142,27 @@ def judgment_counts(records: Sequence[Record], options_of: Mapping[str, Mapping[
 # ---------------------------------------------------------------------------------------
 
 
-def _add(parser: argparse.ArgumentParser, flag: str, **kw: Any) -> None:
-    """Add a flag unless another benchmark already did (they share the `run` parser)."""
-    if flag not in parser._option_string_actions:
-        parser.add_argument(flag, **kw)
-
-
 class IFBench(Benchmark):
     name = "if-bench"
-    description = "IF-Bench infrared MCQ: circular x EN/CN, first-character judgment, strict score, GenViP"
     default_data = "if-bench/if_bench_sample.json"
+    headline_metric = "Avg"
+
+    @dataclass(frozen=True)
+    class Options:
+        lang: str | None = option(help="if-bench: languages to ask, en, cn or en,cn (default both)")
+        genvip: bool = option(False, help="if-bench: GenViP, ask with the IR image then its RGB translation "
+                                          "(--translated-images)")
+        prior: bool = option(False, help="if-bench: add the textual prior (Fig. 13)")
+        translated: bool = option(False, help="if-bench: ask with the RGB translation alone")
+        translated_images: str | None = option(
+            help="if-bench: folder of RGB translations, same file names (default <data dir>/translated_rgb_imgs)",
+            role="operational")  # the images' content enters the identity through the data fingerprint
+        skip_missing: bool = option(False, help="skip items whose image file is missing (counted in the summary) "
+                                                "instead of failing")
 
     def __init__(self) -> None:
         self.skipped: list[str] = []  # image files missing under --skip-missing, for the summary
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        _add(parser, "--lang", default=None, help="if-bench: languages to ask, en, cn or en,cn (default both)")
-        _add(parser, "--genvip", action="store_true", default=None,
-             help="if-bench: GenViP, ask with the IR image then its RGB translation (--translated-images)")
-        _add(parser, "--prior", action="store_true", default=None, help="if-bench: add the textual prior (Fig. 13)")
-        _add(parser, "--translated", action="store_true", default=None,
-             help="if-bench: ask with the RGB translation alone")
-        _add(parser, "--translated-images", default=None,
-             help="if-bench: folder of RGB translations, same file names (default <data dir>/translated_rgb_imgs)")
-        _add(parser, "--skip-missing", action="store_true", default=None,
-             help="skip items whose image file is missing (counted in the summary) instead of failing")
 
     # ---- load / expand ---------------------------------------------------------------
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
@@ -274,6 +268,8 @@ class IFBench(Benchmark):
         stratum ends in "#k", each holding the same observations) until every language has
         lcm(dimension counts) cells: the cell mean is then exactly Avg, also under resampling.
         """
+        import numpy as np
+
         langs = parse_langs(options.get("lang"))
         unit_of = {r.item_id: r.base_id for r in records}
         scores = item_scores(self._outcomes(records))

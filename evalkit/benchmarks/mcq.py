@@ -6,8 +6,8 @@ accuracy overall and per category, CircularEval or RE/VE/MA with the reliability
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table, all
 from evalkit.benchmarks.mcq_io import load_jsonl, load_tsv, resolve_data
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import (
     is_refusal,
@@ -43,17 +44,19 @@ class MCQ(Benchmark):
     """A generic multiple-choice benchmark: one query per item, accuracy overall and per category."""
 
     name = "mcq"
-    description = "any multiple-choice set in VLMEvalKit TSV or JSONL form"
     default_data = "demo/mcq.tsv"
+    headline_metric = "accuracy"
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        if "--circular" not in parser._option_string_actions:  # shared `run` parser: add once
-            parser.add_argument("--circular", action="store_true", default=None,
-                                help="mcq: CircularEval, ask every rotation of the options (n per item)")
-        if "--rotations" not in parser._option_string_actions:
-            parser.add_argument("--rotations", type=int, choices=(1, 2, 4), default=None,
-                                help="mcq: RotationalEval, ask each top-down image turned 0/90/180/270 degrees")
+    @dataclass(frozen=True)
+    class Options:
+        circular: bool = option(False, help="mcq: CircularEval, ask every rotation of the options (n per item)")
+        rotations: int = option(1, help="mcq: RotationalEval, ask each top-down image turned 0/90/180/270 degrees",
+                                choices=(1, 2, 4))
+
+    def headline_for(self, options: dict[str, Any]) -> str:
+        if (options.get("rotations") or 1) > 1:
+            return "RE"
+        return "circular_accuracy" if options.get("circular") else "accuracy"
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         path = resolve_data(Path(data))

@@ -7,15 +7,15 @@ optional. TSV: index, image (base64, or another row's index), question, A..E, an
 category ("Task/Subtask"), l2-category (the Category). Both become the same Items, prompts
 and scoring keys, so the two forms give identical metrics.
 
-Parsing and metrics live in evalkit/metrics/mmerealworld.py (pure functions).
+The two answer parsers are here; the metrics live in evalkit/metrics/mmerealworld.py (pure functions).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +24,106 @@ from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
 from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
-from evalkit.grading.extract import is_refusal, judge_prompt_mcq, strip_reasoning
-from evalkit.metrics.mmerealworld import (
-    choices_of,
-    mme_metrics,
-    option_text,
-    parse_official,
-    parse_robust,
-    scoring_key,
-)
+from evalkit.grading.extract import is_refusal, judge_prompt_mcq, parse_letter, strip_reasoning
+from evalkit.metrics.mmerealworld import LETTERS, mme_metrics, scoring_key
 
 _REQUIRED = ("Question_id", "Image", "Text", "Answer choices", "Ground truth", "Task", "Subtask", "Category")
 _CHOICE = re.compile(r"^\s*\(([A-Z])\)")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+
+# The official prefix list, as it behaves: two missing commas glue four entries into two strings
+# that never occur in an answer, so "Best answer:" etc. are in effect never removed.
+OFFICIAL_PREFIXES = (
+    "The best answer is",
+    "The correct answer is",
+    "The answer is",
+    "The answer",
+    "The best option isThe correct option is",
+    "Best answer:Best option:",
+)
+_UPPER_ABCDE = re.compile(r"[ABCDE]")
+
+
+def parse_official(response: str | None, choices: Sequence[tuple[str, str]]) -> str | None:
+    """The five official steps; `choices` are (letter, "(X) text") pairs as shown in the prompt.
+
+    "" -> A (the empty string is inside every option), "Based on ... C" -> B (first capital
+    A-E anywhere), "Answer: E" -> A, "Best answer: D" -> B. None means no answer.
+    """
+    s = (response or "").strip()
+    for prefix in OFFICIAL_PREFIXES:
+        s = s.replace(prefix, "")
+    if len(s.split()) > 10 and not _UPPER_ABCDE.search(s):
+        return None
+    m = _UPPER_ABCDE.search(s)
+    if m:
+        return m.group(0)
+    low = s.lower()
+    for letter, choice in choices:
+        if low in choice.lower():
+            return letter
+    return None
+
+
+def option_text(choice: str, letter: str) -> str:
+    """ "(A) 13" -> "13": the option's own text, for the robust parser and the simulator."""
+    return re.sub(rf"^\s*\(?{re.escape(letter)}\)\s*", "", choice, count=1).strip() or choice.strip()
+
+
+def parse_robust(response: str | None, choices: Sequence[tuple[str, str]]) -> str | None:
+    """The letter the reply actually names (or the one option whose text it is); None for empty output."""
+    text = strip_reasoning(response)
+    if not text:
+        return None
+    options = {letter: option_text(choice, letter) for letter, choice in choices}
+    return parse_letter(text, letters=tuple(options) or tuple(LETTERS), options=options)
+
+
+_MARKERS = ("The choices are listed below:\n", "选项如下所示:\n")
+_CHOICE_LINE = re.compile(r"^\(([A-Z])\)")
+
+
+def choices_from_prompt(prompt: str) -> list[tuple[str, str]]:
+    """The (letter, choice line) pairs of an MME-RealWorld prompt, read back from records.jsonl."""
+    for marker in _MARKERS:
+        if marker in prompt:
+            block = prompt.split(marker, 1)[1]
+            break
+    else:
+        return []
+    out = []
+    for line in block.split("\n"):
+        m = _CHOICE_LINE.match(line)
+        if not m:
+            break
+        out.append((m.group(1), line))
+    return out
+
+
+def choices_of(options: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(letter, "(X) text") pairs from letter -> text options."""
+    return [(k, f"({k}) {v}") for k, v in options.items()]
+
+
+def mode_comparison(records: Iterable[Record]) -> dict[str, Any]:
+    """Both parsers re-run on every raw response: accuracy under each and how many answers differ."""
+    n = official_ok = robust_ok = answers_differ = verdicts_differ = 0
+    for r in records:
+        n += 1
+        if r.error is not None or r.response is None:
+            continue
+        choices = choices_from_prompt(r.prompt)
+        off = parse_official(r.response, choices)
+        rob = parse_robust(r.response, choices)
+        official_ok += off == r.gold
+        robust_ok += rob == r.gold
+        answers_differ += off != rob
+        verdicts_differ += (off == r.gold) != (rob == r.gold)
+    return {"official_accuracy": 100.0 * official_ok / n if n else 0.0,
+            "robust_accuracy": 100.0 * robust_ok / n if n else 0.0,
+            "answers_differ": answers_differ, "verdicts_differ": verdicts_differ}
 
 
 def _choices(where: str, raw: Any) -> dict[str, str]:
@@ -137,14 +223,14 @@ class MMERealWorld(Benchmark):
     """MME-RealWorld: official rule parsing (quirks included) or robust; Avg / Avg-C per task."""
 
     name = "mme-realworld"
-    description = "high-resolution real-world 5-option MCQ (official JSON or VLMEvalKit TSV)"
     default_data = "mme-realworld/MME_RealWorld.json"
+    headline_metric = "Avg"
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        if "--mme-lang" not in parser._option_string_actions:
-            parser.add_argument("--mme-lang", choices=("auto", "en", "cn"), default=None,
-                                help="mme-realworld: prompt language (default auto: _CN files and Chinese text)")
+    @dataclass(frozen=True)
+    class Options:
+        mme_lang: str | None = option(help="mme-realworld: prompt language (default auto: _CN files and Chinese text)",
+                                      choices=("auto", "en", "cn"))
+
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         path = Path(data)
@@ -196,7 +282,7 @@ class MMERealWorld(Benchmark):
                             valid=tuple(query.options))
 
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
-        return mme_metrics(records)
+        return mme_metrics(records, modes=mode_comparison(records))
 
     def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
         """Avg (%): the item-weighted accuracy over every question (Avg-C, the mean over task x domain

@@ -12,20 +12,19 @@ across runs; the SAcc group (scene, skill) is recovered from the id and the cate
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
 from evalkit.metrics.rgbth import ALL_SKILLS, PAPER_SKILLS, find_duplicates, prompt_group, rgbth_metrics
@@ -184,16 +183,16 @@ class RGBThBench(Benchmark):
     """RGB-Th-Bench: QAcc and SAcc per skill, per prompt group and overall."""
 
     name = "rgb-th-bench"
-    description = "RGB-thermal pairs, Yes/No questions, question- and skill-level accuracy"
     default_data = "rgb-th-bench"
+    headline_metric = "QAcc"
+
+    @dataclass(frozen=True)
+    class Options:
+        skills: str | None = option(help="rgb-th-bench: paper (14 skills, default), all (16 skills), or a comma list")
 
     def __init__(self) -> None:
         self.warnings: list[str] = []
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--skills", default=None,
-                            help="rgb-th-bench: paper (14 skills, default), all (16 skills), or a comma list")
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         items = load_release(Path(data), skill_selection(options.get("skills")))
@@ -238,6 +237,8 @@ class RGBThBench(Benchmark):
         per question, strata the skills. The overall column averages every skill in the records (with
         --skills all the two text-reference skills too, though they are in neither prompt group), so
         no skill is left out. None without records (QAcc is then None, not a number)."""
+        import numpy as np
+
         if not records:
             return None
         units = tuple(r.base_id for r in records)
@@ -275,29 +276,3 @@ def replay_replies(queries: Sequence[Query], replies: Mapping[tuple[str, str, st
         out[q.id] = found[k]
         used[key] = k + 1
     return out
-
-
-def replay_key(queries: Sequence[Query], replies: Mapping[str, str]) -> Any:
-    """A simulator AnswerKey whose entries carry the recorded reply of each request.
-
-    Entries are keyed like the simulator looks them up (request text + image fingerprints);
-    identical requests (the release's duplicated questions) keep the first reply, as a real
-    server would be asked once and the cache answer the copy.
-    """
-    from evalkit.images.pipeline import ImagePipeline
-    from evalkit.sim.answerkey import AnswerEntry, AnswerKey, normalise_text
-
-    key = AnswerKey()
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    pipeline = ImagePipeline()
-    try:
-        for q in queries:
-            text, fps = q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()]
-            ident = (normalise_text(text), tuple(fps))
-            if ident in seen or q.id not in replies:
-                continue
-            seen.add(ident)
-            key.add(AnswerEntry(base_id=q.base_id, text=text, images=fps, answer=q.gold, reply=replies[q.id]))
-    finally:
-        pipeline.close()
-    return key

@@ -16,16 +16,11 @@ Query ids are f"{index}|r{deg}", base_id the index, variant {"rot": deg} (+ "tas
 
 from __future__ import annotations
 
-import argparse
-import base64
-import io
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-from PIL import Image
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
@@ -36,10 +31,14 @@ from evalkit.benchmarks.tdbench_io import (
     load_official,
     official_files,
     parse_box,
+    png_bytes,
     source_size,
+    variant_image,
+    variant_text,
 )
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
+from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import (
     is_refusal,
@@ -48,59 +47,10 @@ from evalkit.grading.extract import (
     render_options,
     strip_reasoning,
 )
-from evalkit.images.ops import rotate_image, to_rgb
 from evalkit.metrics import tdbench as tdm
 from evalkit.protocols import rotation as rot
 
 GROUNDING = "Visual Grounding"
-
-
-def join_canvas(images: Sequence[Image.Image], layout: str, size: int = 512) -> Image.Image:
-    """Two images on one size x size canvas: side by side ("h", two size/2-wide halves) or stacked ("v")."""
-    if len(images) != 2:
-        raise EvalkitError(f"a joined canvas needs exactly two images, got {len(images)}")
-    canvas = Image.new("RGB", (size, size))
-    half = size // 2
-    for i, img in enumerate(images):
-        if layout == "h":
-            canvas.paste(to_rgb(img).resize((half, size), Image.Resampling.LANCZOS), (i * half, 0))
-        elif layout == "v":
-            canvas.paste(to_rgb(img).resize((size, half), Image.Resampling.LANCZOS), (0, i * half))
-        else:
-            raise EvalkitError(f"unknown two-image layout {layout!r} (expected 'h' or 'v')")
-    return canvas
-
-
-def _open(ref: ImageRef) -> Image.Image:
-    data = base64.b64decode(ref.value) if ref.kind == "b64" else ref.value if ref.kind == "bytes" else None
-    with Image.open(io.BytesIO(data) if isinstance(data, bytes) else str(ref.value)) as img:
-        img.load()
-        return to_rgb(img).copy()
-
-
-def png_bytes(img: Image.Image) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, "PNG")
-    return buf.getvalue()
-
-
-def variant_text(item: Item, deg: int, seed: int) -> tuple[str, dict[str, str], str]:
-    """(question, options, gold) of one rotation; grounding gold is the rotated box."""
-    if item.meta.get("form") == "official":
-        v = item.meta["variants"][deg]
-        return v["question"], dict(v["options"]), v["answer"]
-    if item.meta.get("task") == "grounding":
-        return item.question, {}, format_box(rot.rotate_box(item.meta["box"], deg))
-    return rot.rotate_question(item.question, item.options, item.answer, deg, seed=seed, key=item.id,
-                               shuffle=bool(item.meta.get("shuffle", True)))
-
-
-def variant_image(item: Item, deg: int, size: int = 512) -> Image.Image:
-    """The picture a generated item shows at one rotation (each half turned on its own)."""
-    pics = [rotate_image(_open(ref), deg) for ref in item.images]
-    if len(pics) == 1:
-        return pics[0]
-    return join_canvas(pics, str(item.meta.get("layout") or "h"), size)
 
 
 def rotations_of(items: Sequence[Item]) -> tuple[int, ...]:
@@ -126,22 +76,19 @@ def parse_official_letter(text: str, options: dict[str, str]) -> str | None:
 
 class TDBench(Benchmark):
     name = "tdbench"
-    description = "TDBench: top-down images, RotationalEval (RE/VE/MA) and reliability (θ, r, g)"
     default_data = "tdbench"
+    headline_metric = "RE"
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        if "--td-set" in parser._option_string_actions:
-            return
-        # a group inside a group is deprecated: add straight into a group we are given
-        g = parser if isinstance(parser, argparse._ArgumentGroup) else parser.add_argument_group("tdbench")
-        g.add_argument("--td-set", choices=("all", "main", "grounding"), help="which TDBench files (default all)")
-        g.add_argument("--td-image-size", type=int, help="standardise images to NxN (default 512; 0 = as stored)")
-        g.add_argument("--td-seed", type=int, help="seed of the per-rotation option shuffle (generated sets)")
-        g.add_argument("--td-grounding", choices=("center", "iou"), help="grounding hit: centre in box or IoU")
-        g.add_argument("--td-iou", type=float, help="IoU threshold for --td-grounding iou (default 0.5)")
-        g.add_argument("--td-any-category", action="store_true", default=None,
-                       help="accept category names outside the paper's ten")
+    @dataclass(frozen=True)
+    class Options:
+        td_set: str | None = option(help="which TDBench files (default all)", choices=("all", "main", "grounding"))
+        td_image_size: int | None = option(help="standardise images to NxN (default 512; 0 = as stored)")
+        td_seed: int | None = option(help="seed of the per-rotation option shuffle (generated sets)")
+        td_grounding: str | None = option(help="grounding hit: centre in box or IoU", choices=("center", "iou"))
+        td_iou: float | None = option(help="IoU threshold for --td-grounding iou (default 0.5)")
+        td_any_category: bool = option(False, help="accept category names outside the paper's ten")
+        td_boot: int = option(200, help="bootstrap resamples of the reliability fit's intervals (default 200)")
+
 
     # ---- load / expand --------------------------------------------------------------------
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
@@ -272,6 +219,8 @@ class TDBench(Benchmark):
         """RE (a fraction): one observation per (problem, category), 1 when right at every rotation
         asked in the run, strata the categories (the paper's unweighted mean over its dimensions).
         Grounding problems count with the run's hit criterion, exactly as in `aggregate`."""
+        import numpy as np
+
         outcomes, _, rotations = self._outcomes(records, options)
         problems: dict[tuple[str, str], dict[int, bool]] = {}
         for o in outcomes:  # the last answer of a (problem, rotation) wins, as in category_stats

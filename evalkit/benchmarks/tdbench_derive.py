@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
 from evalkit.benchmarks.tdbench_io import load_generated
 from evalkit.core.errors import EvalkitError
 
@@ -99,6 +97,8 @@ def integrity_crop(size: tuple[int, int], box: tuple[float, float, float, float]
 def derive(kind: str, data: Path, out: Path, *, area_ratio: float = 0.02, integrity: float = 0.6,
            scale: float = 25.0, images: Path | None = None) -> dict[str, Any]:
     """Write the derived set; returns counts (written, skipped with reasons)."""
+    from PIL import Image
+
     items = [it for it in load_generated(data, images) if it.meta.get("task") == "grounding"]
     if not items:
         raise EvalkitError(f"{data}: no grounding items (\"task\": \"grounding\" with a \"box\") to derive from")

@@ -1,4 +1,5 @@
-"""TDBench files: the official four-TSV release, the generated JSONL form, boxes, and export.
+"""TDBench files: the official four-TSV release, the generated JSONL form, boxes, each rotation's
+question and picture, and export.
 
 Kept apart from the benchmark class so the case-study tools and the sample generator can
 read and write the same forms without the runner.
@@ -14,15 +15,17 @@ import re
 import string
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from PIL import Image
+from typing import TYPE_CHECKING, Any
 
 from evalkit.benchmarks.mcq_io import _cell, _json_options, _raise_field_limit, _resolve_file, load_tsv
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Item
+from evalkit.images.ops import rotate_image, to_rgb
 from evalkit.metrics.tdbench import CATEGORIES
 from evalkit.protocols import rotation as rot
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 Box = tuple[float, float, float, float]
 ROT_FILE = re.compile(r"^(?P<prefix>.+?)_rot(?P<deg>0|90|180|270)\.tsv$", re.I)
@@ -113,6 +116,8 @@ def parse_gold_box(text: str, where: str, size: tuple[int, int] | None) -> Box:
 
 def source_size(ref: ImageRef, deg: int = 0) -> tuple[int, int]:
     """(width, height) of an image after a counter-clockwise turn, from its header."""
+    from PIL import Image
+
     if ref.kind == "path":
         src: Any = str(ref.value)
     else:
@@ -283,6 +288,63 @@ def _generated_item(where: str, obj: Any, base: Path) -> Item:
 
 
 # ---------------------------------------------------------------------------------------
+# One rotation of an item: its question, options and gold, and its picture
+# ---------------------------------------------------------------------------------------
+
+
+def join_canvas(images: Sequence[Image.Image], layout: str, size: int = 512) -> Image.Image:
+    """Two images on one size x size canvas: side by side ("h", two size/2-wide halves) or stacked ("v")."""
+    from PIL import Image
+
+    if len(images) != 2:
+        raise EvalkitError(f"a joined canvas needs exactly two images, got {len(images)}")
+    canvas = Image.new("RGB", (size, size))
+    half = size // 2
+    for i, img in enumerate(images):
+        if layout == "h":
+            canvas.paste(to_rgb(img).resize((half, size), Image.Resampling.LANCZOS), (i * half, 0))
+        elif layout == "v":
+            canvas.paste(to_rgb(img).resize((size, half), Image.Resampling.LANCZOS), (0, i * half))
+        else:
+            raise EvalkitError(f"unknown two-image layout {layout!r} (expected 'h' or 'v')")
+    return canvas
+
+
+def _open(ref: ImageRef) -> Image.Image:
+    from PIL import Image
+
+    data = base64.b64decode(ref.value) if ref.kind == "b64" else ref.value if ref.kind == "bytes" else None
+    with Image.open(io.BytesIO(data) if isinstance(data, bytes) else str(ref.value)) as img:
+        img.load()
+        return to_rgb(img).copy()
+
+
+def png_bytes(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def variant_text(item: Item, deg: int, seed: int) -> tuple[str, dict[str, str], str]:
+    """(question, options, gold) of one rotation; grounding gold is the rotated box."""
+    if item.meta.get("form") == "official":
+        v = item.meta["variants"][deg]
+        return v["question"], dict(v["options"]), v["answer"]
+    if item.meta.get("task") == "grounding":
+        return item.question, {}, format_box(rot.rotate_box(item.meta["box"], deg))
+    return rot.rotate_question(item.question, item.options, item.answer, deg, seed=seed, key=item.id,
+                               shuffle=bool(item.meta.get("shuffle", True)))
+
+
+def variant_image(item: Item, deg: int, size: int = 512) -> Image.Image:
+    """The picture a generated item shows at one rotation (each half turned on its own)."""
+    pics = [rotate_image(_open(ref), deg) for ref in item.images]
+    if len(pics) == 1:
+        return pics[0]
+    return join_canvas(pics, str(item.meta.get("layout") or "h"), size)
+
+
+# ---------------------------------------------------------------------------------------
 # Export: a generated set as the official four TSVs
 # ---------------------------------------------------------------------------------------
 
@@ -295,8 +357,6 @@ def export_official(items: Sequence[Item], folder: Path, *, seed: int = 0, prefi
     options shuffled for that rotation and the gold letter there: exactly what the generated
     form asks, so both forms give the same queries.
     """
-    from evalkit.benchmarks.tdbench import png_bytes, variant_image, variant_text
-
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for task, name in (("mcq", prefix), ("grounding", f"{prefix}_grounding")):

@@ -233,6 +233,18 @@ class Response:
 
 
 @dataclass
+class Outcome:
+    """The result of asking one query (success, empty answer, or an error left after retries)."""
+
+    query: Query
+    response: Response
+    request_key: str
+    cached: bool
+    image_fps: list[str] = field(default_factory=list)
+    image_sizes: list[list[int]] = field(default_factory=list)  # as sent (after provider limits)
+
+
+@dataclass
 class Parsed:
     """The outcome of answer extraction. answer None means unparsed (never a guess)."""
 

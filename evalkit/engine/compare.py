@@ -9,33 +9,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from evalkit.analysis.comparison import Leaderboard, LoadedRun
 from evalkit.analysis.correlation import load_sizes, size_correlation
-from evalkit.analysis.result import N_BOOT, ModelResult, analyze
-from evalkit.analysis.significance import PairTest, all_pairs, bootstrap_ci, resample, same_observations
+from evalkit.analysis.result import N_BOOT, analyze
+from evalkit.analysis.significance import all_pairs, bootstrap_ci, resample, same_observations
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Record
-from evalkit.engine.evaluate import DEFAULTS, opts_for_bench
+from evalkit.engine.identity import protocol_view, saved_settings
 from evalkit.engine.rundir import RunDir
+from evalkit.report.compare_md import write_comparison
 
 # Settings that may differ between the models of one comparison: who answered, and how it
 # was asked to generate. Everything else in a run's identity is protocol and must agree.
 PER_MODEL = {"model", "endpoint", "cache_tag", "max_tokens", "temperature", "seed", "top_p", "extra",
              "max_side", "max_pixels"}
-
-
-@dataclass
-class LoadedRun:
-    path: Path
-    label: str
-    identity: dict[str, Any]
-    config: dict[str, Any]
-    summary: dict[str, Any]
-    records: list[Record]
 
 
 def load_run(path: Path) -> LoadedRun:
@@ -46,8 +35,10 @@ def load_run(path: Path) -> LoadedRun:
         raise EvalkitError(f"{summary_path}: missing; finish the run or rebuild it with `evalkit report {path}`")
     records = list(rundir.load_records().values())
     summary = rundir.read_summary()
+    # identities of 0.1.0 and of today, in one form: defaults dropped, the data's fingerprint (or path)
     return LoadedRun(rundir.path, str(summary.get("model") or saved["identity"].get("model")),
-                     saved["identity"], saved.get("config", {}), summary, records)
+                     protocol_view(saved["identity"]), saved.get("config", {}), summary, records,
+                     saved_settings(saved).bench_dict())
 
 
 def _label_all(runs: list[LoadedRun]) -> None:
@@ -105,72 +96,13 @@ def _data_mismatch(runs: Sequence[LoadedRun]) -> str | None:
     return None
 
 
-@dataclass
-class Comparison:
-    """A ranked leaderboard of one benchmark, with intervals, paired tests and correlations."""
-
-    benchmark: str
-    settings: dict[str, Any]
-    results: list[ModelResult]                # ranked, best first
-    runs: dict[str, LoadedRun] = field(repr=False)
-    pairs: list[PairTest]
-    correlation: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
-    out_dir: Path | None = None
-
-    @property
-    def metric(self) -> str | None:
-        return next((r.metric for r in self.results if r.metric), None)
-
-    @property
-    def ranking(self) -> list[str]:
-        return [r.label for r in self.results]
-
-    def pair(self, a: str, b: str) -> PairTest:
-        for test in self.pairs:
-            if {test.a, test.b} == {a, b}:
-                return test
-        raise KeyError((a, b))
-
-    def beats(self, label: str) -> list[str]:
-        """Models this one is significantly better than."""
-        out = []
-        for t in self.pairs:
-            if t.significant and label in (t.a, t.b):
-                winner, loser = (t.a, t.b) if t.diff.estimate > 0 else (t.b, t.a)
-                if winner == label:
-                    out.append(loser)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "benchmark": self.benchmark,
-            "metric": self.metric,
-            "settings": self.settings,
-            "ranking": self.ranking,
-            "models": [{**r.to_dict(), "run_dir": str(self.runs[r.label].path),
-                        "metrics": self.runs[r.label].summary.get("metrics"),
-                        "counts": self.runs[r.label].summary.get("counts"),
-                        "usage": self.runs[r.label].summary.get("usage")} for r in self.results],
-            "pairs": [_pair_dict(t) for t in self.pairs],
-            "size_correlation": self.correlation,
-            "notes": self.notes,
-        }
+class Comparison(Leaderboard):
+    """The leaderboard `compare` returns (`evalkit.Comparison`): the data, and writing its report."""
 
     def write(self, out: Path) -> Path:
         """report.md, comparison.json and plots/*.png in `out`; returns the report's path."""
-        from evalkit.report.compare_md import write_comparison
-
         self.out_dir = Path(out)
         return write_comparison(self, self.out_dir)
-
-
-def _pair_dict(t: PairTest) -> dict[str, Any]:
-    return {"a": t.a, "b": t.b, "n_common": t.n_common, "diff": t.diff.estimate, "diff_ci95": [t.diff.lo, t.diff.hi],
-            "p_bootstrap": t.p_bootstrap,
-            "mcnemar": ({"only_a": t.mcnemar.only_a, "only_b": t.mcnemar.only_b, "p": t.mcnemar.p}
-                        if t.mcnemar else None),
-            "p_holm": t.p_holm, "significant": t.significant}
 
 
 def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, sizes: str | Path | None = None,
@@ -183,7 +115,7 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     notes = check_compatible(runs)
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
-    options = opts_for_bench({**DEFAULTS, **runs[0].identity})
+    options = runs[0].options
     results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed) for r in runs]
     tables = {m.label: m.table for m in results if m.table is not None and m.table.n}
     draws = resample(tables, n_boot=n_boot, seed=seed) if n_boot > 0 and same_observations(tables) else None

@@ -1,15 +1,17 @@
 """One run, end to end: load -> expand -> ask -> parse -> (judge) -> aggregate -> write.
 
-`run()` is the Python API (DESIGN.md); the CLI is a thin layer over it. Re-running with the
-same settings resumes in the same run directory and sends only what is missing.
+`run()` is the Python API; the CLI is a thin layer over it. Re-running with the same settings
+resumes in the same run directory and sends only what is missing. Every resource a run opens
+(providers, cache, image pipeline and its threads, the records file) is owned by one
+AsyncExitStack, so an error anywhere closes all of them and keeps every answer received.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,13 +20,14 @@ from rich.console import Console
 
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.rate_limiter import Limiter
-from evalkit.ask.runner import Outcome, RetryPolicy, Runner
+from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.ask.schedule import group_by_image, image_group
-from evalkit.benchmarks import get_benchmark
-from evalkit.benchmarks.base import Benchmark
+from evalkit.benchmarks.prepare import Prepared, prepare, resolve_images
+from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
-from evalkit.core.resources import dataset_path
-from evalkit.core.types import GenParams, Item, Query, Record
+from evalkit.core.settings import RunConfig
+from evalkit.core.types import GenParams, Outcome, Query, Record
+from evalkit.engine.identity import FileHashes, data_fingerprint, legacy_identity, run_identity
 from evalkit.engine.rundir import RunDir, default_run_dir
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
@@ -34,19 +37,7 @@ from evalkit.providers import ProviderSpec, api_key_for, create_provider, parse_
 from evalkit.report.outputs import publish
 from evalkit.report.progress import RunProgress
 
-# Options that change what is asked or how it is scored: they make a run's identity.
-GENERATION_KEYS = ("max_tokens", "temperature", "seed", "extra")
-DEFAULTS: dict[str, Any] = {
-    "mode": "official", "concurrency": 32, "rpm": None, "tpm": None, "timeout": 120.0, "max_attempts": 8,
-    "cache_dir": os.environ.get("EVALKIT_CACHE_DIR", "cache"), "no_cache": False, "limit": None,
-    "base_url": None, "judge": None, "judge_base_url": None, "out": None, "data": None, "images": None,
-    "progress": True, "max_side": None, "max_pixels": None, "dry_run": False, "max_cost": None, "prices": None,
-    "group_images": True,
-}
-# Options that never enter a run's identity (how fast, where, how verbose).
-OPERATIONAL_KEYS = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "cache_dir", "no_cache", "out",
-                    "judge", "judge_base_url", "progress", "env", "console", "base_url", "on_record",
-                    "dry_run", "max_cost", "prices", "group_images"}
+FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images by (path, size, mtime)
 
 
 @dataclass
@@ -59,206 +50,168 @@ class RunResult:
 
 
 def run(bench: str, model: str, **options: Any) -> RunResult:
-    """Evaluate `model` (e.g. "openai/gpt-4o") on benchmark `bench`; see `evalkit run --help` for options."""
+    """Evaluate `model` (e.g. "openai/gpt-4o") on benchmark `bench`; see `evalkit run BENCH --help` for
+    the options (the keyword names are the flags' names with underscores). An unknown or wrong-typed
+    option is an error naming it, raised before anything is written."""
     return asyncio.run(run_async(bench, model, **options))
 
 
-def _base_urls(value: Any) -> tuple[str, ...]:
-    if not value:
-        return ()
-    if isinstance(value, str):
-        return tuple(u for u in value.replace(",", " ").split() if u)
-    return tuple(value)
+@dataclass(frozen=True)
+class _Located:
+    """Where the run lives and what identifies it."""
+
+    rundir: RunDir
+    identity: dict[str, Any]
+    legacy: dict[str, Any]
+    note: str | None  # set when a 0.1.0 run directory is resumed
 
 
-def resolve_data(bench: Benchmark, data: str | Path | None) -> Path:
-    if data is None:
-        if bench.default_data is None:
-            raise EvalkitError(f"benchmark '{bench.name}' needs --data")
-        path = dataset_path(bench.default_data)
-    else:
-        path = Path(data).expanduser()
-    if not path.exists():
-        raise EvalkitError(f"data not found: {path}")
-    return path.resolve()
-
-
-def apply_generation(queries: list[Query], opts: Mapping[str, Any]) -> list[Query]:
-    """CLI/API generation overrides on top of each benchmark's own defaults."""
-    extra = opts.get("extra")
-    if isinstance(extra, str):
-        try:
-            extra = json.loads(extra)
-        except ValueError as e:
-            raise EvalkitError(f"--extra is not valid JSON: {e}") from e
-        if not isinstance(extra, dict):
-            raise EvalkitError("--extra must be a JSON object")
-    changes: dict[str, Any] = {k: opts[k] for k in ("max_tokens", "temperature", "seed") if opts.get(k) is not None}
-    if not changes and not extra:
-        return queries
-    out = []
-    for q in queries:
-        params = replace(q.params, **changes)
-        if extra:
-            params = replace(params, extra=tuple(sorted({**params.extra_dict(), **extra}.items())))
-        out.append(replace(q, params=params))
-    return out
-
-
-def prepare(bench_name: str, opts: dict[str, Any]) -> tuple[Benchmark, list[Item], list[Query], Path]:
-    """Load and expand a benchmark's queries (shared by run, report and the simulator's answer key)."""
-    bench = get_benchmark(bench_name)
-    data = resolve_data(bench, opts.get("data"))
-    images = Path(opts["images"]).expanduser().resolve() if opts.get("images") else None
-    if images is not None and not images.is_dir():
-        raise EvalkitError(f"--images: not a directory: {images}")
-    items = bench.load(data, images, opts)
-    if opts.get("limit"):
-        items = items[: int(opts["limit"])]
-    queries = apply_generation(list(bench.expand(items, opts)), opts)
-    seen: set[str] = set()
-    for q in queries:
-        if q.id in seen:
-            raise EvalkitError(f"{data}: duplicate query id '{q.id}'")
-        seen.add(q.id)
-    return bench, items, queries, data
-
-
-def identity_of(bench: Benchmark, spec: ProviderSpec, data: Path, opts: Mapping[str, Any]) -> dict[str, Any]:
-    ident = {k: v for k, v in opts.items() if k not in OPERATIONAL_KEYS and k not in ("data",) and v is not None}
-    ident.update(benchmark=bench.name, model=spec.label, endpoint=spec.endpoint, data=str(data))
-    return json.loads(json.dumps(ident, sort_keys=True, default=str))
+def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> _Located:
+    """The run identity (with the data's content fingerprint) and the run directory: --out, else the
+    default for this identity, else the directory 0.1.0 used for the same command if that exists."""
+    cfg = s.config
+    hashes = FileHashes(None if cfg.no_cache else Path(cfg.cache_path(env)) / FILE_HASHES)
+    data_sha = data_fingerprint(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
+    if not cfg.dry_run:
+        hashes.save()
+    identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data_sha)
+    legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.endpoint, prepared.data)
+    if cfg.out:
+        return _Located(RunDir(Path(cfg.out)), identity, legacy, None)
+    new = default_run_dir(s.bench_name, spec.label, identity)
+    old = default_run_dir(s.bench_name, spec.label, legacy)
+    if not new.exists() and (old / "config.json").exists():
+        return _Located(RunDir(old), identity, legacy,
+                        f"resuming {old}, written by evalkit 0.1.0 (a new run of these settings would go to {new})")
+    return _Located(RunDir(new), identity, legacy, None)
 
 
 async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
-    opts = {**DEFAULTS, **options}
-    env: Mapping[str, str] = opts.get("env") or os.environ
-    console: Console = opts.get("console") or Console(stderr=True)
-    if opts["mode"] not in ("official", "robust"):
-        raise EvalkitError(f"--mode must be official or robust, not '{opts['mode']}'")
-    spec, judge_spec = await _specs(model, opts, env)
-    bench, items, queries, data = prepare(bench_name, opts)
-    price = load_prices(Path(opts["prices"]) if opts.get("prices") else None).lookup(spec.provider, spec.model)
-    if opts.get("max_cost") is not None and price is None:
+    s = resolve_settings(bench_name, model, options)
+    cfg = s.config
+    env: Mapping[str, str] = s.hooks.get("env") or os.environ
+    console: Console = s.hooks.get("console") or Console(stderr=True)
+    spec, judge_spec = await _specs(cfg, env)
+    prepared = prepare(bench_name, s.bench_dict())
+    bench, items, queries = prepared.bench, prepared.items, prepared.queries
+    price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
+    if cfg.max_cost is not None and price is None:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
-    identity = identity_of(bench, spec, data, opts)
-    out = Path(opts["out"]) if opts["out"] else default_run_dir(bench.name, spec.label, identity)
-    rundir = RunDir(out)
-    config = {**identity, "judge": opts["judge"], "concurrency": opts["concurrency"], "rpm": opts["rpm"],
-              "tpm": opts["tpm"], "timeout_s": opts["timeout"], "max_attempts": opts["max_attempts"],
-              "group_images": opts["group_images"], "price": price.__dict__ if price else None,
+    where = _locate(s, spec, prepared, env)
+    rundir, identity = where.rundir, where.identity
+    config = {**identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
+              "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
+              "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
+              "price": price.__dict__ if price else None, "options": s.options_dict(),
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
+    if cfg.dry_run:
+        return await _dry_run(rundir, queries, spec, env, cfg, price, bench.name, config)
+    messages = [m for m in (where.note, rundir.bind(identity, config, legacy=where.legacy)) if m]
+    for message in messages:
+        console.print(f"evalkit: {message}", markup=False, highlight=False)
     by_id = {q.id: q for q in queries}
-    if opts.get("dry_run"):
-        return await _dry_run(rundir, queries, spec, env, opts, price, bench.name, config)
-    rundir.bind(identity, config)
     existing = rundir.load_records()
     kept = {qid: r for qid, r in existing.items() if qid in by_id and r.error is None}
     if rundir.records_path.exists():
         rundir.rewrite_records(kept.values())  # drop errors left by an earlier attempt and any torn line
     todo = [q for q in queries if q.id not in kept]
-    if opts["group_images"]:
-        todo = list(group_by_image(todo, window=int(opts["concurrency"])))
+    if cfg.group_images:
+        todo = list(group_by_image(todo, window=cfg.concurrency))
 
-    cache = NullCache() if opts["no_cache"] else ResponseCache(Path(opts["cache_dir"]))
-    pipeline = ImagePipeline()
-    runner = _runner(spec, env, opts, cache, pipeline)
-    if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
-        config["generation_sent"] = runner.provider.describe_params(queries[0].params)
-        rundir.write_config(identity, config)
     records = dict(kept)
     fresh: set[str] = set()
-    mode = opts["mode"]
     meter = CostMeter(price)
-    max_cost = opts.get("max_cost")
-    on_record = opts.get("on_record")  # a hook for tests and embedding tools: called after each record
-
-    def sink(outcome: Outcome) -> None:
-        rec = grade(bench, outcome.query, make_record(outcome, spec.label), mode)
-        records[rec.query_id] = rec
-        fresh.add(rec.query_id)
-        rundir.append(rec)
-        meter.add(outcome)
-        progress.advance(outcome)
-        if on_record is not None:
-            on_record()
+    on_record: Callable[[], None] | None = s.hooks.get("on_record")  # for tests and embedding tools
 
     def over_budget() -> bool:
-        return max_cost is not None and meter.spent_usd >= float(max_cost)
+        return cfg.max_cost is not None and meter.spent_usd >= cfg.max_cost
 
-    try:
-        with RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=opts["progress"]) as progress:
+    async with contextlib.AsyncExitStack() as stack:
+        cache = stack.enter_context(_open_cache(cfg, env))
+        pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+        stack.callback(rundir.close)  # flushes records received so far, whatever happens next
+        runner = await _runner(stack, spec, env, cfg, cache, pipeline)
+        if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
+            config["generation_sent"] = runner.provider.describe_params(queries[0].params)
+            rundir.write_config(identity, config)
+        progress = RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=cfg.progress)
+
+        def sink(outcome: Outcome) -> None:
+            rec = grade(bench, outcome.query, make_record(outcome, spec.label), cfg.mode)
+            records[rec.query_id] = rec
+            fresh.add(rec.query_id)
+            rundir.append(rec)
+            meter.add(outcome)
+            progress.advance(outcome)
+            if on_record is not None:
+                on_record()
+
+        with progress:
             if todo:
-                await runner.run(todo, sink, workers=int(opts["concurrency"]), stop=over_budget,
-                                 group_of=image_group if opts["group_images"] else None)
-    finally:
-        rundir.close()
-        await runner.provider.close()
-
-    # records of this run were graded in the sink; only those resumed from disk need it
-    ordered = [records[qid] if qid in fresh else grade(bench, by_id[qid], records[qid], mode)
-               for qid in by_id if qid in records]
-    if judge_spec:
-        judge_runner = _runner(judge_spec, env, {**opts, "rpm": None, "tpm": None}, cache, pipeline,
-                               fingerprints=False)
-        try:
-            await judge_records(bench, by_id, ordered, judge_runner, workers=int(opts["concurrency"]))
-        finally:
-            await judge_runner.provider.close()
-    cache.close()
-    pipeline.close()
+                await runner.run(todo, sink, workers=cfg.concurrency, stop=over_budget,
+                                 group_of=image_group if cfg.group_images else None)
+        # records of this run were graded in the sink; only those resumed from disk need it
+        ordered = [records[qid] if qid in fresh else grade(bench, by_id[qid], records[qid], cfg.mode)
+                   for qid in by_id if qid in records]
+        if judge_spec:
+            judge_config = replace(cfg, rpm=None, tpm=None)
+            judge_runner = await _runner(stack, judge_spec, env, judge_config, cache, pipeline, fingerprints=False)
+            await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency)
     rundir.rewrite_records(ordered)
-    summary = summarize(bench, ordered, model=spec.label, mode=mode, n_items=len(items), n_queries=len(queries),
-                        options=opts_for_bench(opts), config=config, judge=judge_spec.label if judge_spec else None,
+    bench_opts = s.bench_dict()
+    summary = summarize(bench, ordered, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(queries),
+                        options=bench_opts, config=config, judge=judge_spec.label if judge_spec else None,
                         queries=by_id)
     summary["usage"]["cost_usd"] = records_cost(price, ordered)
-    messages = []
     if over_budget():
-        messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${float(max_cost):.4f} in this run; "
+        messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
         summary["stopped"] = "max_cost"
-    publish(rundir, summary, bench, ordered, opts_for_bench(opts))
+    publish(rundir, summary, bench, ordered, bench_opts)
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 
 
-async def _specs(model: str, opts: Mapping[str, Any], env: Mapping[str, str]
-                 ) -> tuple[ProviderSpec, ProviderSpec | None]:
+def _open_cache(cfg: RunConfig, env: Mapping[str, str]) -> contextlib.AbstractContextManager[CacheLike]:
+    cache: CacheLike = NullCache() if cfg.no_cache else ResponseCache(Path(cfg.cache_path(env)))
+    return contextlib.closing(cache)
+
+
+async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
     """The model's and the judge's specs; missing keys are errors before any work starts."""
-    spec = parse_spec(model, _base_urls(opts["base_url"]), env)
-    if opts.get("cache_tag"):
-        spec = replace(spec, cache_tag=str(opts["cache_tag"]))
+    spec = parse_spec(cfg.model, cfg.base_url, env)
+    if cfg.cache_tag:
+        spec = replace(spec, cache_tag=cfg.cache_tag)
     api_key_for(spec, env)
     spec = await resolve_auto(spec, env)
-    judge_spec = parse_spec(opts["judge"], _base_urls(opts["judge_base_url"]), env) if opts["judge"] else None
+    judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
+    judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
     if judge_spec:
         api_key_for(judge_spec, env)
     return spec, judge_spec
 
 
-def _runner(spec: ProviderSpec, env: Mapping[str, str], opts: Mapping[str, Any], cache: CacheLike,
-            pipeline: ImagePipeline, fingerprints: bool = True) -> Runner:
-    provider = create_provider(spec, env, timeout_s=float(opts["timeout"]))
-    limiter = Limiter(concurrency=int(opts["concurrency"]), rpm=opts["rpm"], tpm=opts["tpm"])
-    policy = RetryPolicy(max_attempts=int(opts["max_attempts"]), timeout_s=float(opts["timeout"]))
+async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
+                  cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True) -> Runner:
+    """A runner whose provider the stack closes."""
+    provider = create_provider(spec, env, timeout_s=cfg.timeout)
+    stack.push_async_callback(provider.close)
+    limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
+    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                   fingerprints=fingerprints)
 
 
 async def _dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],
-             opts: Mapping[str, Any], price: Price | None, bench: str, config: dict[str, Any]) -> RunResult:
+                   cfg: RunConfig, price: Price | None, bench: str, config: dict[str, Any]) -> RunResult:
     """Count, look up, estimate; send nothing and write nothing."""
     done = {qid for qid, r in rundir.load_records().items() if r.error is None} if rundir.path.exists() else set()
     rest = [q for q in queries if q.id not in done]
-    cache = NullCache() if opts["no_cache"] else ResponseCache(Path(opts["cache_dir"]))
-    pipeline = ImagePipeline()
-    runner = _runner(spec, env, opts, cache, pipeline)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        cache = stack.enter_context(_open_cache(cfg, env))
+        pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+        runner = await _runner(stack, spec, env, cfg, cache, pipeline)
         plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)
-    finally:
-        cache.close()
-        pipeline.close()
-        await runner.provider.close()
     summary = {"benchmark": bench, "model": spec.label, "dry_run": {**plan.to_dict(), "n_queries": len(queries),
                                                                     "already_done": len(done)},
                "config": config}
@@ -276,8 +229,3 @@ async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSp
         raise EvalkitError(f"{spec.label}: {spec.base_urls[0]} serves {len(names)} models "
                            f"({', '.join(names) or 'none'}); name one with --model {spec.provider}/NAME")
     return replace(spec, model=names[0])
-
-
-def opts_for_bench(opts: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in opts.items() if k not in ("env", "console", "on_record")}
-

@@ -6,6 +6,7 @@ through the runner and the same cache, and records.jsonl is rewritten with the v
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
-from evalkit.engine.evaluate import DEFAULTS, _base_urls, opts_for_bench, prepare
+from evalkit.benchmarks.prepare import prepare
+from evalkit.core.settings import RunConfig
+from evalkit.engine.identity import saved_settings
 from evalkit.engine.rundir import RunDir
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
@@ -27,29 +30,34 @@ async def rereport(run_dir: Path, *, judge: str | None = None, judge_base_url: s
     rundir = RunDir(run_dir)
     saved = rundir.read_config()
     identity, config = saved["identity"], saved["config"]
-    judge_spec = parse_spec(judge, _base_urls(judge_base_url), env) if judge else None
+    judge_spec = parse_spec(judge, tuple((judge_base_url or "").replace(",", " ").split()), env) if judge else None
     if judge_spec:
         api_key_for(judge_spec, env)
-    opts = {**DEFAULTS, **identity}
-    bench, items, queries, _ = prepare(identity["benchmark"], opts)
+    settings = saved_settings(saved)
+    bench_opts = settings.bench_dict()
+    bench, items, queries, _ = prepare(identity["benchmark"], bench_opts)
     by_id = {q.id: q for q in queries}
     records = rundir.load_records()
-    mode = identity.get("mode", "official")
+    mode = settings.config.mode
     ordered = [grade(bench, by_id[qid], records[qid], mode) for qid in by_id if qid in records]
     if judge_spec:
-        cache = ResponseCache(Path(cache_dir or DEFAULTS["cache_dir"]))
-        provider = create_provider(judge_spec, env)
-        runner = Runner(provider, limiter=Limiter(concurrency=int(config.get("concurrency") or 32)), cache=cache,
-                        pipeline=ImagePipeline(), policy=RetryPolicy(), fingerprints=False)
-        try:
-            await judge_records(bench, by_id, ordered, runner, workers=int(config.get("concurrency") or 32))
-        finally:
-            await provider.close()
-            cache.close()
+        async with contextlib.AsyncExitStack() as stack:
+            cache = stack.enter_context(contextlib.closing(ResponseCache(Path(_cache_path(cache_dir, env)))))
+            pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+            provider = create_provider(judge_spec, env)
+            stack.push_async_callback(provider.close)
+            concurrency = int(config.get("concurrency") or 32)
+            runner = Runner(provider, limiter=Limiter(concurrency=concurrency), cache=cache, pipeline=pipeline,
+                            policy=RetryPolicy(), fingerprints=False)
+            await judge_records(bench, by_id, ordered, runner, workers=concurrency)
         config = {**config, "judge": judge_spec.label}
     rundir.rewrite_records(ordered)
     summary = summarize(bench, ordered, model=identity["model"], mode=mode, n_items=len(items),
-                        n_queries=len(queries), options=opts_for_bench(opts), config=config,
+                        n_queries=len(queries), options=bench_opts, config=config,
                         judge=judge_spec.label if judge_spec else config.get("judge"), queries=by_id)
-    publish(rundir, summary, bench, ordered, opts_for_bench(opts))
+    publish(rundir, summary, bench, ordered, bench_opts)
     return summary
+
+
+def _cache_path(cache_dir: str | None, env: dict[str, str]) -> str:
+    return RunConfig(cache_dir=cache_dir).cache_path(env)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.files import write_json_atomic
 from evalkit.core.types import Record
 
 RECORDS = "records.jsonl"
@@ -32,12 +33,6 @@ def default_run_dir(bench: str, model_label: str, settings: dict[str, Any], root
     return root / f"{bench}-{safe_model}-{settings_hash(settings)}"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -48,21 +43,31 @@ class RunDir:
         return self.path / RECORDS
 
     # ---- config ------------------------------------------------------------------------
-    def bind(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
-        """Create the directory, or check an existing one holds the same run (same identity)."""
+    def bind(self, identity: dict[str, Any], config: dict[str, Any],
+             legacy: dict[str, Any] | None = None) -> str | None:
+        """Create the directory, or check an existing one holds the same run (same identity).
+
+        A directory written by 0.1.0 holds its identity in the old form: it is the same run when that
+        equals `legacy` (0.1.0's identity for this command), and its config is then rewritten in
+        today's form. Returns a one-line note when that happened."""
         self.path.mkdir(parents=True, exist_ok=True)
         cfg_path = self.path / CONFIG
+        note = None
         if cfg_path.exists():
             try:
                 old = json.loads(cfg_path.read_text(encoding="utf-8"))
             except ValueError as e:
                 raise EvalkitError(f"{cfg_path}: unreadable ({e}); remove it or choose another --out") from e
             old_identity = old.get("identity", {})
-            if old_identity != identity:
-                diff = sorted(k for k in set(old_identity) | set(identity) if old_identity.get(k) != identity.get(k))
+            expected = legacy if legacy is not None and "identity_version" not in old_identity else identity
+            if old_identity != expected:
+                diff = sorted(k for k in set(old_identity) | set(expected) if old_identity.get(k) != expected.get(k))
                 raise EvalkitError(f"run directory {self.path} holds a run with different settings "
                                    f"({', '.join(diff)}); choose another --out")
+            if expected is legacy:
+                note = f"{self.path}: a 0.1.0 run directory; its config.json is rewritten in the 0.2 form"
         write_json_atomic(cfg_path, {"identity": identity, "config": config})
+        return note
 
     def write_config(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
         write_json_atomic(self.path / CONFIG, {"identity": identity, "config": config})

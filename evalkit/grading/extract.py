@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from evalkit.core.resources import fill_template, read_prompt
 
@@ -310,6 +311,14 @@ def parse_yes_no(text: str | None) -> str | None:
 # ---------------------------------------------------------------------------------------
 # LLM extractor
 # ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """A prompt for the LLM extractor, and how to read its reply back into an answer."""
+
+    prompt: str
+    valid: tuple[str, ...]  # the answers the judge may return (e.g. ("A","B","C","D"))
 
 
 def render_options(options: Mapping[str, str]) -> str:

@@ -8,17 +8,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
-from evalkit import __version__
-from evalkit.ask.runner import Outcome, Runner
-from evalkit.benchmarks.base import Benchmark
-from evalkit.core.types import GenParams, Message, Parsed, Query, Record
-from evalkit.grading.extract import parse_judge_reply
+from evalkit.ask.runner import Runner
+from evalkit.core.types import GenParams, Message, Outcome, Parsed, Query, Record
+from evalkit.core.version import __version__
+from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 from evalkit.metrics.basic import counts as count_records
 from evalkit.metrics.basic import usage_totals
 
 JUDGE_PARAMS = GenParams(temperature=0.0, max_tokens=64)
+
+
+class BenchmarkRules(Protocol):
+    """What grading needs of a benchmark (evalkit.benchmarks.base.Benchmark provides it); declared
+    here so grading sits below the benchmarks that use its parsers."""
+
+    @property
+    def name(self) -> str: ...
+
+    def parse(self, query: Query, text: str, mode: str) -> Parsed: ...
+
+    def judge_request(self, query: Query, text: str) -> JudgeRequest | None: ...
+
+    def score(self, query: Query, parsed: Parsed) -> bool | None: ...
+
+    def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def make_record(outcome: Outcome, model: str) -> Record:
@@ -32,7 +47,7 @@ def make_record(outcome: Outcome, model: str) -> Record:
     )
 
 
-def grade(bench: Benchmark, query: Query, record: Record, mode: str) -> Record:
+def grade(bench: BenchmarkRules, query: Query, record: Record, mode: str) -> Record:
     """Rule-parse and score one record. Judge verdicts ("llm") already made are kept."""
     if record.error is not None or record.response is None:
         return replace(record, parsed=None, parse_method=None, correct=None, refusal=False)
@@ -42,7 +57,7 @@ def grade(bench: Benchmark, query: Query, record: Record, mode: str) -> Record:
     return _apply(bench, query, record, parsed)
 
 
-def _apply(bench: Benchmark, query: Query, record: Record, parsed: Parsed) -> Record:
+def _apply(bench: BenchmarkRules, query: Query, record: Record, parsed: Parsed) -> Record:
     return replace(record, parsed=parsed.answer, parse_method=parsed.method, refusal=parsed.refusal,
                    correct=bool(bench.score(query, parsed)))
 
@@ -52,7 +67,7 @@ def needs_judge(record: Record) -> bool:
         and record.parse_method != "empty"
 
 
-async def judge_records(bench: Benchmark, queries: Mapping[str, Query], records: list[Record],
+async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], records: list[Record],
                         runner: Runner, *, workers: int) -> int:
     """Resolve unparsed answers with the LLM extractor, in place. Returns how many it resolved."""
     jobs: dict[str, tuple[int, tuple[str, ...]]] = {}
@@ -88,7 +103,7 @@ async def judge_records(bench: Benchmark, queries: Mapping[str, Query], records:
     return resolved
 
 
-def mode_disagreements(bench: Benchmark, queries: Mapping[str, Query], records: Sequence[Record],
+def mode_disagreements(bench: BenchmarkRules, queries: Mapping[str, Query], records: Sequence[Record],
                        mode: str) -> dict[str, Any]:
     """How many rule-parsed answers the other parsing mode reads, or grades, differently.
 
@@ -108,7 +123,7 @@ def mode_disagreements(bench: Benchmark, queries: Mapping[str, Query], records: 
             "verdicts_differ": verdicts}
 
 
-def summarize(bench: Benchmark, records: Sequence[Record], *, model: str, mode: str, n_items: int,
+def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, mode: str, n_items: int,
               n_queries: int, options: dict[str, Any], config: dict[str, Any], judge: str | None,
               queries: Mapping[str, Query] | None = None) -> dict[str, Any]:
     """summary.json as DESIGN.md's contract fixes it, plus a few helpful extras."""

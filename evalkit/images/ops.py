@@ -10,18 +10,18 @@ import io
 import math
 import struct
 from collections.abc import Callable
-
-import numpy as np
-from PIL import Image, ImageOps
+from typing import TYPE_CHECKING
 
 from evalkit.core.errors import EvalkitError
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 MIME = dict(JPEG="image/jpeg", MPO="image/jpeg", PNG="image/png", WEBP="image/webp", GIF="image/gif")
 _OUT_FORMATS = ("JPEG", "PNG", "WEBP")
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
-_QUARTER = {1: Image.Transpose.ROTATE_90, 2: Image.Transpose.ROTATE_180, 3: Image.Transpose.ROTATE_270}
+_QUARTER = {1: "ROTATE_90", 2: "ROTATE_180", 3: "ROTATE_270"}  # members of PIL's Image.Transpose
 _FP_SIDE = 128  # fingerprint decodes keep at least this many pixels per side of the region
-_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, Image.DecompressionBombError)
 _HASH_MEMO_BYTES = 128 * 2**20  # b64/bytes values are memo keys, so their size counts
 _FP_MEMO_BYTES = 32 * 2**20
 
@@ -58,17 +58,22 @@ def fit_size(w: int, h: int, max_side: int | None = None, max_pixels: int | None
 
 def rotate_image(img: Image.Image, degrees: float) -> Image.Image:
     """Rotate counter-clockwise with expand; quarter turns are exact transposes (no resampling)."""
+    from PIL import Image
+
     d = degrees % 360
     if d == 0:
         return img
     if d % 90 == 0:
-        return img.transpose(_QUARTER[int(d) // 90])
+        return img.transpose(Image.Transpose[_QUARTER[int(d) // 90]])
     fill = "white" if img.mode in ("RGB", "L") else None
     return img.rotate(d, resample=Image.Resampling.BICUBIC, expand=True, fillcolor=fill)
 
 
 def to_rgb(img: Image.Image) -> Image.Image:
     """RGB as models expect: transparency composited on white, 16-bit scaled, palettes/CMYK converted."""
+    import numpy as np
+    from PIL import Image
+
     if img.mode in _ALPHA_MODES or "transparency" in img.info:
         rgba = img.convert("RGBA")
         out = Image.new("RGB", img.size, (255, 255, 255))
@@ -106,6 +111,13 @@ def _norm_fmt(fmt: str | None) -> str | None:
     return f
 
 
+def _decode_errors() -> tuple[type[Exception], ...]:
+    """What a failed decode raises, besides PIL's UnidentifiedImageError (an OSError)."""
+    from PIL import Image
+
+    return (OSError, ValueError, SyntaxError, EOFError, struct.error, Image.DecompressionBombError)
+
+
 def _orientation(img: Image.Image) -> int:
     """EXIF orientation from the header only (a PNG's late eXIf chunk would force a full decode)."""
     if img.format == "PNG" and "exif" not in img.info:
@@ -129,6 +141,8 @@ def _decode(
     img: Image.Image, draft: Callable[[tuple[int, int]], tuple[int, int] | None]
 ) -> tuple[Image.Image, tuple[int, int], float]:
     """Decode an image from _lazy to oriented RGB -> (image, full oriented size, draft scale)."""
+    from PIL import ImageOps
+
     orient = _orientation(img)
     swap = orient in (5, 6, 7, 8)
     full = (img.height, img.width) if swap else img.size

@@ -20,23 +20,20 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, TypeVar
-
-from PIL import Image, UnidentifiedImageError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.fingerprint import fingerprint_image
 from evalkit.core.memo import BoundedMemo
 from evalkit.core.types import ImagePart, ImageRef, Transform
 from evalkit.images.ops import (
     _ALPHA_MODES,
-    _DECODE_ERRORS,
     _FP_MEMO_BYTES,
     _FP_SIDE,
     _HASH_MEMO_BYTES,
     MIME,
     Box,
     _decode,
+    _decode_errors,
     _norm_fmt,
     _orientation,
     _unrotate_box,
@@ -45,6 +42,9 @@ from evalkit.images.ops import (
     rotate_image,
 )
 from evalkit.images.ops import to_rgb as to_rgb  # re-exported: part of the images API
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 T = TypeVar("T")
 
@@ -203,19 +203,23 @@ class ImagePipeline:
     @contextmanager
     def _reading(self, ref: ImageRef) -> Iterator[None]:
         """Turn any failure to read or decode into one line naming the image."""
+        from PIL import UnidentifiedImageError
+
         try:
             yield
         except FileNotFoundError as e:
             raise EvalkitError(f"image not found: {ref.value}") from e
         except UnidentifiedImageError as e:
             raise EvalkitError(f"cannot read image {ref.describe()}: not a recognised image format") from e
-        except _DECODE_ERRORS as e:
+        except _decode_errors() as e:
             reason = " ".join(str(e).split()) or type(e).__name__
             raise EvalkitError(f"cannot read image {ref.describe()}: {reason}") from e
 
     @contextmanager
     def _lazy(self, ref: ImageRef) -> Iterator[Image.Image]:
         """The image with only its header read; read errors in the body name the image."""
+        from PIL import Image
+
         with self._reading(ref):
             src = str(ref.value) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
             with Image.open(src) as img:
@@ -254,6 +258,8 @@ class ImagePipeline:
         )
 
     def _prepare(self, part: ImagePart, sha: str) -> PreparedImage:
+        from evalkit.core.fingerprint import fingerprint_image
+
         t, ref = part.transform, part.ref
         fmt = _norm_fmt(t.fmt)
         if not 1 <= t.quality <= 100:
@@ -301,6 +307,8 @@ class ImagePipeline:
 
     @staticmethod
     def _crop_resize(rgb: Image.Image, plan: _Plan, scale: float) -> Image.Image:
+        from PIL import Image
+
         box = tuple(v / scale for v in plan.box)
         bw, bh = box[2] - box[0], box[3] - box[1]
         if scale == 1.0 and plan.target == (bw, bh):
@@ -331,6 +339,8 @@ class ImagePipeline:
         return self._fps.get_or_compute(key, lambda: self._on_worker(lambda: self._fingerprint(part)))
 
     def _fingerprint(self, part: ImagePart) -> str:
+        from evalkit.core.fingerprint import fingerprint_image
+
         def shrink(p: _Plan) -> _Plan:  # only ~128 px of the region are needed for a 16x16 thumbnail
             bw, bh = p.box[2] - p.box[0], p.box[3] - p.box[1]
             s = min(1.0, max(_FP_SIDE / bw, _FP_SIDE / bh))

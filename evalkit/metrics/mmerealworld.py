@@ -1,36 +1,21 @@
-"""MME-RealWorld: the official answer parser (quirks included), a robust one, and the metrics.
+"""MME-RealWorld metrics: Avg / Avg-C per task and domain, E-rates and wrong choices (pure functions).
 
-Everything here is pure: the benchmark module calls these per response, and `mme_metrics`
-recomputes both parsers from the records' raw responses, so the summary can say how many
-answers the two modes judge differently without asking the model again.
+The two answer parsers (official, quirks included, and robust) live with the benchmark
+(evalkit/benchmarks/mmerealworld.py), which also re-runs both on the raw responses for `modes`.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evalkit.core.types import Record
-from evalkit.grading.extract import parse_letter, strip_reasoning
 
 LETTERS = "ABCDE"
 TASKS = ("Perception", "Reasoning")
 DOMAINS = ("OCR", "RS", "DT", "MO", "AD")  # the paper's column order
-
-# The official prefix list, as it behaves: two missing commas glue four entries into two strings
-# that never occur in an answer, so "Best answer:" etc. are in effect never removed.
-OFFICIAL_PREFIXES = (
-    "The best answer is",
-    "The correct answer is",
-    "The answer is",
-    "The answer",
-    "The best option isThe correct option is",
-    "Best answer:Best option:",
-)
-_UPPER_ABCDE = re.compile(r"[ABCDE]")
 
 # Subtask spellings (English file, VLMEvalKit category, Chinese file) -> the paper's domain codes.
 _DOMAIN_WORDS = (
@@ -84,67 +69,6 @@ def split_key(key: str) -> tuple[str, str, str]:
     while len(parts) < 3:
         parts.append("")
     return parts[0], parts[1], parts[2]
-
-
-# ---------------------------------------------------------------------------------------
-# Parsing
-# ---------------------------------------------------------------------------------------
-
-
-def parse_official(response: str | None, choices: Sequence[tuple[str, str]]) -> str | None:
-    """The five official steps; `choices` are (letter, "(X) text") pairs as shown in the prompt.
-
-    "" -> A (the empty string is inside every option), "Based on ... C" -> B (first capital
-    A-E anywhere), "Answer: E" -> A, "Best answer: D" -> B. None means no answer.
-    """
-    s = (response or "").strip()
-    for prefix in OFFICIAL_PREFIXES:
-        s = s.replace(prefix, "")
-    if len(s.split()) > 10 and not _UPPER_ABCDE.search(s):
-        return None
-    m = _UPPER_ABCDE.search(s)
-    if m:
-        return m.group(0)
-    low = s.lower()
-    for letter, choice in choices:
-        if low in choice.lower():
-            return letter
-    return None
-
-
-def option_text(choice: str, letter: str) -> str:
-    """ "(A) 13" -> "13": the option's own text, for the robust parser and the simulator."""
-    return re.sub(rf"^\s*\(?{re.escape(letter)}\)\s*", "", choice, count=1).strip() or choice.strip()
-
-
-def parse_robust(response: str | None, choices: Sequence[tuple[str, str]]) -> str | None:
-    """The letter the reply actually names (or the one option whose text it is); None for empty output."""
-    text = strip_reasoning(response)
-    if not text:
-        return None
-    options = {letter: option_text(choice, letter) for letter, choice in choices}
-    return parse_letter(text, letters=tuple(options) or tuple(LETTERS), options=options)
-
-
-_MARKERS = ("The choices are listed below:\n", "选项如下所示:\n")
-_CHOICE_LINE = re.compile(r"^\(([A-Z])\)")
-
-
-def choices_from_prompt(prompt: str) -> list[tuple[str, str]]:
-    """The (letter, choice line) pairs of an MME-RealWorld prompt, read back from records.jsonl."""
-    for marker in _MARKERS:
-        if marker in prompt:
-            block = prompt.split(marker, 1)[1]
-            break
-    else:
-        return []
-    out = []
-    for line in block.split("\n"):
-        m = _CHOICE_LINE.match(line)
-        if not m:
-            break
-        out.append((m.group(1), line))
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -245,26 +169,9 @@ def wrong_choices(rows: Sequence[Scored]) -> dict[str, Any]:
     return {"matrix": matrix, "no_answer": no_answer}
 
 
-def mode_comparison(records: Iterable[Record]) -> dict[str, Any]:
-    """Both parsers re-run on every raw response: accuracy under each and how many answers differ."""
-    n = official_ok = robust_ok = answers_differ = verdicts_differ = 0
-    for r in records:
-        n += 1
-        if r.error is not None or r.response is None:
-            continue
-        choices = choices_from_prompt(r.prompt)
-        off = parse_official(r.response, choices)
-        rob = parse_robust(r.response, choices)
-        official_ok += off == r.gold
-        robust_ok += rob == r.gold
-        answers_differ += off != rob
-        verdicts_differ += (off == r.gold) != (rob == r.gold)
-    return {"official_accuracy": _pct(official_ok, n), "robust_accuracy": _pct(robust_ok, n),
-            "answers_differ": answers_differ, "verdicts_differ": verdicts_differ}
-
-
-def mme_metrics(records: Sequence[Record]) -> dict[str, Any]:
-    """Everything the summary reports for MME-RealWorld, from graded records."""
+def mme_metrics(records: Sequence[Record], modes: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the summary reports for MME-RealWorld, from graded records. `modes` is the
+    benchmark's comparison of its two parsers on the raw responses (parsing is the benchmark's)."""
     rows = scored_from_records(records)
     out = accuracy_tables(rows)
     rates = e_rates(rows)
@@ -274,9 +181,4 @@ def mme_metrics(records: Sequence[Record]) -> dict[str, Any]:
     # flat tables first (the console and report.md show one level), the nested details last
     details = out.pop("details")
     return {**out, "e_rate": rates, "wrong_answers_by_letter": {**picked, "none": sum(wrong["no_answer"].values())},
-            "modes": mode_comparison(records), "details": details}
-
-
-def choices_of(options: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(letter, "(X) text") pairs from letter -> text options."""
-    return [(k, f"({k}) {v}") for k, v in options.items()]
+            "modes": modes, "details": details}

@@ -25,11 +25,10 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-from scipy.optimize import brentq, minimize
-from scipy.stats import binom
+if TYPE_CHECKING:  # numpy and scipy are imported where used: scipy takes seconds to import
+    import numpy as np
 
 _EPS = 1e-12
 
@@ -61,6 +60,8 @@ def _secant(r: float, g: float, k: int) -> float:
 
 def _r_of_g(g: float, re: float, ve: float, k: int) -> float | None:
     """The unique r in (g, 1] on the first secant identity (paper eq. 5), or None."""
+    from scipy.optimize import brentq
+
     target = (re - g**k) / (ve - g)
     lo, hi = _secant(g, g, k), _secant(1.0, g, k)
     if not lo < target <= hi + 1e-15:
@@ -80,6 +81,8 @@ def _residual(g: float, re: float, ve: float, ma: float, k: int) -> float | None
 
 def _residual_grid(grid: np.ndarray, re: float, ve: float, ma: float, k: int) -> list[float | None]:
     """E(g) on a grid at once: r(g) by vectorised bisection (only used to bracket roots)."""
+    import numpy as np
+
     target = (re - grid**k) / (ve - grid)
     lo_r, hi_r = grid.copy(), np.ones_like(grid)
     ok = (k * grid ** (k - 1) < target) & (target <= _secant_np(hi_r, grid, k))
@@ -93,6 +96,8 @@ def _residual_grid(grid: np.ndarray, re: float, ve: float, ma: float, k: int) ->
 
 
 def _secant_np(r: np.ndarray, g: np.ndarray, k: int) -> np.ndarray:
+    import numpy as np
+
     return sum((r**i * g ** (k - 1 - i) for i in range(k)), np.zeros_like(r))
 
 
@@ -104,6 +109,9 @@ def decompose(re: float, ve: float, ma: float, k: int = 4) -> Decomposition | No
     [0, VE) and refined with Brent's method; when several exist (the measure-zero
     discriminant locus, Appendix A.5) the one with the largest θ is returned.
     """
+    import numpy as np
+    from scipy.optimize import brentq
+
     if k < 2 or not all(math.isfinite(x) for x in (re, ve, ma)):
         return None
     if not (0 < ve < 1 and 0 < ma < 1 and 0 <= re < 1):
@@ -163,6 +171,8 @@ class MixtureFit:
 
 
 def _pmf_table(k: int) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     c = np.arange(k + 1)
     return c, np.array([math.comb(k, int(x)) for x in c], dtype=float)
 
@@ -170,6 +180,8 @@ def _pmf_table(k: int) -> tuple[np.ndarray, np.ndarray]:
 def _neg_loglik(params: np.ndarray, hist: np.ndarray, c: np.ndarray, comb: np.ndarray,
                 k: int) -> tuple[float, np.ndarray]:
     """Negative log-likelihood of the histogram and its gradient in (θ, r, g)."""
+    import numpy as np
+
     theta, r, g = params
     known = comb * r**c * (1 - r) ** (k - c)
     guess = comb * g**c * (1 - g) ** (k - c)
@@ -185,6 +197,9 @@ def _neg_loglik(params: np.ndarray, hist: np.ndarray, c: np.ndarray, comb: np.nd
 
 def _fit_once(hist: np.ndarray, starts: Sequence[tuple[float, float, float]]) -> tuple[np.ndarray, float]:
     """Best bounded L-BFGS-B fit over the starting points, ordered so that r >= g."""
+    import numpy as np
+    from scipy.optimize import minimize
+
     k = len(hist) - 1
     c, comb = _pmf_table(k)
     bounds = [(1e-9, 1 - 1e-9)] * 3
@@ -203,6 +218,8 @@ def _fit_once(hist: np.ndarray, starts: Sequence[tuple[float, float, float]]) ->
 
 def _starts(hist: np.ndarray) -> list[tuple[float, float, float]]:
     """A moment-based start (the paper's solution when it exists) plus a small fixed grid."""
+    import numpy as np
+
     k = len(hist) - 1
     n = hist.sum()
     starts = [(0.5, 0.9, 0.2), (0.3, 0.8, 0.3), (0.7, 0.95, 0.4), (0.5, 0.7, 0.1)]
@@ -222,6 +239,8 @@ def fit_histogram(hist: Sequence[int] | np.ndarray, *, n_boot: int = 200, seed: 
     Confidence intervals: percentile bootstrap over groups (multinomial resampling of the
     histogram), seeded so a report is reproducible. n_boot = 0 skips them.
     """
+    import numpy as np
+
     h = np.asarray(hist, dtype=float)
     k = len(h) - 1
     if k < 3:
@@ -314,6 +333,9 @@ def reliability_summary(records: Sequence[Any], key: Any = None, *, n_boot: int 
 
 def binomial_hist_pmf(theta: float, r: float, g: float, k: int) -> np.ndarray:
     """Expected share of groups with c = 0..k right under the mixture (for plots and tests)."""
+    import numpy as np
+    from scipy.stats import binom
+
     c = np.arange(k + 1)
     return theta * binom.pmf(c, k, r) + (1 - theta) * binom.pmf(c, k, g)
 

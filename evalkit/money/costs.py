@@ -12,11 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from PIL import Image
-
-from evalkit.ask.runner import Outcome, Runner, estimate_tokens
+from evalkit.ask.runner import Runner, estimate_tokens
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import ImageRef, Query, Record, Usage
+from evalkit.core.types import ImageRef, Outcome, Query, Record, Usage
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.pricing import Price, cost_usd, estimate_cost
 
@@ -104,6 +102,8 @@ def plan_dry_run(queries: Sequence[Query], runner: Runner, price: Price | None) 
 
 
 def _size(pipeline: ImagePipeline, ref: ImageRef) -> tuple[int, int]:
+    from PIL import Image
+
     try:
         with Image.open(io.BytesIO(pipeline.source_bytes(ref))) as img:
             return img.size

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.engine.rundir import write_json_atomic
+from evalkit.core.files import write_json_atomic
 from evalkit.report.figures import draw_all
 from evalkit.report.tables import (
     RELIABILITY_HEAD,
@@ -19,10 +19,10 @@ from evalkit.report.tables import (
 )
 
 if TYPE_CHECKING:
-    from evalkit.engine.compare import Comparison
+    from evalkit.analysis.comparison import Leaderboard
 
 
-def _leaderboard(c: Comparison) -> list[str]:
+def _leaderboard(c: Leaderboard) -> list[str]:
     bench = get_benchmark(c.benchmark)
     metric = c.metric or "score"
     first = c.runs[c.results[0].label].summary.get("metrics", {})
@@ -41,7 +41,7 @@ def _leaderboard(c: Comparison) -> list[str]:
     return md_table(head, rows, "rl" + "r" * (len(head) - 3) + "l")
 
 
-def _pairs(c: Comparison) -> list[str]:
+def _pairs(c: Leaderboard) -> list[str]:
     rows = []
     for t in c.pairs:
         mc = t.mcnemar
@@ -53,7 +53,7 @@ def _pairs(c: Comparison) -> list[str]:
     return md_table(head, rows, "ll" + "r" * 7 + "l")
 
 
-def _all_metrics(c: Comparison) -> list[str]:
+def _all_metrics(c: Leaderboard) -> list[str]:
     """Every official number of every model, side by side (rows as in each run's report)."""
     per_model = {m.label: dict(metric_rows(c.runs[m.label].summary.get("metrics") or {})) for m in c.results}
     names: dict[str, None] = {}
@@ -63,7 +63,7 @@ def _all_metrics(c: Comparison) -> list[str]:
     return ["## Official metrics, every model", "", *md_table(["metric", *c.ranking], rows), ""]
 
 
-def _correlation(c: Comparison) -> list[str]:
+def _correlation(c: Leaderboard) -> list[str]:
     corr = c.correlation or {}
     rows = [[fam, v["n"], v["pearson"], v["spearman"]] for fam, v in corr.get("per_family", {}).items()]
     if corr.get("mean"):
@@ -78,7 +78,7 @@ def _correlation(c: Comparison) -> list[str]:
     return lines
 
 
-def render_comparison(c: Comparison, figures: list[tuple[str, Path]], out: Path) -> str:
+def render_comparison(c: Leaderboard, figures: list[tuple[str, Path]], out: Path) -> str:
     n = len(c.results)
     tested = "exact McNemar on per-question correctness" if any(t.mcnemar for t in c.pairs) else \
         "paired bootstrap (scores are not right/wrong per question)"
@@ -107,7 +107,7 @@ def render_comparison(c: Comparison, figures: list[tuple[str, Path]], out: Path)
     return "\n".join(lines)
 
 
-def write_comparison(c: Comparison, out: Path) -> Path:
+def write_comparison(c: Leaderboard, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_all(out / "plots", c.results)
     write_json_atomic(out / "comparison.json", c.to_dict())

@@ -10,7 +10,7 @@ from rich.table import Table
 from evalkit.report.tables import count_rows, fmt, metric_rows, pct_ci, pvalue
 
 if TYPE_CHECKING:
-    from evalkit.engine.compare import Comparison
+    from evalkit.analysis.comparison import Leaderboard
 
 
 def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None = None) -> None:
@@ -57,7 +57,7 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
     console.print("nothing was sent")
 
 
-def print_comparison(c: Comparison, console: Console, report: str | None = None) -> None:
+def print_comparison(c: Leaderboard, console: Console, report: str | None = None) -> None:
     """The leaderboard and the significant gaps, as the console shows them."""
     table = Table(title=f"{c.benchmark} · {len(c.results)} models", header_style="bold")
     for name, justify in (("rank", "right"), ("model", "left"), (c.metric or "score", "right"),

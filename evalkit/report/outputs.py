@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from evalkit.analysis.result import analyze
 from evalkit.benchmarks.base import Benchmark
 from evalkit.core.types import Record
-from evalkit.engine.rundir import RunDir
 from evalkit.report.markdown import write_report
 
 
-def publish(rundir: RunDir, summary: dict[str, Any], bench: Benchmark, records: Sequence[Record],
+class RunFolder(Protocol):
+    """Where a run's files go (the engine's RunDir): its folder, and how summary.json is written."""
+
+    path: Path
+
+    def write_summary(self, summary: dict[str, Any]) -> None: ...
+
+
+def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, records: Sequence[Record],
             options: dict[str, Any]) -> None:
     """Analyse the graded records, add the headline's interval to the summary, write all three."""
     analysis = analyze(summary["model"], bench, records, options)

@@ -14,7 +14,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from evalkit.ask.runner import Outcome
+from evalkit.core.types import Outcome
 
 
 class RunProgress:

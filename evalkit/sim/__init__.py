@@ -5,12 +5,40 @@ evalkit writes from a dataset, and injects faults and rate limits on request, so
 demo exercise the real clients, retries and caches without a network.
 """
 
-from evalkit.sim.answerkey import AnswerEntry, AnswerKey, build_answer_key, normalise_text
-from evalkit.sim.args import add_sim_arguments, config_from_args
-from evalkit.sim.counters import SimCounters, request_key
-from evalkit.sim.faults import FAULT_KINDS, SimFaults, TokenBucket
-from evalkit.sim.model import STYLES, SimModel, SimParams, SimReply, judge_answer, uniform
-from evalkit.sim.server import SimConfig, SimServer, SimThread, build_app, serve_forever, start_sim
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalkit.sim.answerkey import AnswerEntry, AnswerKey, build_answer_key, normalise_text
+    from evalkit.sim.args import add_sim_arguments, config_from_args
+    from evalkit.sim.counters import SimCounters, request_key
+    from evalkit.sim.faults import FAULT_KINDS, SimFaults, TokenBucket
+    from evalkit.sim.model import STYLES, SimModel, SimParams, SimReply, judge_answer, uniform
+    from evalkit.sim.server import SimConfig, SimServer, SimThread, build_app, serve_forever, start_sim
+
+# Each name is imported from its submodule on first use, so the CLI can build `evalkit sim`'s
+# flags (evalkit.sim.args) without loading the server (aiohttp) or the answer key (numpy, PIL).
+_HOME = {
+    "AnswerEntry": "answerkey", "AnswerKey": "answerkey", "build_answer_key": "answerkey",
+    "normalise_text": "answerkey",
+    "add_sim_arguments": "args", "config_from_args": "args",
+    "SimCounters": "counters", "request_key": "counters",
+    "FAULT_KINDS": "faults", "SimFaults": "faults", "TokenBucket": "faults",
+    "STYLES": "model", "SimModel": "model", "SimParams": "model", "SimReply": "model",
+    "judge_answer": "model", "uniform": "model",
+    "SimConfig": "server", "SimServer": "server", "SimThread": "server", "build_app": "server",
+    "serve_forever": "server", "start_sim": "server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "FAULT_KINDS",

@@ -45,11 +45,10 @@ from PIL import Image
 
 from evalkit.core import fingerprint
 from evalkit.sim.model import estimate_tokens, image_tokens
-from evalkit.sim.wire import BadRequest, ParsedRequest
+from evalkit.sim.wire import BadRequest, ParsedRequest, Usage
 
 if TYPE_CHECKING:
-    from evalkit.sim.dialects import Usage
-    from evalkit.sim.server import SimState
+    from evalkit.sim.state import SimState
 
 MAX_BREAKPOINTS = 4
 NO_SAMPLING_VERSION = "2026-10-21"  # first API version without sampling parameters

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.faults import DEFAULT_KINDS, FAULT_KINDS, SimFaults
 from evalkit.sim.model import STYLES, SimParams
-from evalkit.sim.server import SimConfig
+
+if TYPE_CHECKING:  # the server (aiohttp) and the answer key (numpy) load when a server is configured
+    from evalkit.sim.server import SimConfig
 
 
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +39,9 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> SimConfig:
     """SimConfig from parsed flags; raises ValueError on inconsistent values (the CLI reports it)."""
+    from evalkit.sim.answerkey import AnswerKey
+    from evalkit.sim.server import SimConfig
+
     key: AnswerKey | None = None
     if args.replay:
         key = AnswerKey.from_records(args.replay)

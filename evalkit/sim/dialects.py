@@ -8,7 +8,6 @@ body and to shape a success, an error or a refusal the way that provider's API d
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
@@ -16,17 +15,10 @@ from aiohttp import web
 from evalkit.sim.anthropic_wire import AnthropicDialect
 from evalkit.sim.gemini_wire import GeminiDialect
 from evalkit.sim.prompt_cache import prompt_chunks
-from evalkit.sim.wire import ParsedRequest, error_response, parse_body
+from evalkit.sim.wire import ParsedRequest, Usage, error_response, parse_body
 
 if TYPE_CHECKING:
-    from evalkit.sim.server import SimState
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int
-    output_tokens: int
-    cached_input_tokens: int = 0
+    from evalkit.sim.state import SimState
 
 
 class Dialect(Protocol):

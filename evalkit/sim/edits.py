@@ -22,11 +22,13 @@ from PIL import Image
 from evalkit.sim.dialects import OpenAIDialect
 from evalkit.sim.faults import retry_headers
 from evalkit.sim.gemini_wire import simulated_edit  # one transform for both edit routes
+from evalkit.sim.inject import apply_fault
 from evalkit.sim.model import estimate_tokens, image_tokens
+from evalkit.sim.state import STATE
 from evalkit.sim.wire import MALFORMED_BODY, error_response
 
 if TYPE_CHECKING:
-    from evalkit.sim.server import SimState
+    from evalkit.sim.state import SimState
 
 
 _DIALECT = OpenAIDialect()
@@ -92,8 +94,6 @@ def _edit_body(png: bytes, n: int, prompt: str, sizes: list[tuple[int, int]],
 
 async def handle_image_edit(request: web.Request) -> web.StreamResponse:
     """aiohttp handler for POST /v1/images/edits (registered in server.build_app)."""
-    from evalkit.sim.server import STATE  # lazy: server imports this module
-
     state = request.app[STATE]
     state.counters.start()
     try:
@@ -103,8 +103,6 @@ async def handle_image_edit(request: web.Request) -> web.StreamResponse:
 
 
 async def _serve_edit(request: web.Request, state: SimState) -> web.StreamResponse:
-    from evalkit.sim.server import apply_fault
-
     counters = state.counters
     try:
         fields, images = await _read_form(request)

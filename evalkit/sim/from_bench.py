@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from evalkit.benchmarks.prepare import prepare
+from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.core.types import Query
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.sim.answerkey import AnswerKey, build_answer_key
+from evalkit.sim.answerkey import AnswerEntry, AnswerKey, build_answer_key, normalise_text
 
 
 def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | None = None) -> AnswerKey:
@@ -21,8 +23,29 @@ def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | 
 
 
 def answer_key_for(bench: str, options: dict[str, Any]) -> AnswerKey:
-    """Load and expand `bench` exactly as `evalkit run` would, and key every query."""
-    from evalkit.engine.evaluate import DEFAULTS, prepare
+    """Load and expand `bench` exactly as `evalkit run` would (options as given to it), and key every query."""
+    settings = resolve_settings(bench, "", {k: v for k, v in options.items() if v is not None})
+    return answer_key_from_queries(prepare(bench, settings.bench_dict()).queries)
 
-    _, _, queries, _ = prepare(bench, {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}})
-    return answer_key_from_queries(queries)
+
+def replay_key(queries: Sequence[Query], replies: Mapping[str, str]) -> AnswerKey:
+    """An AnswerKey whose entries carry a recorded reply per query id (replay of a real model's answers).
+
+    Entries are keyed like the simulator looks them up (request text + image fingerprints);
+    identical requests (the release's duplicated questions) keep the first reply, as a real
+    server would be asked once and the cache answer the copy.
+    """
+    key = AnswerKey()
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    pipeline = ImagePipeline()
+    try:
+        for q in queries:
+            text, fps = q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()]
+            ident = (normalise_text(text), tuple(fps))
+            if ident in seen or q.id not in replies:
+                continue
+            seen.add(ident)
+            key.add(AnswerEntry(base_id=q.base_id, text=text, images=fps, answer=q.gold, reply=replies[q.id]))
+    finally:
+        pipeline.close()
+    return key

@@ -38,11 +38,10 @@ from PIL import Image, ImageOps
 
 from evalkit.sim.model import estimate_tokens
 from evalkit.sim.prompt_cache import prompt_chunks
-from evalkit.sim.wire import BadRequest, ParsedRequest
+from evalkit.sim.wire import BadRequest, ParsedRequest, Usage
 
 if TYPE_CHECKING:
-    from evalkit.sim.dialects import Usage
-    from evalkit.sim.server import SimState
+    from evalkit.sim.state import SimState
 
 ROUTE = r"/{version:v1|v1beta|v1alpha}/models/{model:[^/:]+}:generateContent"
 IMAGE_OUTPUT_TOKENS = 1290  # what Gemini bills for one generated image up to 1024x1024

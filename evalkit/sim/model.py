@@ -13,8 +13,10 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evalkit.sim.answerkey import AnswerEntry, AnswerKey
+if TYPE_CHECKING:
+    from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 
 STYLES = ("letter", "sentence", "verbose", "ordinal", "refusal", "first", "yes", "mixed")
 # "ordinal" ("the second option") defeats rule parsers on purpose: it is what the LLM extractor is for.

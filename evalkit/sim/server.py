@@ -7,149 +7,22 @@ real client code paths. The simulated model sees only the request body.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import hashlib
-import io
 import json
-import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from aiohttp import web
-from PIL import Image
 
-from evalkit.core import fingerprint
-from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters, request_key
-from evalkit.sim.dialects import DIALECTS, Dialect, Usage
+from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
-from evalkit.sim.faults import FaultDice, SimFaults, TokenBucket, retry_headers
-from evalkit.sim.model import SimModel, SimParams, estimate_tokens, image_tokens
-from evalkit.sim.prompt_cache import PrefixCache
-from evalkit.sim.wire import MALFORMED_BODY, BadRequest, shape_reply
-
-
-@dataclass
-class SimConfig:
-    """Everything that shapes one simulated server. latency_s adds to faults.latency_s."""
-
-    answer_key: AnswerKey | None = None
-    params: SimParams = field(default_factory=SimParams)
-    faults: SimFaults = field(default_factory=SimFaults)
-    served_model_name: str = "sim-model"
-    latency_s: float = 0.0
-    strict_model: bool = False  # 404 for model names other than served_model_name, like vLLM
-    fp_cache_size: int = 4096
-
-
-ImageInfo = tuple[str, int, int]
-
-
-def decode_image(b64: str) -> ImageInfo:
-    """Fingerprint and size of base64 image bytes; BadRequest when they are not an image."""
-    try:
-        data = base64.b64decode(b64, validate=False)
-        fp = fingerprint.fingerprint_bytes(data)
-        with Image.open(io.BytesIO(data)) as img:
-            width, height = img.size
-    except (binascii.Error, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise BadRequest(f"could not decode image: {exc}") from exc
-    return fp, width, height
-
-
-class SimState:
-    """Per-server state: the model, the fault dice, the rate limiter, counters, fingerprint memo."""
-
-    def __init__(self, config: SimConfig) -> None:
-        self.config = config
-        self.model = SimModel(config.params, config.answer_key)
-        self.dice = FaultDice(config.faults)
-        self.bucket = TokenBucket(config.faults.rps) if config.faults.rps else None
-        self.counters = SimCounters()
-        self.prefix_cache = PrefixCache()
-        self.latency_s = config.latency_s + config.faults.latency_s
-        self.closing = asyncio.Event()
-        self._fps: OrderedDict[str, asyncio.Future[ImageInfo]] = OrderedDict()
-        self._pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="evalkit-sim-img")
-        self._serial = 0
-
-    async def image_info(self, url: str) -> ImageInfo:
-        """(fingerprint, width, height) of a data-URI image, memoised by the sha1 of its base64 text.
-
-        Decoding runs in a small thread pool (PIL releases the GIL), and concurrent requests for
-        the same picture share one decode.
-        """
-        head, sep, b64 = url.partition(",")
-        if not sep or not head.startswith("data:") or ";base64" not in head:
-            raise BadRequest("only base64 data: image URLs are supported by evalkit sim")
-        memo = hashlib.sha1(b64.encode("ascii", "replace")).hexdigest()
-        fut = self._fps.get(memo)
-        if fut is None:
-            fut = asyncio.get_running_loop().run_in_executor(self._pool, decode_image, b64)
-            self._fps[memo] = fut
-            if len(self._fps) > self.config.fp_cache_size:
-                self._fps.popitem(last=False)
-        else:
-            self._fps.move_to_end(memo)
-        try:
-            return await asyncio.shield(fut)
-        except BadRequest:
-            self._fps.pop(memo, None)
-            raise
-
-    def shutdown(self) -> None:
-        self.closing.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def next_id(self) -> str:
-        self._serial += 1
-        return f"chatcmpl-sim{self._serial:010d}"
-
-
-STATE = web.AppKey("evalkit_sim_state", SimState)
-
-
-async def _drop(request: web.Request) -> web.StreamResponse:
-    """Close the connection without a byte of response (the client sees a disconnect)."""
-    if request.transport is not None:
-        request.transport.abort()
-    raise asyncio.CancelledError  # aiohttp treats this as a dropped connection and writes nothing
-
-
-async def apply_fault(request: web.Request, state: SimState, dialect: Dialect,
-                      fault: str | None) -> web.StreamResponse | None:
-    """Latency, then the faults every route shapes alike (429, 5xx, 400, hang, drop).
-
-    Returns the response to send, or None when the route goes on (no fault, or a fault the
-    route shapes itself: malformed, refusal, empty)."""
-    counters, faults = state.counters, state.config.faults
-    if state.latency_s > 0 and fault not in ("hang", "drop"):
-        await asyncio.sleep(state.latency_s)
-    if fault is None:
-        return None
-    counters.fault(fault)
-    if fault == "429":
-        counters.status(429)
-        return dialect.error(429, "rate_limit", "rate limit exceeded (injected)", retry_headers(faults.retry_after))
-    if fault in ("500", "503", "400"):
-        status = dialect.overloaded_status if fault == "503" else int(fault)
-        counters.status(status)
-        kind = {"500": "server", "503": "overloaded", "400": "bad_request"}[fault]
-        return dialect.error(status, kind, f"{kind.replace('_', ' ')} (injected)")
-    if fault == "hang":
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(state.closing.wait(), timeout=faults.hang_s)
-        counters.status(504)
-        return dialect.error(504, "server", "gateway timeout (injected hang)")
-    if fault == "drop":
-        return await _drop(request)
-    return None
+from evalkit.sim.faults import retry_headers
+from evalkit.sim.inject import apply_fault
+from evalkit.sim.model import estimate_tokens, image_tokens
+from evalkit.sim.state import STATE, SimConfig, SimState
+from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
 
 
 def dialect_handler(dialect: Dialect) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

@@ -20,6 +20,15 @@ class BadRequest(Exception):
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Token counts of one simulated reply, as every dialect reports them."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+
+
+@dataclass(frozen=True)
 class ParsedRequest:
     """The parts of a chat-completions body the simulator uses."""
 

@@ -1,0 +1,89 @@
+"""What a comparison of finished runs is, as data: the runs read back and the ranked leaderboard.
+
+Plain values the engine fills (`evalkit.engine.compare`) and the reports read
+(`evalkit.report.compare_md`, `evalkit.report.console`), so a report never imports the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.analysis.result import ModelResult
+from evalkit.analysis.significance import PairTest
+from evalkit.core.types import Record
+
+
+@dataclass
+class LoadedRun:
+    """One finished run as read from its directory (config.json, summary.json, records.jsonl)."""
+
+    path: Path
+    label: str
+    identity: dict[str, Any]
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    records: list[Record]
+    options: dict[str, Any] = field(default_factory=dict)  # what the benchmark's methods read
+
+
+@dataclass
+class Leaderboard:
+    """A ranked leaderboard of one benchmark, with intervals, paired tests and correlations."""
+
+    benchmark: str
+    settings: dict[str, Any]
+    results: list[ModelResult]                # ranked, best first
+    runs: dict[str, LoadedRun] = field(repr=False)
+    pairs: list[PairTest]
+    correlation: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    out_dir: Path | None = None
+
+    @property
+    def metric(self) -> str | None:
+        return next((r.metric for r in self.results if r.metric), None)
+
+    @property
+    def ranking(self) -> list[str]:
+        return [r.label for r in self.results]
+
+    def pair(self, a: str, b: str) -> PairTest:
+        for test in self.pairs:
+            if {test.a, test.b} == {a, b}:
+                return test
+        raise KeyError((a, b))
+
+    def beats(self, label: str) -> list[str]:
+        """Models this one is significantly better than."""
+        out = []
+        for t in self.pairs:
+            if t.significant and label in (t.a, t.b):
+                winner, loser = (t.a, t.b) if t.diff.estimate > 0 else (t.b, t.a)
+                if winner == label:
+                    out.append(loser)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "metric": self.metric,
+            "settings": self.settings,
+            "ranking": self.ranking,
+            "models": [{**r.to_dict(), "run_dir": str(self.runs[r.label].path),
+                        "metrics": self.runs[r.label].summary.get("metrics"),
+                        "counts": self.runs[r.label].summary.get("counts"),
+                        "usage": self.runs[r.label].summary.get("usage")} for r in self.results],
+            "pairs": [_pair_dict(t) for t in self.pairs],
+            "size_correlation": self.correlation,
+            "notes": self.notes,
+        }
+
+
+def _pair_dict(t: PairTest) -> dict[str, Any]:
+    return {"a": t.a, "b": t.b, "n_common": t.n_common, "diff": t.diff.estimate, "diff_ci95": [t.diff.lo, t.diff.hi],
+            "p_bootstrap": t.p_bootstrap,
+            "mcnemar": ({"only_a": t.mcnemar.only_a, "only_b": t.mcnemar.only_b, "p": t.mcnemar.p}
+                        if t.mcnemar else None),
+            "p_holm": t.p_holm, "significant": t.significant}

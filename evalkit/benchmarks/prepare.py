@@ -1,0 +1,79 @@
+"""Load and expand a benchmark's queries: what a run, a re-report and the simulator's answer key
+all need, below the engine so the simulator never imports it.
+
+`options` is the flat dict the benchmarks read: the benchmark's options plus the run's data,
+images, limit and generation settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from evalkit.benchmarks import get_benchmark
+from evalkit.benchmarks.base import Benchmark
+from evalkit.core.errors import EvalkitError
+from evalkit.core.resources import dataset_path
+from evalkit.core.types import Item, Query
+
+
+class Prepared(NamedTuple):
+    bench: Benchmark
+    items: list[Item]
+    queries: list[Query]
+    data: Path  # resolved data file or folder
+
+
+def resolve_images(images: str | Path | None) -> Path | None:
+    path = Path(images).expanduser().resolve() if images else None
+    if path is not None and not path.is_dir():
+        raise EvalkitError(f"--images: not a directory: {path}")
+    return path
+
+
+def resolve_data(bench: Benchmark, data: str | Path | None) -> Path:
+    if data is None:
+        if bench.default_data is None:
+            raise EvalkitError(f"benchmark '{bench.name}' needs --data")
+        path = dataset_path(bench.default_data)
+    else:
+        path = Path(data).expanduser()
+    if not path.exists():
+        raise EvalkitError(f"data not found: {path}")
+    return path.resolve()
+
+
+def apply_generation(queries: list[Query], opts: Mapping[str, Any]) -> list[Query]:
+    """Run-level generation overrides (max_tokens, temperature, seed, extra) on top of each
+    benchmark's own defaults. `extra` is a dict (the settings layer parsed the JSON)."""
+    extra = opts.get("extra") or {}
+    changes: dict[str, Any] = {k: opts[k] for k in ("max_tokens", "temperature", "seed") if opts.get(k) is not None}
+    if not changes and not extra:
+        return queries
+    out = []
+    for q in queries:
+        params = replace(q.params, **changes)
+        if extra:
+            params = replace(params, extra=tuple(sorted({**params.extra_dict(), **extra}.items())))
+        out.append(replace(q, params=params))
+    return out
+
+
+def prepare(bench_name: str, options: Mapping[str, Any]) -> Prepared:
+    """The benchmark's items and queries under these options; duplicate query ids are an error."""
+    opts = dict(options)
+    bench = get_benchmark(bench_name)
+    data = resolve_data(bench, opts.get("data"))
+    images = resolve_images(opts.get("images"))
+    items = bench.load(data, images, opts)
+    if opts.get("limit"):
+        items = items[: int(opts["limit"])]
+    queries = apply_generation(list(bench.expand(items, opts)), opts)
+    seen: set[str] = set()
+    for q in queries:
+        if q.id in seen:
+            raise EvalkitError(f"{data}: duplicate query id '{q.id}'")
+        seen.add(q.id)
+    return Prepared(bench, items, queries, data)

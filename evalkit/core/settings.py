@@ -1,0 +1,241 @@
+"""Typed settings: what a run is told, and each benchmark's protocol switches.
+
+Every setting is a field of a frozen dataclass with its help text and its role, so the
+command line, the Python API's validation and the run identity are all derived from one
+place and cannot disagree:
+
+- `role="identity"`: changes what is asked or how it is scored (enters the run identity
+  when its value differs from the default);
+- `role="generation"`: a generation or image-size setting (identity too, reported apart);
+- `role="endpoint"`: who answers (enters the identity through the provider spec);
+- `role="operational"`: how fast, where, how verbose (never identity).
+
+Stdlib only: the CLI builds its parser from these classes before anything heavy is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from evalkit.core.errors import EvalkitError
+
+ROLES = ("identity", "generation", "endpoint", "operational")
+
+
+def option(default: Any = None, *, help: str, role: str = "identity", flag: str | None = None,
+           choices: Iterable[Any] | None = None, metavar: str | None = None, repeat: bool = False) -> Any:
+    """A settings field. `flag` overrides the generated `--field-name` (e.g. "--no-cache");
+    a bool whose flag starts with --no- stores False; `repeat` makes a flag repeatable (lists)."""
+    assert role in ROLES, role
+    meta = {"help": help, "role": role, "flag": flag, "choices": tuple(choices) if choices else None,
+            "metavar": metavar, "repeat": repeat}
+    return field(default=default, metadata=meta)
+
+
+def flag_of(f: dataclasses.Field[Any]) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything `evalkit run` is told besides the benchmark and its protocol options."""
+
+    model: str = option("", help="PROVIDER/MODEL, e.g. openai/gpt-4o or vllm/Qwen2.5-VL-7B", role="endpoint")
+    data: str | None = option(help="the benchmark's data file or folder (default: the bundled sample)",
+                              role="operational")  # its *content* enters the identity as a fingerprint
+    images: str | None = option(help="folder the data's image paths are relative to", role="operational")
+    out: str | None = option(help="run directory (default: runs/<bench>-<model>-<settings hash>)", role="operational")
+    limit: int | None = option(help="only the first N items")
+    mode: str = option("official", help="answer parsing mode", choices=("official", "robust"))
+    judge: str | None = option(help="LLM extractor model for answers the rules cannot parse, e.g. openai/gpt-4o-mini",
+                               role="operational")
+    judge_base_url: str | None = option(help="base URL of an OpenAI-compatible judge server", role="operational")
+    base_url: tuple[str, ...] = option((), help="server URL (vllm/, openai-compatible/; repeatable)",
+                                       role="endpoint", repeat=True)
+    cache_tag: str | None = option(help="use this tag instead of the server URL in cache keys (a moved server)",
+                                   role="endpoint")
+    concurrency: int = option(32, help="requests in flight (default 32)", role="operational")
+    rpm: float | None = option(help="requests per minute limit", role="operational")
+    tpm: float | None = option(help="tokens per minute limit", role="operational")
+    timeout: float = option(120.0, help="seconds per request (default 120)", role="operational")
+    max_attempts: int = option(8, help="attempts per query for retryable errors", role="operational")
+    cache_dir: str | None = option(help="response cache folder (default ./cache or EVALKIT_CACHE_DIR)",
+                                   role="operational")
+    no_cache: bool = option(False, help="neither read nor write the response cache", role="operational")
+    max_tokens: int | None = option(help="max output tokens (default: the benchmark's, 1024)", role="generation")
+    temperature: float | None = option(help="sampling temperature (default 0)", role="generation")
+    seed: int | None = option(help="sampling seed sent to the model", role="generation")
+    extra: dict[str, Any] | None = option(
+        help='JSON object merged into the request body, e.g. \'{"guided_choice": ["A","B"]}\'', role="generation")
+    max_side: int | None = option(help="downscale images so the longer side is at most N pixels", role="generation")
+    max_pixels: int | None = option(help="downscale images to at most N pixels", role="generation")
+    progress: bool = option(True, help="no live progress bar", role="operational", flag="--no-progress")
+    dry_run: bool = option(False, help="count queries and cached answers, estimate tokens and cost; send nothing",
+                           role="operational")
+    max_cost: float | None = option(help="stop sending new queries once this run has spent USD", role="operational")
+    prices: str | None = option(help="JSON file of prices overriding/extending the built-in table",
+                                role="operational")
+    group_images: bool = option(True, help="do not send questions on the same image back to back",
+                                role="operational", flag="--no-group-images")
+
+    def cache_path(self, env: Mapping[str, str]) -> str:
+        return self.cache_dir or env.get("EVALKIT_CACHE_DIR") or "cache"
+
+    def generation(self) -> dict[str, Any]:
+        """The generation and image-size settings the user gave (None = the benchmark's default)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata["role"] == "generation"}
+
+
+#: Keyword arguments of `evalkit.run` that are hooks for embedding code, not settings.
+HOOKS = ("env", "console", "on_record")
+
+
+# ---- validation -----------------------------------------------------------------------------
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_type(name: str, value: Any, hint: Any) -> Any:
+    """The value, coerced where it is lossless (int -> float, list -> tuple, JSON text -> dict);
+    EvalkitError naming the option otherwise."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        hint, origin, args = inner[0], typing.get_origin(inner[0]), typing.get_args(inner[0])
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+        if hasattr(value, "__fspath__"):
+            return str(value)
+    elif origin is tuple:
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    elif origin is dict:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as e:
+                raise EvalkitError(f"{_flag(name)} is not valid JSON: {e}") from e
+            if not isinstance(value, dict):
+                raise EvalkitError(f"{_flag(name)} must be a JSON object")
+        if isinstance(value, Mapping):
+            return dict(value)
+    raise EvalkitError(f"option '{name}' must be {_describe(hint)}, not {type(value).__name__} ({value!r})")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _describe(hint: Any) -> str:
+    if typing.get_origin(hint) is tuple:
+        return "a string or a list of strings"
+    if typing.get_origin(hint) is dict:
+        return "a JSON object (dict)"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
+
+
+def build(cls: type, values: Mapping[str, Any]) -> Any:
+    """An instance of the settings dataclass `cls` from known, type-checked values."""
+    hints = _hints(cls)
+    checked = {}
+    for f in fields(cls):
+        if f.name not in values:
+            continue
+        value = _check_type(f.name, values[f.name], hints[f.name])
+        choices = f.metadata.get("choices")
+        if choices and value is not None and value not in choices:
+            raise EvalkitError(f"option '{f.name}' must be one of {', '.join(map(str, choices))}, not {value!r}")
+        checked[f.name] = value
+    return cls(**checked)
+
+
+def unknown_option(name: str, valid: Iterable[str], owners: Mapping[str, str], bench: str) -> EvalkitError:
+    """The error for a keyword no settings class of this run knows, naming the closest valid ones
+    or the benchmark it belongs to."""
+    if name in owners:
+        return EvalkitError(f"option '{name}' ({_flag(name)}) belongs to benchmark {owners[name]}, not {bench}")
+    close = difflib.get_close_matches(name, list(valid), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return EvalkitError(f"unknown option '{name}' for evalkit.run('{bench}', ...){hint}")
+
+
+def non_default(obj: Any, roles: Iterable[str] | None = None) -> dict[str, Any]:
+    """The fields whose value differs from the default (optionally of some roles only): an option
+    left at its default never enters an identity, so adding an option never moves one."""
+    out = {}
+    for f in fields(obj):
+        if roles is not None and f.metadata.get("role", "identity") not in roles:
+            continue
+        value = getattr(obj, f.name)
+        default = f.default if f.default is not MISSING else (
+            f.default_factory() if f.default_factory is not MISSING else MISSING)  # type: ignore[misc]
+        if value != default:
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+# ---- command line ---------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type,
+                  skip: Iterable[str] = ()) -> None:
+    """argparse flags for every field of a settings dataclass. Defaults are left to the dataclass
+    (argparse's default is None = "not given"), so only what the user typed reaches `build`."""
+    hints = _hints(cls)
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        meta = f.metadata
+        flag = flag_of(f)
+        hint = hints[f.name]
+        kw: dict[str, Any] = {"dest": f.name, "help": meta["help"], "default": None}
+        base = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+        kind = base[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) else hint
+        if kind is bool:
+            kw["action"] = "store_false" if flag.startswith("--no-") and f.default is True else "store_true"
+        elif meta.get("repeat"):
+            kw["action"] = "append"
+        elif typing.get_origin(kind) is dict:
+            kw["type"] = str  # JSON text, checked by build()
+        else:
+            kw["type"] = kind if kind in (int, float) else str
+        if meta.get("choices"):
+            kw["choices"] = meta["choices"]
+        if meta.get("metavar"):
+            kw["metavar"] = meta["metavar"]
+        parser.add_argument(flag, **kw)
+
+
+def given(namespace: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The fields of `cls` the user gave on the command line."""
+    return {f.name: getattr(namespace, f.name) for f in fields(cls)
+            if getattr(namespace, f.name, None) is not None}
+
+
+def field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]

@@ -1,0 +1,178 @@
+"""A run's identity: what makes two runs the same run, so the same command resumes in the same
+directory, for as long as users keep their run directories.
+
+Identity = benchmark + that benchmark's own options + model and endpoint + generation and image
+size settings + mode + limit + a fingerprint of the data's *content* + IDENTITY_VERSION. Only
+values that differ from their defaults enter it, so adding an option never moves an identity;
+changing a default must bump IDENTITY_VERSION and add a migration below. The judge and every
+operational setting (concurrency, paths, cache, ...) are never part of it.
+
+0.1.0 (commit 881f989) hashed a different dict: every non-operational option given, the data
+file's absolute path, no version. `legacy_identity` recomputes it, so a 0.1.0 run directory is
+found and resumed (and its config.json rewritten in this form).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
+from evalkit.core.settings import RunConfig, non_default
+from evalkit.core.types import Item
+
+IDENTITY_VERSION = 1
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
+
+# 0.1.0's operational keys (evalkit/evaluate.py OPERATIONAL_KEYS at 881f989): never in its identity.
+_LEGACY_OPERATIONAL = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "cache_dir", "no_cache", "out",
+                       "judge", "judge_base_url", "progress", "env", "console", "base_url", "on_record",
+                       "dry_run", "max_cost", "prices", "group_images", "data"}
+# Protocol defaults that 0.1.0 wrote out (or that a user may have typed): equal to today's defaults.
+_DEFAULTS_FOR_VIEW = {"mode": "official", "rotations": 1, "circular": False, "td_any_category": False,
+                      "genvip": False, "prior": False, "translated": False, "skip_missing": False}
+
+
+def run_identity(bench: str, bench_options: Any, config: RunConfig, model: str, endpoint: str,
+                 data_sha256: str) -> dict[str, Any]:
+    ident: dict[str, Any] = {"identity_version": IDENTITY_VERSION, "benchmark": bench, "model": model,
+                             "endpoint": endpoint, "data_sha256": data_sha256}
+    ident.update(non_default(config, roles=("identity", "generation")))
+    ident.update(non_default(bench_options, roles=("identity", "generation")))
+    return _jsonable(ident)
+
+
+def legacy_identity(bench: str, given: Mapping[str, Any], model: str, endpoint: str, data: Path) -> dict[str, Any]:
+    """The identity 0.1.0 computed for the same command: `given` holds the options as the user gave
+    them (CLI values as argparse typed them, API keywords as passed)."""
+    ident = {k: v for k, v in {"mode": "official", **given}.items() if k not in _LEGACY_OPERATIONAL and v is not None}
+    ident.update(benchmark=bench, model=model, endpoint=endpoint, data=str(data))
+    return _jsonable(ident)
+
+
+def is_legacy(identity: Mapping[str, Any]) -> bool:
+    return "identity_version" not in identity
+
+
+def protocol_view(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """An identity of any version in today's terms (defaults dropped, `extra` parsed, the data
+    fingerprint or 0.1.0's path under "data"), so runs of both versions can be compared."""
+    out: dict[str, Any] = {}
+    for key, value in identity.items():
+        if key in ("identity_version",) or value is None or _DEFAULTS_FOR_VIEW.get(key, object()) == value:
+            continue
+        if key == "extra" and isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        out["data" if key == "data_sha256" else key] = value
+    return out
+
+
+def _jsonable(obj: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(obj, sort_keys=True, default=str))
+
+
+# ---- the data's content --------------------------------------------------------------------
+
+
+class FileHashes:
+    """sha256 of files, memoised by (path, size, mtime) in a small JSON file (in the cache folder),
+    so a re-run does not re-read unchanged images. Without a memo file it only memoises in memory."""
+
+    def __init__(self, memo_file: Path | None = None):
+        self.memo_file = memo_file
+        self._memo: dict[str, list[Any]] = {}
+        self._dirty = False
+        if memo_file is not None and memo_file.is_file():
+            try:
+                loaded = json.loads(memo_file.read_text(encoding="utf-8"))
+                self._memo = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                self._memo = {}  # a damaged memo costs one re-read, nothing more
+        self.known: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, sha) seen in this run
+
+    def sha256(self, path: str) -> str:
+        st = os.stat(path)
+        hit = self._memo.get(path)
+        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+            sha = str(hit[2])
+        else:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+            sha = h.hexdigest()
+            self._memo[path] = [st.st_size, st.st_mtime_ns, sha]
+            self._dirty = True
+        self.known[path] = (st.st_mtime_ns, st.st_size, sha)
+        return sha
+
+    def save(self) -> None:
+        if not (self._dirty and self.memo_file is not None):
+            return
+        try:
+            self.memo_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.memo_file.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self._memo, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, self.memo_file)
+            self._dirty = False
+        except OSError:
+            pass  # the memo is an optimisation; a read-only cache folder must not stop a run
+
+
+def data_fingerprint(data: Path, items: Sequence[Item], hashes: FileHashes, images: Path | None = None) -> str:
+    """sha256 over the data file(s) and every image an item references (its path relative to the
+    data or --images folder, and the hash of its bytes): moving a dataset keeps it, editing a
+    question or replacing an image changes it."""
+    root = data if data.is_dir() else data.parent
+    h = hashlib.sha256()
+    for path in _data_files(data):
+        h.update(f"file {_rel(path, root, None)} {hashes.sha256(str(path))}\n".encode())
+    seen: set[str] = set()
+    for item in items:
+        for ref in item.images:
+            if ref.kind != "path" or str(ref.value) in seen:
+                continue  # inline images (TSV base64) are covered by the file's own hash
+            seen.add(str(ref.value))
+            try:
+                sha = hashes.sha256(str(ref.value))
+            except OSError:
+                sha = "missing"  # reported as a per-query error when asked; the identity still stands
+            h.update(f"image {_rel(Path(str(ref.value)), root, images)} {sha}\n".encode())
+    return h.hexdigest()
+
+
+def _data_files(data: Path) -> Iterable[Path]:
+    if data.is_file():
+        return [data]
+    return sorted(p for p in data.rglob("*") if p.is_file() and p.suffix.lower() not in IMAGE_SUFFIXES
+                  and not any(part.startswith(".") for part in p.relative_to(data).parts))
+
+
+def _rel(path: Path, root: Path, images: Path | None) -> str:
+    base = images if images is not None and _under(path, images) else root
+    return Path(os.path.relpath(Path(path).resolve(), base)).as_posix()
+
+
+def _under(path: Path, folder: Path) -> bool:
+    try:
+        Path(path).resolve().relative_to(folder)
+        return True
+    except ValueError:
+        return False
+
+
+def saved_settings(saved: Mapping[str, Any]) -> RunSettings:
+    """The settings a run directory's config.json (of any version) was run with, for re-scoring."""
+    identity, config = saved.get("identity", {}), saved.get("config", {})
+    given = {k: v for k, v in identity.items()
+             if k not in ("identity_version", "benchmark", "model", "endpoint", "data_sha256", "data")}
+    given["data"] = config.get("data") or identity.get("data")
+    if config.get("images") or identity.get("images"):
+        given["images"] = config.get("images") or identity.get("images")
+    return resolve_settings(str(identity["benchmark"]), str(identity.get("model", "")), given)

@@ -1,0 +1,53 @@
+"""What every route of the simulated server does alike before answering: latency, then the
+injected faults (429, 5xx, 400, hang, drop), each shaped by the route's dialect."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from evalkit.sim.faults import retry_headers
+
+if TYPE_CHECKING:
+    from evalkit.sim.dialects import Dialect
+    from evalkit.sim.state import SimState
+
+
+async def _drop(request: web.Request) -> web.StreamResponse:
+    """Close the connection without a byte of response (the client sees a disconnect)."""
+    if request.transport is not None:
+        request.transport.abort()
+    raise asyncio.CancelledError  # aiohttp treats this as a dropped connection and writes nothing
+
+
+async def apply_fault(request: web.Request, state: SimState, dialect: Dialect,
+                      fault: str | None) -> web.StreamResponse | None:
+    """Latency, then the faults every route shapes alike (429, 5xx, 400, hang, drop).
+
+    Returns the response to send, or None when the route goes on (no fault, or a fault the
+    route shapes itself: malformed, refusal, empty)."""
+    counters, faults = state.counters, state.config.faults
+    if state.latency_s > 0 and fault not in ("hang", "drop"):
+        await asyncio.sleep(state.latency_s)
+    if fault is None:
+        return None
+    counters.fault(fault)
+    if fault == "429":
+        counters.status(429)
+        return dialect.error(429, "rate_limit", "rate limit exceeded (injected)", retry_headers(faults.retry_after))
+    if fault in ("500", "503", "400"):
+        status = dialect.overloaded_status if fault == "503" else int(fault)
+        counters.status(status)
+        kind = {"500": "server", "503": "overloaded", "400": "bad_request"}[fault]
+        return dialect.error(status, kind, f"{kind.replace('_', ' ')} (injected)")
+    if fault == "hang":
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(state.closing.wait(), timeout=faults.hang_s)
+        counters.status(504)
+        return dialect.error(504, "server", "gateway timeout (injected hang)")
+    if fault == "drop":
+        return await _drop(request)
+    return None
