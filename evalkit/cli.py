@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -32,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
         command = self.prog.split()[-1]
         if message.startswith("unrecognized arguments") and (bench := getattr(self, "bench", None)):
             message = _foreign_flags(message, bench)
-        raise EvalkitError(f"{command}: {message}")
+        raise EvalkitError(message if command == "evalkit" else f"{command}: {message}")
 
 
 def _foreign_flags(message: str, bench: str) -> str:
@@ -90,6 +91,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"evalkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"), argv)
+    parser.bench = _bench_in(argv, "run")  # type: ignore[attr-defined]  # unknown flags are reported here
     rp = sub.add_parser("report", help="re-score a run directory (optionally resolving answers with a judge)")
     rp.add_argument("run_dir")
     rp.add_argument("--judge")
@@ -238,9 +240,9 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def cmd_sim(args: argparse.Namespace) -> int:
+def sim_config(args: argparse.Namespace) -> Any:
+    """The simulator's SimConfig from `evalkit sim` flags (with --bench: its answer key)."""
     from evalkit.sim.args import config_from_args
-    from evalkit.sim.server import serve_forever
 
     config = config_from_args(args)
     if args.bench:
@@ -252,7 +254,13 @@ def cmd_sim(args: argparse.Namespace) -> int:
         options = {"data": args.data, "images": args.images, "limit": args.limit, "max_side": args.max_side,
                    **settings.given(args, benchmark_class(args.bench).Options)}
         config = replace(config, answer_key=answer_key_for(args.bench, options))
-    serve_forever(config, args.host, args.port)
+    return config
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from evalkit.sim.server import serve_forever
+
+    serve_forever(sim_config(args), args.host, args.port)
     return 0
 
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ SCHEMA_VERSION = 1
 # Values up to this size stay inline in cache.db (as TEXT); diskcache's default (32 KB)
 # would move long answers to side files. Larger ones still go to side files as UTF-8 text.
 _INLINE_MAX = 1 << 24
+_MANY = 500  # keys per SELECT of get_many (SQLite allows 999 parameters in old builds)
 
 
 def _canonical(obj: Any) -> str:
@@ -167,6 +169,42 @@ class ResponseCache:
         self._count(True)
         return value
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """{key: value} for those keys that hold a response, in one SQL query per _MANY keys (the
+        runner's batched lookup); hits and misses count as with get(). Entries that do not parse
+        count as misses. Falls back to get() per key if diskcache's table is not as expected."""
+        try:
+            found = self._select_many(keys)
+        except (AttributeError, KeyError, TypeError, ValueError, OSError, sqlite3.Error):
+            return {k: v for k in keys if (v := self.get(k)) is not None}
+        with self._lock:
+            self.hits += len(found)
+            self.misses += len(keys) - len(found)
+        return found
+
+    def _select_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """diskcache.Cache.get's fast path (no statistics, no access-time update) for many keys."""
+        cache = self._cache
+        if cache.statistics or cache.eviction_policy not in ("least-recently-stored", "none"):
+            raise TypeError("get() updates the table on read: no batched path")
+        now = time.time()
+        out: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(keys), _MANY):
+            part = list(keys[i:i + _MANY])
+            if any(type(k) is not str for k in part):
+                raise TypeError("cache keys must be str")
+            marks = ",".join("?" * len(part))
+            rows = cache._sql(f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
+                              " AND (expire_time IS NULL OR expire_time > ?)", (*part, now)).fetchall()
+            for key, mode, filename, db_value in rows:
+                try:
+                    value = json.loads(cache.disk.fetch(mode, filename, db_value, False))
+                except (OSError, TypeError, ValueError):
+                    continue
+                if isinstance(value, dict):
+                    out[key] = value
+        return out
+
     def set(self, key: str, value: dict[str, Any]) -> None:
         """Store a JSON-serialisable dict; anything else raises TypeError before touching disk."""
         self._cache.set(key, _value_text(value), retry=True)
@@ -211,6 +249,11 @@ class NullCache:
         with self._lock:
             self.misses += 1
         return None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            self.misses += len(keys)
+        return {}
 
     def set(self, key: str, value: dict[str, Any]) -> None:
         """Validates like ResponseCache.set (so --no-cache hides no bug), then drops the value."""

@@ -1,15 +1,20 @@
 """The asyncio runner: cache lookup, image preparation, limiter, retries, one place for all of it.
 
-Workers pull queries from one iterator, so memory does not grow with the dataset and
-at most `concurrency` requests are in flight. Blocking work (reading and hashing image
-files, decoding and encoding, the sqlite cache) runs in threads, off the event loop.
+Workers pull queries from one feed, so memory does not grow with the dataset and
+at most `concurrency` requests are in flight. The feed looks queries up in the cache a chunk
+at a time (keys and one batched `get_many`, in one thread hop per chunk, read ahead), so a
+cached query costs no thread hop of its own and hits reach the sink without a worker waiting.
+Blocking work (reading and hashing image files, decoding and encoding, the sqlite cache)
+runs in threads, off the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Hashable, Iterable, Sequence
+import itertools
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from evalkit.ask.cache import CacheLike, request_key
@@ -26,6 +31,13 @@ from evalkit.images.provider_limits import (
     prepare_within,
 )
 from evalkit.providers.base import Provider
+
+LOOKUP_CHUNK = 512  # queries looked up in the cache per thread hop (the first chunks are smaller)
+FIRST_CHUNK = 32
+
+# What the feed found for one query: (request key, cached value or None, fingerprints of a hit),
+# or None when the lookup failed for this query alone (ask() then reports the error itself).
+Looked = tuple[str, dict | None, list[str]] | None
 
 
 @dataclass
@@ -56,6 +68,7 @@ class Runner:
         self.fingerprints = fingerprints
         self.drain_s = drain_s  # after a fatal error, how long requests in flight may take to finish
         self.stats = RunnerStats()
+        self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
 
@@ -96,25 +109,75 @@ class Runner:
         check_request_bytes(self.limits, sum(len(i.data) for i in out), f"query {query.id}")
         return out
 
-    def _lookup(self, query: Query) -> tuple[str, dict | None, list[str], list[PreparedImage]]:
-        """Thread work: key, cache lookup, fingerprints, and (on a miss) the prepared images."""
+    def _lookup(self, query: Query, missed: str | None = None) -> tuple[str, dict | None, list[str],
+                                                                       list[PreparedImage]]:
+        """Thread work: key, cache lookup, fingerprints, and (on a miss) the prepared images.
+        `missed` is the key of a query the feed already looked up and did not find."""
         query = self.fit(query)
-        key = self._key(query)
-        hit = self.cache.get(key)
+        key = missed or self._key(query)
+        hit = self.cache.get(key) if missed is None or missed in self._stored else None
         parts = query.image_parts()
-        prepared = [] if hit is not None else self._prepare(query)  # first: its decode also fingerprints
+        if hit is not None:
+            return key, hit, self._hit_fps(parts, hit), []
+        prepared = self._prepare(query)  # first: its decode also fingerprints
         fps = [self.pipeline.fingerprint(p) for p in parts] if self.fingerprints else []
         return key, hit, fps, prepared
 
-    async def ask(self, query: Query) -> Outcome:
+    def _hit_fps(self, parts: Sequence[ImagePart], hit: dict) -> list[str]:
+        """Fingerprints of a cached query's images: stored with the answer, else computed (a decode)."""
+        if not self.fingerprints:
+            return []
+        stored = hit.get("image_fps")
+        if isinstance(stored, list) and len(stored) == len(parts) and all(isinstance(f, str) for f in stored):
+            return stored
+        return [self.pipeline.fingerprint(p) for p in parts]
+
+    def _get_many(self, keys: list[str]) -> dict[str, dict]:
+        get_many = getattr(self.cache, "get_many", None)
+        if get_many is not None:
+            return get_many(keys)
+        return {k: v for k in keys if (v := self.cache.get(k)) is not None}
+
+    def lookup_many(self, queries: Sequence[Query]) -> list[Looked]:
+        """Thread work for a chunk of queries: keys, one batched cache lookup, the hits' fingerprints.
+        A query whose lookup fails (an unreadable image) gets None: ask() reports its error."""
+        fitted: list[Query | None] = []
+        keys: list[str] = []
+        for q in queries:
+            try:
+                f = self.fit(q)
+                keys.append(self._key(f))
+                fitted.append(f)
+            except Exception:  # noqa: BLE001 - ask() raises it again, for this query alone
+                keys.append("")
+                fitted.append(None)
+        hits = self._get_many(list(dict.fromkeys(k for k in keys if k)))
+        out: list[Looked] = []
+        for f, key in zip(fitted, keys, strict=True):
+            if f is None:
+                out.append(None)
+                continue
+            hit = hits.get(key)
+            try:
+                out.append((key, hit, self._hit_fps(f.image_parts(), hit) if hit is not None else []))
+            except Exception:  # noqa: BLE001 - as above
+                out.append(None)
+        return out
+
+    def cached_outcome(self, query: Query, looked: tuple[str, dict, list[str]]) -> Outcome:
+        key, hit, fps = looked
+        self.stats.cache_hits += 1
+        return Outcome(query, Response.from_cache(hit), key, True, fps, hit.get("image_sizes") or [])
+
+    async def ask(self, query: Query, missed: str | None = None) -> Outcome:
+        """Ask one query: from the cache, or sent. `missed`: its key, already looked up and not found."""
         in_memory = self.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
-        if self.cache.blocking or not in_memory:
-            key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query)
+        if (self.cache.blocking and (missed is None or missed in self._stored)) or not in_memory:
+            key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query, missed)
         else:  # everything is in memory: a thread hop would cost more than the work
-            key, hit, fps, prepared = self._lookup(query)
+            key, hit, fps, prepared = self._lookup(query, missed)
         if hit is not None:
-            self.stats.cache_hits += 1
-            return Outcome(query, Response.from_cache(hit), key, True, fps, hit.get("image_sizes") or [])
+            return self.cached_outcome(query, (key, hit, fps))
         sizes = [[i.width, i.height] for i in prepared]
         response = await self._send(query, prepared)
         if response.ok:
@@ -122,6 +185,9 @@ class Runner:
             self.stats.output_tokens += response.usage.output_tokens
             if response.text.strip():  # empty answers are not cached: a later run tries again
                 value = {**response.to_cache(), "image_sizes": sizes}
+                if self.fingerprints:  # a later hit needs no decode for its record's fingerprints
+                    value["image_fps"] = fps
+                self._stored.add(key)
                 if self.cache.blocking:
                     await asyncio.to_thread(self.cache.set, key, value)
                 else:
@@ -166,40 +232,43 @@ class Runner:
         query starts, and those in flight finish and reach the sink. With `group_of`, the first
         query of a group is answered before the rest of its group is sent (prompt caching).
         """
-        it = iter(queries)
+        feed = _Feed(self, queries)
         primed: dict[Hashable, asyncio.Event] = {}
 
-        async def ask(query: Query) -> Outcome:
+        async def ask(query: Query, missed: str | None) -> Outcome:
             key = group_of(query) if group_of is not None else None
             if key is None:
-                return await self.ask(query)
+                return await self.ask(query, missed)
             event = primed.get(key)
-            if event is None:  # this query primes its group
+            if event is None:  # this query primes its group (the first one not answered from the cache)
                 primed[key] = event = asyncio.Event()
                 try:
-                    return await self.ask(query)
+                    return await self.ask(query, missed)
                 finally:
                     event.set()
             if not event.is_set():
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(event.wait(), self.policy.timeout_s)
-            return await self.ask(query)
+            return await self.ask(query, missed)
 
         failure: list[BaseException] = []  # the first fatal error: no new query starts after it
 
-        async def answer(query: Query) -> Outcome:
+        async def answer(query: Query, looked: Looked) -> Outcome:
+            if looked is not None and looked[1] is not None:  # a cache hit: nothing to wait for
+                return self.cached_outcome(query, looked)  # type: ignore[arg-type]
             try:
-                return await ask(query)
+                return await ask(query, looked[0] if looked is not None else None)
             except EvalkitError as e:  # this query's input is bad (an unreadable image): its own error
                 self.stats.errors += 1
                 return Outcome(query, Response(error="permanent", error_message=str(e)), "", False)
 
         async def worker() -> None:
-            for query in it:
-                if failure or (stop is not None and stop()):
-                    return
+            while not failure and not (stop is not None and stop()):
                 try:
-                    sink(await answer(query))
+                    item = await feed.next()
+                    if item is None:
+                        return
+                    sink(await answer(*item))
                 except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
                     failure.append(e)
                     return
@@ -217,6 +286,53 @@ class Runner:
                 task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
+            await feed.aclose()
         if failure:
             raise failure[0]
         return self.stats
+
+
+class _Feed:
+    """The queries in order, each with what the cache holds for it, looked up a chunk at a time.
+
+    One thread hop computes a chunk's keys and asks the cache for all of them at once
+    (Runner.lookup_many); the next chunk is looked up while the workers drain this one, so
+    they wait only at the start. Chunks grow from FIRST_CHUNK to LOOKUP_CHUNK queries.
+    """
+
+    def __init__(self, runner: Runner, queries: Iterable[Query]):
+        self._runner = runner
+        self._it: Iterator[Query] = iter(queries)
+        self._buf: deque[tuple[Query, Looked]] = deque()
+        self._size = FIRST_CHUNK
+        self._done = False
+        self._filling: asyncio.Task[None] | None = None
+
+    async def next(self) -> tuple[Query, Looked] | None:
+        """The next query and its lookup; None when all were handed out."""
+        while True:
+            if not self._done and self._filling is None and len(self._buf) <= self._size // 2:
+                self._filling = asyncio.ensure_future(self._fill())
+            if self._buf:
+                return self._buf.popleft()
+            if self._filling is None:
+                return None
+            await asyncio.shield(self._filling)
+
+    async def _fill(self) -> None:
+        try:
+            chunk = list(itertools.islice(self._it, self._size))
+            if not chunk:
+                self._done = True
+                return
+            self._size = min(self._size * 2, LOOKUP_CHUNK)
+            looked = await asyncio.to_thread(self._runner.lookup_many, chunk)
+            self._buf.extend(zip(chunk, looked, strict=True))
+        finally:
+            self._filling = None
+
+    async def aclose(self) -> None:
+        task, self._filling = self._filling, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -118,13 +118,18 @@ def _split_order(name: str) -> tuple[int, str]:
 
 
 def pope_metrics(records: Sequence[Record]) -> dict[str, Any]:
-    """Overall numbers (all questions pooled) and the same per split, in the paper's order."""
+    """Overall numbers (all questions pooled), then the same per split under the split's name
+    (`metrics["adversarial"]["F1"]`, shown as "adversarial / F1"), in the paper's order. A split
+    named like an overall key ("n") is stored as "split n"."""
     out = binary_metrics(records)
     groups: dict[str, list[Record]] = {}
     for r in records:
         groups.setdefault(r.category or "(none)", []).append(r)
     if any(r.category for r in records):
-        out["per_category"] = {name: binary_metrics(groups[name]) for name in sorted(groups, key=_split_order)}
+        for name in sorted(groups, key=_split_order):
+            split = binary_metrics(groups[name])
+            split.pop("confusion")
+            out[name if name not in out else f"split {name}"] = split
     return out
 
 

@@ -82,7 +82,8 @@ def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping
     old = default_run_dir(s.bench_name, spec.label, legacy)
     if not new.exists() and (old / "config.json").exists():
         return _Located(RunDir(old), identity, legacy,
-                        f"resuming {old}, written by evalkit 0.1.0 (a new run of these settings would go to {new})")
+                        f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "
+                        f"runs of these settings that do not find it go to {new})")
     return _Located(RunDir(new), identity, legacy, None)
 
 
@@ -106,9 +107,10 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
         return await _dry_run(rundir, queries, spec, env, cfg, price, bench.name, config)
-    messages = [m for m in (where.note, rundir.bind(identity, config, legacy=where.legacy)) if m]
+    migrated = rundir.bind(identity, config, legacy=where.legacy)
+    messages = [m for m in (where.note or migrated,) if m]
     for message in messages:
-        console.print(f"evalkit: {message}", markup=False, highlight=False)
+        console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
     kept = {qid: r for qid, r in existing.items() if qid in by_id and r.error is None}

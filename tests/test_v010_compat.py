@@ -1,0 +1,118 @@
+"""What users paid for keeps working: run directories and caches written by evalkit 0.1.0 itself
+(tests/fixtures/v010, made by make_fixtures.py at commit 881f989) are read by today's code.
+
+For each case the fixture is put back where 0.1.0 wrote it (0.1.0's run identity holds the data's
+absolute path, and the cache key the server URL), the simulator is started as it was, and:
+- the same command re-run sends 0 requests, resumes 0.1.0's run directory (rewriting its
+  config.json in today's form) and gives the same metrics;
+- a new run directory on the old cache sends 0 requests (the --no-cache run: all, nothing was
+  cached; the empty final answer: that one query, 0.1.0 did not cache empty answers);
+- `evalkit report` re-scores the untouched 0.1.0 run to the same metrics; `compare` accepts
+  0.1.0 runs next to today's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalkit.cli import build_parser, main, sim_config
+from evalkit.engine.compare import compare
+from evalkit.engine.evaluate import run
+from evalkit.engine.rereport import rereport
+from evalkit.sim.server import SimThread
+
+FIXTURES = Path(__file__).parent / "fixtures" / "v010"
+CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").is_file())
+
+
+def _case(name: str) -> dict:
+    return json.loads((FIXTURES / name / "case.json").read_text())
+
+
+def _install(name: str) -> Path:
+    """The fixture copied to the absolute folder 0.1.0 ran in."""
+    case = _case(name)
+    where = Path(case["cwd"])
+    if where.exists():
+        shutil.rmtree(where)
+    shutil.copytree(FIXTURES / name, where, ignore=shutil.ignore_patterns("case.json"))
+    return where
+
+
+def _sim(case: dict) -> SimThread:
+    argv = case["sim_argv"][1:]
+    return SimThread(sim_config(build_parser(argv).parse_args(argv)), port=case["port"])
+
+
+def _ask(case: dict, extra: list[str] | None = None) -> int:
+    """The command exactly as 0.1.0 was given it (CLI or Python API)."""
+    if case["how"] == "api":
+        out = {"out": extra[-1]} if extra else {}
+        return run("mcq", "vllm/sim-model", data="data/mcq.jsonl", base_url=case["base_url"], cache_dir="cache",
+                   progress=False, **out).exit_code
+    return main(case["run_argv"][1:] + (extra or []))
+
+
+def _metrics(path: Path) -> dict:
+    return json.loads((path / "summary.json").read_text())["metrics"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_v010_run_directory_and_cache_resume_free(name, monkeypatch, tmp_path, capsys):
+    case = _case(name)
+    where = _install(name)
+    monkeypatch.chdir(where)
+    old_dir = where / case["run_dir"]
+    expected = case["summary"]["metrics"]
+
+    untouched = tmp_path / "old-run"  # `evalkit report` on the run exactly as 0.1.0 left it
+    shutil.copytree(old_dir, untouched)
+    assert rereport_metrics(untouched) == expected
+
+    with _sim(case) as sim:
+        assert _ask(case) == 0
+        same_dir = sim.counters.snapshot()["requests"]
+        assert _ask(case, ["--out", str(tmp_path / "new")]) == 0
+        new_dir = sim.counters.snapshot()["requests"] - same_dir
+    assert same_dir == 0
+    assert sorted(p.name for p in (where / "runs").iterdir()) == [old_dir.name]  # resumed, not a new folder
+    assert _metrics(old_dir) == expected
+    config = json.loads((old_dir / "config.json").read_text())
+    assert config["identity"]["identity_version"] == 1 and config["identity"]["benchmark"] == case["bench"]
+    assert "written by evalkit 0.1.0" in capsys.readouterr().err
+    # a new directory on the old cache: free, except what 0.1.0 never cached
+    assert new_dir == case["rerun_requests_new_dir"]
+    assert new_dir == {"mcq-nocache": case["summary"]["n_queries"], "mcq-empty": 1}.get(name, 0)
+    if new_dir == 0:
+        assert _metrics(tmp_path / "new") == expected
+
+    again = _ask(case)  # and once more: now in today's form, still the same directory, still free
+    assert again == 0 and sorted(p.name for p in (where / "runs").iterdir()) == [old_dir.name]
+
+
+def rereport_metrics(path: Path) -> dict:
+    import asyncio
+
+    return asyncio.run(rereport(path))["metrics"]
+
+
+def test_compare_accepts_v010_runs_next_to_todays(tmp_path, monkeypatch):
+    """Two 0.1.0 runs of mcq (TSV and JSONL copies of one set) and a run made today compare."""
+    runs = []
+    for name in ("mcq", "mcq-jsonl-api"):
+        case = _case(name)
+        shutil.copytree(FIXTURES / name / case["run_dir"], tmp_path / name)
+        runs.append(tmp_path / name)
+    case = _case("mcq")
+    where = _install("mcq")
+    monkeypatch.chdir(where)
+    with _sim(case):
+        assert main(case["run_argv"][1:] + ["--out", str(tmp_path / "today"), "--no-cache"]) == 0
+    comparison = compare([*runs, tmp_path / "today"], n_boot=50)
+    assert len(comparison.ranking) == 3
+    assert {round(r.estimate, 6) for r in comparison.results} == {round(_case("mcq")["summary"]["metrics"]["accuracy"],
+                                                                        6)}
