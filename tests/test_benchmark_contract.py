@@ -7,8 +7,8 @@ headline it declares is in summary.json and equals its ScoreTable's estimate, an
 `evalkit compare` ranks the two runs. Across benchmarks: option names and flags are unique,
 and registering a new benchmark with a defaulted option moves no other benchmark's run identity.
 
-Plots are stubbed out (they cost about a second each and test_plots covers them); a run of
-LIMIT items per benchmark keeps the file fast.
+Plots are stubbed out (they cost about a second each and test_plots covers them) and the
+reliability fit memoised (see `fast_reports`); LIMIT items per benchmark keep the file fast.
 """
 
 from __future__ import annotations
@@ -43,8 +43,27 @@ MODEL = "vllm/sim-model"
 MODELS = {"perfect": SimParams(), "noisy": SimParams(theta=0.5, r=0.8, seed=5, style="mixed")}
 
 
+_FITS: dict[tuple[Any, ...], tuple[Any, float]] = {}
+
+
 @pytest.fixture
-def no_plots(monkeypatch):
+def fast_reports(monkeypatch):
+    """No plots, and the reliability fit memoised. The fit is a pure function of a histogram, and a
+    bootstrap over a few variant groups draws the same few histograms again and again (200 times
+    per fit, and the fit is redone by aggregate, by the report and by compare): same numbers,
+    seconds instead of tens of seconds on benchmarks with variant groups."""
+    import evalkit.metrics.reliability as reliability
+
+    fit_once = reliability._fit_once
+
+    def memo(hist: Any, starts: Any) -> tuple[Any, float]:
+        key = (tuple(map(float, hist)), tuple(tuple(map(float, s)) for s in starts))
+        if key not in _FITS:
+            _FITS[key] = fit_once(hist, starts)
+        params, nll = _FITS[key]
+        return params.copy(), nll
+
+    monkeypatch.setattr(reliability, "_fit_once", memo)
     monkeypatch.setattr("evalkit.report.figures.draw_all", lambda *a, **k: [])
 
 
@@ -93,6 +112,32 @@ def test_option_names_and_flags_are_unique_across_benchmarks():
             names[f.name] = flags[flag_of(f)] = bench
 
 
+# Benchmarks known to break a contract check below, with why: each entry is an expected failure
+# (strict, so fixing the benchmark turns it red until the entry is removed). Keep it empty.
+KNOWN_GAPS = {
+    ("limits", "tdbench"): "expand() builds its own Transform(size=(N, N)) without the run's max_side / "
+                           "max_pixels (and an exact size overrides them in the pipeline): --max-side is "
+                           "silently ignored though it enters the run identity",
+}
+
+
+def _gap(check: str, name: str) -> Any:
+    reason = KNOWN_GAPS.get((check, name))
+    return pytest.param(name, marks=pytest.mark.xfail(reason=reason, strict=True)) if reason else name
+
+
+@pytest.mark.parametrize("name", [_gap("limits", n) for n in BENCHES])
+def test_run_limits_reach_every_query(name):
+    """What `make_query` guarantees: the run's image limits and generation settings are on every query."""
+    from evalkit.benchmarks.prepare import prepare
+
+    queries = prepare(name, settings_dict(name, limit=2, max_side=77, max_pixels=5000, max_tokens=33)).queries
+    assert queries
+    assert {q.params.max_tokens for q in queries} == {33}
+    parts = [p for q in queries for p in q.image_parts()]
+    assert parts and {(p.transform.max_side, p.transform.max_pixels) for p in parts} == {(77, 5000)}
+
+
 # ---------------------------------------------------------------------------------------
 # End to end
 # ---------------------------------------------------------------------------------------
@@ -125,7 +170,7 @@ def check_run(name: str, out: Path, options: dict[str, Any]) -> tuple[str, float
 
 
 @pytest.mark.parametrize("name", BENCHES)
-def test_sample_runs_end_to_end_and_compares(name, tmp_path, no_plots):
+def test_sample_runs_end_to_end_and_compares(name, tmp_path, fast_reports):
     options = settings_dict(name, limit=LIMIT)
     key = answer_key_for(name, {"limit": LIMIT})
     assert len(key) > 0

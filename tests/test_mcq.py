@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evalkit.benchmarks import REGISTRY, get_benchmark, list_benchmarks
+from evalkit.benchmarks import REGISTRY, benchmark_class, get_benchmark, list_benchmarks
 from evalkit.benchmarks.mcq import MCQ
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import dataset_path, prompt_path, read_prompt
@@ -42,7 +42,7 @@ def row(
 
 
 def test_registry() -> None:
-    assert REGISTRY["mcq"] is MCQ
+    assert benchmark_class("mcq") is MCQ and REGISTRY["mcq"].target == "evalkit.benchmarks.mcq:MCQ"
     assert "mcq" in list_benchmarks()
     assert isinstance(get_benchmark("mcq"), MCQ)
     with pytest.raises(EvalkitError, match=r"unknown benchmark 'nope' \(known: .*mcq"):

@@ -201,8 +201,8 @@ def test_metrics_hand_computed_with_unanswered_questions():
 
 
 def test_metrics_match_the_official_formulas_when_all_answered():
-    golds = "Yes Yes Yes Yes Yes No No No No No No No".split()
-    preds = "Yes Yes Yes No No Yes Yes Yes No No No No".split()
+    golds = ["Yes"] * 5 + ["No"] * 7
+    preds = ["Yes"] * 3 + ["No"] * 2 + ["Yes"] * 3 + ["No"] * 4
     m = binary_metrics([_rec(i, g, p) for i, (g, p) in enumerate(zip(golds, preds, strict=True))])
     tp, fp, tn, fn = 3, 3, 4, 2
     p, r = tp / (tp + fp), tp / (tp + fn)

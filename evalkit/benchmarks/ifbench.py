@@ -25,7 +25,7 @@ from evalkit.core.resources import read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import is_refusal, parse_letter
-from evalkit.metrics.ifbench import Outcome, ifbench_metrics, item_scores
+from evalkit.metrics.ifbench import Scored, ifbench_metrics, item_scores
 from evalkit.protocols.circular import all_shifts
 
 LETTERS = ("A", "B", "C", "D")
@@ -289,8 +289,8 @@ class IFBench(Benchmark):
         return ScoreTable("Avg", tuple(units), np.array(values), tuple(strata), 100.0)
 
     @staticmethod
-    def _outcomes(records: Sequence[Record]) -> list[Outcome]:
-        return [Outcome(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
+    def _outcomes(records: Sequence[Record]) -> list[Scored]:
+        return [Scored(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
                         r.correct is True) for r in records]
 
 

@@ -50,17 +50,6 @@ from evalkit.grading.extract import (
 from evalkit.metrics import tdbench as tdm
 from evalkit.protocols import rotation as rot
 
-GROUNDING = "Visual Grounding"
-
-
-def rotations_of(items: Sequence[Item]) -> tuple[int, ...]:
-    """The rotations every item offers (official files may be fewer than four)."""
-    if not items:
-        return rot.ROTATIONS
-    sets = [tuple(sorted(it.meta["variants"])) if it.meta.get("form") == "official" else rot.ROTATIONS
-            for it in items]
-    return tuple(sorted(set.intersection(*(set(s) for s in sets))))
-
 
 def parse_official_letter(text: str, options: dict[str, str]) -> str | None:
     """The paper's rule step: one option letter standing as a token, else one option text contained."""

@@ -21,6 +21,7 @@ A_adj = θ·r: single-pass accuracy with the lucky guesses taken out.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -237,8 +238,14 @@ def fit_histogram(hist: Sequence[int] | np.ndarray, *, n_boot: int = 200, seed: 
     """ML fit of the known/guess mixture to hist[c] = number of groups with c of k right.
 
     Confidence intervals: percentile bootstrap over groups (multinomial resampling of the
-    histogram), seeded so a report is reproducible. n_boot = 0 skips them.
+    histogram), seeded so a report is reproducible. n_boot = 0 skips them. The fit is a pure
+    function of its arguments, so it is memoised: aggregate, report and compare ask for the same one.
     """
+    return _fit_memo(tuple(int(x) for x in hist), n_boot, seed, level)
+
+
+@functools.lru_cache(maxsize=256)
+def _fit_memo(hist: tuple[int, ...], n_boot: int, seed: int, level: float) -> MixtureFit:
     import numpy as np
 
     h = np.asarray(hist, dtype=float)
@@ -255,9 +262,13 @@ def fit_histogram(hist: Sequence[int] | np.ndarray, *, n_boot: int = 200, seed: 
         draws = rng.multinomial(n, h / n, size=n_boot).astype(float)
         samples = []
         warm = [(float(params[0]), float(params[1]), float(params[2]))]
-        for d in draws:
-            p, _ = _fit_once(d, warm)
-            samples.append((p[0], p[1], p[2], p[0] * p[1]))
+        fits: dict[tuple[float, ...], tuple[float, float, float, float]] = {}
+        for d in draws:  # small samples draw the same histogram many times: fit each once
+            key = tuple(d)
+            if key not in fits:
+                p, _ = _fit_once(d, warm)
+                fits[key] = (p[0], p[1], p[2], p[0] * p[1])
+            samples.append(fits[key])
         arr = np.array(samples)
         alpha = (1 - level) / 2
         for j, name in enumerate(("theta", "r", "g", "A_adj")):

@@ -123,11 +123,6 @@ def render(text: str, deg: int) -> str:
     return _TOKEN.sub(lambda m: _render_token(m.group(1), m.group(2), deg), text)
 
 
-def has_placeholders(text: str) -> bool:
-    """Whether a text is rotation-sensitive (holds placeholder tokens)."""
-    return bool(_TOKEN.search(text))
-
-
 def validate(text: str) -> None:
     """Raise PlaceholderError for a malformed token, and for a stray '<dir' that is not a token."""
     render(text, 0)

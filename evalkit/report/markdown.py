@@ -72,14 +72,19 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
 
 
 def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult | None = None) -> Path:
-    """report.md, and with an analysis its plots in plots/ (drawn afresh each time)."""
-    run_dir = Path(run_dir)
-    figures: list[tuple[str, str]] = []
-    if analysis is not None and analysis.records:
-        from evalkit.report.figures import draw_all
+    """report.md, then with an analysis its plots in plots/ (report.md comes first and names the
+    planned figures; the plots are not redrawn when what they show has not changed)."""
+    from evalkit.report import figures as figs
 
-        figures = [(title, path.relative_to(run_dir).as_posix())
-                   for title, path in draw_all(run_dir / "plots", [analysis])]
+    run_dir = Path(run_dir)
     path = run_dir / "report.md"
-    path.write_text(render_report(summary, analysis, figures), encoding="utf-8")
+    if analysis is None or not analysis.records:
+        path.write_text(render_report(summary, analysis, []), encoding="utf-8")
+        return path
+    plot_dir = run_dir / "plots"
+    listed = [(f.title, f.path.relative_to(run_dir).as_posix()) for f in figs.plan_figures(plot_dir, [analysis])]
+    path.write_text(render_report(summary, analysis, listed), encoding="utf-8")
+    drawn = [(title, p.relative_to(run_dir).as_posix()) for title, p in figs.draw_all(plot_dir, [analysis])]
+    if drawn != listed:  # not what the plan said (draw_all replaced, e.g. in tests): name what is there
+        path.write_text(render_report(summary, analysis, drawn), encoding="utf-8")
     return path
