@@ -1,6 +1,6 @@
 """The `evalkit` command. A thin layer over the Python API: parse flags, call, print, exit.
 
-Exit codes (DESIGN.md): 0 done; 1 stopped incomplete but resumable; 2 bad input or usage.
+Exit codes (docs/architecture.md): 0 done; 1 stopped incomplete but resumable; 2 bad input or usage.
 Bad input is one line on stderr, `evalkit: error: ...`, never a traceback.
 """
 

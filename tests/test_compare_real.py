@@ -1,4 +1,4 @@
-"""`evalkit compare` on the real answers of 8 VLMs to RGB-Th-Bench (../shared/data)."""
+"""`evalkit compare` on the real answers of 8 VLMs to RGB-Th-Bench (the project's shared data folder, EVALKIT_SHARED_DATA; skipped when absent)."""
 
 from __future__ import annotations
 

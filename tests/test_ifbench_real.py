@@ -1,6 +1,6 @@
-"""IF-Bench on the real question file (../shared/data): counts, the 5,440-query acceptance runs.
+"""IF-Bench on the real question file (shared data folder): counts, the 5,440-query acceptance runs.
 
-The real question file (../shared/data, skipped when absent) with a tiny generated image per
+The real question file (shared data folder, skipped when absent) with a tiny generated image per
 file name, against the in-process simulated server.
 """
 

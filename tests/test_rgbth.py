@@ -1,7 +1,7 @@
 """RGB-Th-Bench: parsing goldens, metrics, thresholds, loader, and runs against the simulator.
 
 Tests on the real release and the 8 recorded models use the `shared_data` fixture (skipped
-when ../shared/data is absent). Real photos are sent at --max-side 256 to keep runs quick; the
+when the shared data folder is absent). Real photos are sent at --max-side 256 to keep runs quick; the
 answer key's fingerprints survive the resize.
 """
 

@@ -1,7 +1,7 @@
 """The response cache: content-addressed keys and a JSON-only disk store.
 
 A key is the sha256 of everything that affects a model's output and nothing else (see
-DESIGN.md): provider, model, endpoint identity, generation parameters, and the messages
+docs/architecture.md): provider, model, endpoint identity, generation parameters, and the messages
 with each image replaced by the hash of its source bytes plus its transform. API keys,
 concurrency, retries and timeouts cannot enter it because request_key never receives them.
 
@@ -35,7 +35,35 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _memo(table: dict[str, dict[str, Any]], obj: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A read-only dict per distinct value, keyed by repr (which tells 1, 1.0 and True apart, as
+    JSON does): every query of a run shares its parameters and transforms, and dataclasses.asdict
+    was most of a key's cost. The dicts only ever go to json.dumps."""
+    same = _SEEN.get(id(obj))  # the same object as before (a benchmark's shared defaults): no repr
+    if same is not None and same[0] is obj and same[1] is table:
+        return same[2]
+    tag = repr(obj)
+    d = table.get(tag)
+    if d is None:
+        if len(table) >= 1024:
+            table.clear()
+        d = table[tag] = make()
+    if len(_SEEN) >= 1024:
+        _SEEN.clear()
+    _SEEN[id(obj)] = (obj, table, d)  # holds obj, so its id is not reused while the entry lives
+    return d
+
+
+_PARAMS: dict[str, dict[str, Any]] = {}
+_SEEN: dict[int, tuple[Any, dict[str, dict[str, Any]], dict[str, Any]]] = {}
+_TRANSFORMS: dict[str, dict[str, Any]] = {}
+
+
 def _params_dict(params: GenParams) -> dict[str, Any]:
+    return _memo(_PARAMS, params, lambda: _params_dict_of(params))
+
+
+def _params_dict_of(params: GenParams) -> dict[str, Any]:
     """params.to_dict() with numeric fields normalised, so temperature=0 and 0.0 share a key."""
     d = params.to_dict()
     for name in ("temperature", "top_p"):
@@ -52,7 +80,8 @@ def _message_dict(message: Message, source_hash: Callable[[ImageRef], str]) -> d
         if isinstance(part, TextPart):
             parts.append({"text": part.text})
         elif isinstance(part, ImagePart):
-            parts.append({"image": source_hash(part.ref), "transform": asdict(part.transform)})
+            t = part.transform
+            parts.append({"image": source_hash(part.ref), "transform": _memo(_TRANSFORMS, t, lambda t=t: asdict(t))})
         else:  # pragma: no cover - Part is a closed union
             raise TypeError(f"unknown message part {type(part).__name__}")
     return {"role": message.role, "parts": parts}

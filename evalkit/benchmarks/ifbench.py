@@ -1,6 +1,6 @@
 """IF-Bench (infrared 4-option MCQ): circular x bilingual evaluation, hybrid judgment, GenViP.
 
-Protocol: PROTOCOLS.md §1 and the paper (arXiv 2512.09663). Every item is asked under
+Protocol: docs/protocols.md and the paper (arXiv 2512.09663). Every item is asked under
 the 4 circular shifts in English and in Chinese (680 x 8 = 5,440 queries). Official
 judgment is the first character of the reply (after `</think>`), with the paper's
 Figure 11 LLM extractor when that character is not A-D; robust mode tries a proper letter

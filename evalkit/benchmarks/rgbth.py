@@ -1,4 +1,4 @@
-"""RGB-Th-Bench: Yes/No questions on single RGB images and RGB-thermal pairs (PROTOCOLS.md §3).
+"""RGB-Th-Bench: Yes/No questions on single RGB images and RGB-thermal pairs (docs/protocols.md; arXiv:2503.19654).
 
 Data: the public release tree, `Source N/<scene>/questions.json` (`{"data": [block, ...]}`)
 next to `rgb.*` and `thermal.*`. A block holds the questions of one skill on one scene;

@@ -1,4 +1,4 @@
-"""TDBench (top-down images, RotationalEval): PROTOCOLS.md §2, paper §3-4.
+"""TDBench (top-down images, RotationalEval): docs/protocols.md, paper arXiv:2504.03748 §3-4.
 
 Two input forms, one set of queries:
 

@@ -126,7 +126,7 @@ def mode_disagreements(bench: BenchmarkRules, queries: Mapping[str, Query], reco
 def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, mode: str, n_items: int,
               n_queries: int, options: dict[str, Any], config: dict[str, Any], judge: str | None,
               queries: Mapping[str, Query] | None = None) -> dict[str, Any]:
-    """summary.json as DESIGN.md's contract fixes it, plus a few helpful extras."""
+    """summary.json as the run-directory contract fixes it (README, "Run directory"), plus a few helpful extras."""
     counts = count_records(records)
     missing = n_queries - len(records)
     usage = usage_totals(records)

@@ -185,8 +185,11 @@ class ImagePipeline:
         """sha256 of the source bytes (the image's cache identity), memoised."""
         if ref.kind == "path":
             path = str(ref.value)
-            with self._reading(ref):
+            try:
                 st = os.stat(path)
+            except OSError:
+                with self._reading(ref):  # the error, named as every read error is
+                    raise
             key: tuple[Any, ...] = ("path", path, st.st_mtime_ns, st.st_size)
             return self._hashes.get_or_compute(key, lambda: self._hash_file(ref))
         return self._hashes.get_or_compute(

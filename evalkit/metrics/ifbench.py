@@ -1,4 +1,4 @@
-"""IF-Bench's official numbers (PROTOCOLS.md §1, paper Tables 2 and 7), as pure functions.
+"""IF-Bench's official numbers (docs/protocols.md, IF-Bench; paper arXiv:2512.09663 Tables 2 and 7), as pure functions.
 
 Per item and language: share of the circular shifts answered right (strict: all of them).
 Per dimension: mean over its items. Overall per language: the *unweighted* mean of the

@@ -2,7 +2,7 @@
 
 A model with a position bias ("always A") scores exactly chance under it, and a question
 counts as solved only if every rotation is right. The direction and the gold remapping
-follow IF-Bench's official code (PROTOCOLS.md §1), for any number of options: under shift
+follow IF-Bench's official code (docs/protocols.md, IF-Bench), for any number of options: under shift
 i, display letter j shows the text that was at letter (j - i) mod n, so the correct letter
 becomes letters[(answer_index + i) mod n]. With four options, shift 1 shows D, A, B, C.
 """
