@@ -45,10 +45,10 @@ class Benchmark:
     def make_query(self, item: Item, options: dict[str, Any], text: str, *, variant: dict[str, Any] | None = None,
                    images: Sequence[ImageRef] | None = None, gold: str | None = None,
                    shown: dict[str, str] | None = None, transform: Transform | None = None,
-                   max_tokens: int = 1024, meta: dict[str, Any] | None = None) -> Query:
+                   max_tokens: int = 1024, meta: dict[str, Any] | None = None, query_id: str | None = None) -> Query:
         """One query for `item`: its images (with the run's size limits applied to `transform`), then
-        `text`, under the run's generation settings. The id is the item id plus the variant's values,
-        so resume, the answer key and consistency metrics need nothing more."""
+        `text`, under the run's generation settings. The id is the item id plus the variant's values
+        unless `query_id` is given (ids are what resume keys on: never change a released one)."""
         variant = dict(variant or {})
         base = transform or Transform()
         transform = replace(base, max_side=base.max_side or options.get("max_side"),
@@ -56,7 +56,7 @@ class Benchmark:
         parts = [ImagePart(ref, transform) for ref in (item.images if images is None else images)]
         params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or max_tokens))
         suffix = "".join(f"|{k}{v}" for k, v in variant.items())
-        return Query(id=item.id + suffix, item_id=item.id, base_id=item.id, variant=variant,
+        return Query(id=query_id or item.id + suffix, item_id=item.id, base_id=item.id, variant=variant,
                      messages=(Message.user(*parts, text),), gold=item.answer if gold is None else gold,
                      options=dict(item.options if shown is None else shown), params=params,
                      category=item.category, meta={"question": item.question, **(meta or {})})

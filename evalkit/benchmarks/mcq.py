@@ -17,7 +17,7 @@ from evalkit.benchmarks.mcq_io import load_jsonl, load_tsv, resolve_data
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
-from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
+from evalkit.core.types import GenParams, Item, Parsed, Query, Record, Transform
 from evalkit.grading.extract import (
     is_refusal,
     judge_prompt_mcq,
@@ -68,37 +68,21 @@ class MCQ(Benchmark):
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
         template = read_prompt("mcq", "default.txt")
-        transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
-        params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
         for item in items:
             hint = str(item.meta.get("hint") or "")
-            text = build_prompt(template, item.question, item.options, hint)
-            parts = [ImagePart(ref, transform) for ref in item.images]
             if (options.get("rotations") or 1) > 1:  # placeholders re-rendered, options shuffled per rotation
+                transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
+                params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
                 yield from rotation_queries(item, lambda q, o, h=hint: build_prompt(template, q, o, h), transform,
                                             params, rotations=int(options["rotations"]))
-                continue
-            if options.get("circular"):
+            elif options.get("circular"):
                 for shift, shown, gold in all_shifts(item.options, item.answer):
-                    yield Query(
-                        id=f"{item.id}|s{shift}", item_id=item.id, base_id=item.id, variant={"shift": shift},
-                        messages=(Message.user(*parts, build_prompt(template, item.question, shown, hint)),),
-                        gold=gold, options=shown, params=params, category=item.category,
-                        meta={"question": item.question, "hint": hint},
-                    )
-                continue
-            yield Query(
-                id=item.id,
-                item_id=item.id,
-                base_id=item.id,
-                variant={},
-                messages=(Message.user(*parts, text),),
-                gold=item.answer,
-                options=dict(item.options),
-                params=params,
-                category=item.category,
-                meta={"question": item.question, "hint": hint},
-            )
+                    yield self.make_query(item, options, build_prompt(template, item.question, shown, hint),
+                                          variant={"shift": shift}, gold=gold, shown=shown, meta={"hint": hint},
+                                          query_id=f"{item.id}|s{shift}")
+            else:
+                yield self.make_query(item, options, build_prompt(template, item.question, item.options, hint),
+                                      meta={"hint": hint})
 
     def parse(self, query: Query, text: str, mode: str) -> Parsed:
         text = strip_reasoning(text)
