@@ -7,6 +7,7 @@ the providers, the cache, the image pipeline's threads and the records file.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -18,8 +19,8 @@ import pytest
 from conftest import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
-from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.faults import SimFaults
+from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -32,10 +33,8 @@ def _open_fds() -> set[str]:
     """What this process's descriptors point at (sockets, files), by target."""
     out = set()
     for fd in os.listdir("/proc/self/fd"):
-        try:
+        with contextlib.suppress(OSError):
             out.add(os.readlink(f"/proc/self/fd/{fd}"))
-        except OSError:
-            pass
     return out
 
 

@@ -53,6 +53,11 @@ class MCQ(Benchmark):
         rotations: int = option(1, help="mcq: RotationalEval, ask each top-down image turned 0/90/180/270 degrees",
                                 choices=(1, 2, 4))
 
+    def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
+        first = "RE" if "RE" in metrics else "circular_accuracy" if "circular_accuracy" in metrics else "accuracy"
+        return [(first, metrics.get(first))] + [(k, v) for k, v in metrics.items()
+                                                 if k != first and not isinstance(v, dict)]
+
     def headline_for(self, options: dict[str, Any]) -> str:
         if (options.get("rotations") or 1) > 1:
             return "RE"

@@ -22,8 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evalkit.benchmarks import benchmark_class
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
-from evalkit.core.settings import RunConfig, non_default
+from evalkit.core.settings import RunConfig, field_names, non_default
 from evalkit.core.types import Item
 
 IDENTITY_VERSION = 1
@@ -175,4 +176,7 @@ def saved_settings(saved: Mapping[str, Any]) -> RunSettings:
     given["data"] = config.get("data") or identity.get("data")
     if config.get("images") or identity.get("images"):
         given["images"] = config.get("images") or identity.get("images")
-    return resolve_settings(str(identity["benchmark"]), str(identity.get("model", "")), given)
+    bench = str(identity["benchmark"])
+    known = set(field_names(RunConfig)) | set(field_names(benchmark_class(bench).Options))
+    # 0.1.0 accepted any benchmark's flag on any run: such a setting did nothing, so it is dropped here
+    return resolve_settings(bench, str(identity.get("model", "")), {k: v for k, v in given.items() if k in known})
