@@ -7,12 +7,9 @@ Bad input is one line on stderr, `evalkit: error: ...`, never a traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -152,6 +149,8 @@ def _add_translate_parser(tp: argparse.ArgumentParser) -> None:
 
 
 def cmd_translate(args: argparse.Namespace, console: Console) -> int:
+    import asyncio
+
     from evalkit.benchmarks.ifbench_genvip import translate_images
 
     results = asyncio.run(translate_images(
@@ -190,6 +189,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    import asyncio
+
     from evalkit.engine.rereport import rereport
     from evalkit.report.console import print_summary
 
@@ -265,6 +266,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
+    import shutil
+    import tempfile
+
     from evalkit.demo import run_demo
     from evalkit.report.console import print_summary
 

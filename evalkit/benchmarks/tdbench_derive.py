@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.benchmarks.tdbench_io import load_generated
 from evalkit.core.errors import EvalkitError
 
 PixBox = tuple[int, int, int, int]
@@ -98,6 +97,8 @@ def derive(kind: str, data: Path, out: Path, *, area_ratio: float = 0.02, integr
            scale: float = 25.0, images: Path | None = None) -> dict[str, Any]:
     """Write the derived set; returns counts (written, skipped with reasons)."""
     from PIL import Image
+
+    from evalkit.benchmarks.tdbench_io import load_generated
 
     items = [it for it in load_generated(data, images) if it.meta.get("task") == "grounding"]
     if not items:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from evalkit.core.types import GenParams, Message, Response
-from evalkit.images.pipeline import PreparedImage
+if TYPE_CHECKING:
+    from evalkit.core.types import GenParams, Message, Response
+    from evalkit.images.pipeline import PreparedImage
 
 
 @dataclass(frozen=True)
