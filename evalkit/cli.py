@@ -105,7 +105,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     cp.add_argument("action", choices=("stats", "clear"))
     cp.add_argument("--cache-dir", default=None)
     sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
-    _add_sim_parser(sp, argv)
+    if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
+        _add_sim_parser(sp, argv)
     from evalkit.benchmarks.tdbench_derive import add_derive_parser
 
     add_derive_parser(sub)
@@ -113,6 +114,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
     dp.add_argument("--out", default=None, help="run directory (default: a temporary folder)")
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _add_sim_parser(sp: argparse.ArgumentParser, argv: Sequence[str]) -> None:
