@@ -114,11 +114,7 @@ def test_option_names_and_flags_are_unique_across_benchmarks():
 
 # Benchmarks known to break a contract check below, with why: each entry is an expected failure
 # (strict, so fixing the benchmark turns it red until the entry is removed). Keep it empty.
-KNOWN_GAPS = {
-    ("limits", "tdbench"): "expand() builds its own Transform(size=(N, N)) without the run's max_side / "
-                           "max_pixels (and an exact size overrides them in the pipeline): --max-side is "
-                           "silently ignored though it enters the run identity",
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _gap(check: str, name: str) -> Any:

@@ -16,9 +16,10 @@ Query ids are f"{index}|r{deg}", base_id the index, variant {"rot": deg} (+ "tas
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,13 @@ def parse_official_letter(text: str, options: dict[str, str]) -> str | None:
     low = text.lower()
     hits = [k for k, v in options.items() if v and v.lower() in low]
     return hits[0] if len(hits) == 1 else None
+
+
+def _fitted(wh: tuple[int, int], max_side: int | None, max_pixels: int | None) -> tuple[int, int]:
+    """The size an image is sent at under the run's limits (downscale only): pixel boxes are read in it."""
+    w, h = wh
+    scale = min(1.0, (max_side / max(w, h)) if max_side else 1.0, math.sqrt(max_pixels / (w * h)) if max_pixels else 1.0)
+    return (max(1, round(w * scale)), max(1, round(h * scale))) if scale < 1 else (w, h)
 
 
 class TDBench(Benchmark):
@@ -107,10 +115,13 @@ class TDBench(Benchmark):
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
         size = 512 if options.get("td_image_size") is None else int(options["td_image_size"])
+        max_side, max_pixels = options.get("max_side"), options.get("max_pixels")
+        if size:  # the run's image limits cap the standard size (the images stay square)
+            size = min(size, max_side or size, math.isqrt(max_pixels) if max_pixels else size)
         seed = int(options.get("td_seed") or 0)
         mcq_t, ground_t = read_prompt("tdbench", "mcq.txt"), read_prompt("tdbench", "grounding.txt")
         params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
-        sized = Transform(size=(size, size)) if size else Transform()
+        sized = Transform(size=(size, size) if size else None, max_side=max_side, max_pixels=max_pixels)
         for item in items:
             task = item.meta.get("task", "mcq")
             degs = sorted(item.meta["variants"]) if item.meta.get("form") == "official" else rot.ROTATIONS
@@ -119,14 +130,14 @@ class TDBench(Benchmark):
                 if item.meta.get("form") == "official":
                     parts = [ImagePart(ref, sized) for ref in item.meta["variants"][deg]["images"]]
                 elif len(item.images) == 1:
-                    parts = [ImagePart(item.images[0], Transform(rotate=deg, size=sized.size))]
+                    parts = [ImagePart(item.images[0], replace(sized, rotate=deg))]
                 else:
                     canvas = ImageRef.from_bytes(png_bytes(variant_image(item, deg, size or 512)))
                     parts = [ImagePart(canvas, sized)]
                 if task == "grounding":
                     text = fill_template(ground_t, object=question)
-                    img_size = (size, size) if size else source_size(parts[0].ref, deg if item.meta.get(
-                        "form") != "official" else 0)
+                    img_size = (size, size) if size else _fitted(source_size(parts[0].ref, deg if item.meta.get(
+                        "form") != "official" else 0), max_side, max_pixels)
                     meta = {"question": question, "task": task, "image_size": img_size,
                             "criterion": options.get("td_grounding") or "center",
                             "iou": float(options.get("td_iou") or 0.5)}
