@@ -50,6 +50,33 @@ def make_mcq_jsonl(folder: Path, n: int, *, seed: int = 0, image_size: int = 96)
     return path
 
 
+@pytest.fixture
+def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run() retries with a 10 ms backoff ceiling doubling to 0.2 s instead of 0.5 s to 20 s.
+
+    The attempts, what is retried and the Retry-After pauses are unchanged; only the jittered
+    sleeps between attempts shrink (run() has no backoff option, so its RetryPolicy is wrapped)."""
+    import functools
+
+    from evalkit.ask.retry import RetryPolicy
+
+    monkeypatch.setattr("evalkit.engine.evaluate.RetryPolicy",
+                        functools.partial(RetryPolicy, initial_s=0.01, max_s=0.2))
+
+
+@pytest.fixture
+def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs plan their figures (report.md names them as usual) but draw none: for tests that look at
+    metrics, counts and requests only. Every figure is still drawn from real runs' data in
+    test_plots, test_run_report, test_compare, test_compare_real and each benchmark's sample runs."""
+    from evalkit.report import figures
+
+    def planned_only(plot_dir: Path, results, **_: object) -> list[tuple[str, Path]]:
+        return [(f.title, f.path) for f in figures.plan_figures(Path(plot_dir), results)]
+
+    monkeypatch.setattr(figures, "draw_all", planned_only)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.exists():

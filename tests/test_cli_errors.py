@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 from conftest import draw_image, make_mcq_jsonl
@@ -79,19 +77,19 @@ def test_bad_flag_value(capsys, clean_env):
     _check(capsys, ["run", "mcq", "--model", "vllm/m", "--concurrency", "many"], "--concurrency")
 
 
-def test_corrupt_image_is_that_querys_error_and_the_rest_is_answered(tmp_path):
+def test_corrupt_image_is_that_querys_error_and_the_rest_is_answered(tmp_path, capfd):
     """A corrupt image is a per-query error naming the file (exit 1, resumable); every other query is
     answered and recorded, and nothing is fatal."""
     from evalkit.sim.server import SimConfig, SimThread
 
     data = make_mcq_jsonl(tmp_path / "ds", 40, seed=1)
     (tmp_path / "ds" / "images" / "img00017.png").write_bytes(b"\x89PNG\r\n\x1a\nthis is not a png")
-    with SimThread(SimConfig()) as sim:
-        out = subprocess.run([sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/m", "--data",
-                              str(data), "--base-url", sim.url, "--out", str(tmp_path / "run"), "--no-cache",
-                              "--concurrency", "1", "--no-progress"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1, out.stderr
-    assert "Traceback" not in out.stderr
+    with SimThread(SimConfig()) as sim:  # the CLI in this process: its exit code and stderr as a user sees them
+        code = main(["run", "mcq", "--model", "vllm/m", "--data", str(data), "--base-url", sim.url,
+                     "--out", str(tmp_path / "run"), "--no-cache", "--concurrency", "1", "--no-progress"])
+    err = capfd.readouterr().err
+    assert code == 1, err
+    assert "Traceback" not in err
     recs = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert len(recs) == 40
     bad = [r for r in recs if r["error"] is not None]

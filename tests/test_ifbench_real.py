@@ -19,7 +19,6 @@ from evalkit.engine.evaluate import run
 from evalkit.grading.grade import grade
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim.answerkey import build_answer_key
-from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimModel, SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -53,22 +52,30 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {"data": str(data), "images": str(folder)}
 
 
-def simulate(bench_opts: dict, params: SimParams, mode: str = "official") -> tuple[dict, list[Record]]:
-    """Every query through the simulated model directly (no HTTP), then the real parse/score/aggregate."""
-    bench, _, queries, _ = prepare("if-bench", {**bench_opts})
+@pytest.fixture(scope="module")
+def prepared(real: dict[str, str]):
+    """The real file loaded and expanded once for the module: (bench, items, queries, fingerprints, key)."""
+    bench, items, queries, _ = prepare("if-bench", {**real})
     pipeline = ImagePipeline()
     try:
+        fps = {q.id: [pipeline.fingerprint(p) for p in q.image_parts()] for q in queries}
         key = build_answer_key(queries, pipeline.fingerprint)
-        model = SimModel(params, key)
-        records = []
-        for q in queries:
-            reply = model.reply(q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()])
-            rec = Record(query_id=q.id, item_id=q.item_id, base_id=q.base_id, variant=q.variant, model="sim",
-                         request_key="", response=reply.content, gold=q.gold, category=q.category,
-                         prompt=q.prompt_text())
-            records.append(grade(bench, q, rec, mode))
     finally:
         pipeline.close()
+    return bench, items, queries, fps, key
+
+
+def simulate(prepared, bench_opts: dict, params: SimParams, mode: str = "official") -> tuple[dict, list[Record]]:
+    """Every query through the simulated model directly (no HTTP), then the real parse/score/aggregate."""
+    bench, _, queries, fps, key = prepared
+    model = SimModel(params, key)
+    records = []
+    for q in queries:
+        reply = model.reply(q.prompt_text(), fps[q.id])
+        rec = Record(query_id=q.id, item_id=q.item_id, base_id=q.base_id, variant=q.variant, model="sim",
+                     request_key="", response=reply.content, gold=q.gold, category=q.category,
+                     prompt=q.prompt_text())
+        records.append(grade(bench, q, rec, mode))
     return bench.aggregate(records, bench_opts), records
 
 
@@ -77,8 +84,8 @@ def simulate(bench_opts: dict, params: SimParams, mode: str = "official") -> tup
 # acceptance with the real question file
 
 
-def test_real_file_loads_680_items_in_10_dimensions(real: dict[str, str]) -> None:
-    _, items, queries, _ = prepare("if-bench", {**real})
+def test_real_file_loads_680_items_in_10_dimensions(prepared) -> None:
+    _, items, queries, _, _ = prepared
     assert len(items) == 680 and len(queries) == 5440
     counts: dict[str, int] = {}
     for it in items:
@@ -88,8 +95,8 @@ def test_real_file_loads_680_items_in_10_dimensions(real: dict[str, str]) -> Non
     assert len({it.images[0] for it in items}) == 499
 
 
-def test_real_run_perfect_model_then_cache_reuse(real: dict[str, str], tmp_path: Path) -> None:
-    key = answer_key_for("if-bench", real)
+def test_real_run_perfect_model_then_cache_reuse(prepared, real: dict[str, str], tmp_path: Path, no_plots) -> None:
+    key = prepared[-1]  # every query's entry, as answer_key_for("if-bench", real) builds it
     common = dict(cache_dir=str(tmp_path / "cache"), progress=False, concurrency=32, **real)
     with SimThread(SimConfig(answer_key=key)) as sim:
         res = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "both"), **common)
@@ -111,8 +118,8 @@ def test_real_run_perfect_model_then_cache_reuse(real: dict[str, str], tmp_path:
     assert en.summary["metrics"]["Avg"] == 100.0 and "Avg (cn)" not in en.summary["metrics"]
 
 
-def test_real_first_option_model_scores_chance_and_zero_strict(real: dict[str, str]) -> None:
-    m, records = simulate(real, SimParams(style="first"))
+def test_real_first_option_model_scores_chance_and_zero_strict(prepared, real: dict[str, str]) -> None:
+    m, records = simulate(prepared, real, SimParams(style="first"))
     assert len(records) == 5440 and {r.response for r in records} == {"A"}
     for table in ("dimensions", "dimensions_en", "dimensions_cn"):
         assert m[table] and set(m[table].values()) == {25.0}
@@ -120,9 +127,9 @@ def test_real_first_option_model_scores_chance_and_zero_strict(real: dict[str, s
     assert m["Avg"] == 25.0 and m["Avg (strict)"] == 0.0
 
 
-def test_real_known_accuracy_model(real: dict[str, str]) -> None:
+def test_real_known_accuracy_model(prepared, real: dict[str, str]) -> None:
     p = 0.7
-    m, records = simulate(real, SimParams(theta=1.0, r=p, seed=7))
+    m, records = simulate(prepared, real, SimParams(theta=1.0, r=p, seed=7))
     per_query = sum(r.correct for r in records) / len(records)
     assert abs(per_query - p) < 0.02
     assert abs(m["Avg"] - 100 * p) <= 2.0

@@ -13,6 +13,7 @@ from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import api_key_for, parse_spec
 from evalkit.providers.openai_compat import OpenAICompatProvider, normalise_base_url, retry_after_from_headers
+from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
@@ -75,3 +76,44 @@ def test_specs_and_keys():
     a = parse_spec("vllm/m", ["http://b:1", "http://a:1"])
     b = parse_spec("vllm/m", ["http://a:1", "http://b:1"])
     assert a.endpoint == b.endpoint  # replicas: the order does not matter to the cache
+
+
+# ---- one scenario, every commercial provider's SDK against its simulated dialect, through evalkit.run ----
+
+PROVIDER_ENVS = {"anthropic": {"ANTHROPIC_API_KEY": "sk-ant-test-SECRET42"},
+                 "google": {"GEMINI_API_KEY": "gm-test-SECRET77"}}
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_ENVS))
+def test_faults_every_query_answered_exactly_once(tmp_path, provider, fast_backoff, no_plots):
+    n = 150
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=6)
+    faults = SimFaults(rate=0.3, kinds=("429", "500", "503", "drop"), retry_after=0.05, seed=5)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
+        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=sim.url, env=PROVIDER_ENVS[provider],
+                  no_cache=True, out=str(tmp_path / "run"), concurrency=32, max_attempts=14, timeout=10,
+                  progress=False)
+        counters = sim.counters.snapshot()
+    assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
+    assert res.summary["error_kinds"] == {}
+    assert counters["completions"] == n
+    assert len(counters["per_key"]) == n and set(counters["per_key"].values()) == {1}
+    assert all(counters["faults"].get(k, 0) > 0 for k in ("429", "500", "503", "drop")), counters["faults"]
+    # every fault cost exactly one request and was retried (Anthropic's 503s go out as 529 overloaded_error)
+    assert counters["requests"] == n + sum(counters["faults"].values())
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_ENVS))
+@pytest.mark.parametrize("fault, kind", [("400", "permanent"), ("refusal", "refused")])
+def test_permanent_faults_are_not_retried(tmp_path, provider, fault, kind):
+    n = 6
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=8)
+    faults = SimFaults(rate=1.0, kinds=(fault,))
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
+        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=sim.url, env=PROVIDER_ENVS[provider],
+                  no_cache=True, out=str(tmp_path / "run"), progress=False)
+        counters = sim.counters.snapshot()
+    assert counters["requests"] == n and counters["completions"] == 0
+    recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert [r["error"] for r in recs] == [kind] * n
+    assert res.summary["error_kinds"] == {kind: n} and res.exit_code == 1

@@ -37,8 +37,8 @@ def test_pool_routes_to_least_outstanding_and_ejects_failing():
     assert pool.pick() is b
 
 
-def test_replica_killed_half_way(tmp_path):
-    n = 2000
+def test_replica_killed_half_way(tmp_path, fast_backoff, no_plots):
+    n = 400  # 200 answered before the kill, 200 after: enough for routing, ejection and the rest
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=31, image_size=32)
     key = answer_key_for("mcq", {"data": str(data)})
     killed = SimThread(SimConfig(answer_key=key, latency_s=0.01)).start()

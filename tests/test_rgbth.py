@@ -221,7 +221,7 @@ def test_real_loader_counts_and_duplicate_warnings(shared_data):
     assert any("Source 2/3" in w and "same gold answer" in w for w in bench.warnings)
 
 
-def test_real_perfect_model(real_key, tmp_path):
+def test_real_perfect_model(real_key, tmp_path, no_plots):
     for skills, n in (("paper", 1624), ("all", 1856)):
         res = _real_run(real_key, tmp_path, f"perfect-{skills}", skills=skills)
         m = res.summary["metrics"]
@@ -245,7 +245,7 @@ def _gold_table(data: Path) -> dict[str, list[tuple[str, list[str]]]]:
     return out
 
 
-def test_real_always_yes(real_key, tmp_path):
+def test_real_always_yes(real_key, tmp_path, no_plots):
     data = real_key[0]
     res = _real_run(real_key, tmp_path, "yes", SimParams(style="yes"), skills="all")
     m = res.summary["metrics"]
@@ -312,11 +312,11 @@ def _check_against_files(model: str, records: list[Record], rows: list[dict], ta
     assert m["pooled"]["SAcc (RGB-Th-Txt)"] == pytest.approx(seven)
 
 
-def test_replay_grading_matches_files_for_all_models(shared_data):
+def test_replay_grading_matches_files_for_all_models(shared_data, recorded):
     """Fast path: the recorded replies graded by the benchmark's own parse/score/aggregate."""
     bench, _, queries, _ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"),
                                                     "skills": "all"})
-    outputs, table = _outputs(shared_data), _summary_csv(shared_data)
+    outputs, table = recorded
     assert sorted(outputs) == sorted(MODELS)
     for model in MODELS:
         replies = replay_replies(queries, recorded_replies(outputs[model]))
@@ -327,17 +327,26 @@ def test_replay_grading_matches_files_for_all_models(shared_data):
         _check_against_files(model, records, outputs[model], table[model])
 
 
+@pytest.fixture(scope="module")
+def recorded(shared_data):
+    """The 8 models' recorded answers and the third-party summary, read once for the module."""
+    return _outputs(shared_data), _summary_csv(shared_data)
+
+
+@pytest.fixture(scope="module")
+def replay_queries(real_key):
+    """--skills all at MAX_SIDE, as the replays ask them, prepared once for the module."""
+    _, _, queries, _ = prepare("rgb-th-bench", {"data": str(real_key[0]), "skills": "all", "max_side": MAX_SIDE})
+    return queries
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model", MODELS)
-def test_replay_through_pipeline(real_key, tmp_path, model):
+def test_replay_through_pipeline(real_key, replay_queries, recorded, tmp_path, model, no_plots):
     """The recorded raw answers served by the simulator, the whole pipeline, --skills all."""
-    from conftest import SHARED_DATA
-
-    data = real_key[0]
-    _, _, queries, _ = prepare("rgb-th-bench", {"data": str(data), "skills": "all",
-                                                "max_side": MAX_SIDE})
-    outputs = _outputs(SHARED_DATA)
+    outputs, table = recorded
+    queries = replay_queries
     key = replay_key(queries, replay_replies(queries, recorded_replies(outputs[model])))
     res = _real_run(real_key, tmp_path, "replay", key=key, skills="all")
     assert res.summary["n_queries"] == 1856 and res.summary["counts"]["errors"] == 0
-    _check_against_files(model, res.records, outputs[model], _summary_csv(SHARED_DATA)[model])
+    _check_against_files(model, res.records, outputs[model], table[model])

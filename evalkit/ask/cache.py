@@ -11,12 +11,14 @@ copied between machines must not be able to run code when read.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -170,6 +172,7 @@ class ResponseCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache = diskcache.Cache(str(self.directory), disk=TextOnlyDisk, disk_min_file_size=_INLINE_MAX)
         self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
         self.hits = 0
         self.misses = 0
 
@@ -238,6 +241,41 @@ class ResponseCache:
         """Store a JSON-serialisable dict; anything else raises TypeError before touching disk."""
         self._cache.set(key, _value_text(value), retry=True)
 
+    def set_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """set() for several values in one transaction, so one commit (the runner's batched writes);
+        every value is checked before anything is written."""
+        texts = {key: _value_text(value) for key, value in items}  # the last value of a repeated key wins
+        try:
+            self._insert_many(texts)
+        except AttributeError:  # not the diskcache this was written against: its own set(), one by one
+            with self._cache.transact(retry=True):
+                for key, text in texts.items():
+                    self._cache.set(key, text, retry=True)
+
+    def _insert_many(self, texts: dict[str, str]) -> None:
+        """diskcache.Cache.set's own steps for many keys in one transaction: one SELECT for all of
+        them and one cull (eviction to the size limit) per batch instead of one each per key."""
+        cache = self._cache
+        now = time.time()
+        keys = list(texts)
+        with cache._transact(retry=True) as (sql, cleanup):
+            existing: dict[str, tuple[int, Any]] = {}
+            for i in range(0, len(keys), _MANY):
+                part = keys[i:i + _MANY]
+                rows = sql(f"SELECT key, rowid, filename FROM Cache WHERE raw = 1 AND key IN "
+                           f"({','.join('?' * len(part))})", part).fetchall()
+                existing.update((key, (rowid, filename)) for key, rowid, filename in rows)
+            for key, text in texts.items():
+                db_key, _raw = cache._disk.put(key)
+                columns = (None, None, *cache._disk.store(text, False, key=key))  # no expiry, no tag
+                old = existing.get(key)
+                if old is not None:
+                    cleanup(old[1])
+                    cache._row_update(old[0], now, columns)
+                else:
+                    cache._row_insert(db_key, True, now, columns)
+            cache._cull(now, sql, cleanup)
+
     def __contains__(self, key: str) -> bool:
         return key in self._cache
 
@@ -253,7 +291,23 @@ class ResponseCache:
         """Remove every entry; returns how many were removed."""
         return int(self._cache.clear(retry=True))
 
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        """One thread of the cache's own for the runner's blocking cache work (batched lookups and
+        writes). sqlite connections are per thread and diskcache's outlive their thread until a
+        garbage collection; close() closes this thread's connection in it, then stops it."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="evalkit-cache")
+            return self._executor
+
     def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            with contextlib.suppress(Exception):
+                executor.submit(self._cache.close).result()
+            executor.shutdown(wait=True)
         self._cache.close()
 
     def __enter__(self) -> ResponseCache:
@@ -287,6 +341,10 @@ class NullCache:
     def set(self, key: str, value: dict[str, Any]) -> None:
         """Validates like ResponseCache.set (so --no-cache hides no bug), then drops the value."""
         _value_text(value)
+
+    def set_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        for _key, value in items:
+            _value_text(value)
 
     def stats(self) -> CacheStats:
         return CacheStats(entries=0, size_bytes=0, directory="")

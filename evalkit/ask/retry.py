@@ -9,11 +9,10 @@ chat runner and by the image editor alike.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
-
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.core.errors import ProviderError
@@ -36,6 +35,25 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.retryable
 
 
+def backoff_s(policy: RetryPolicy, attempt: int) -> float:
+    """The pause after failed attempt `attempt` (1-based): full jitter over an exponential ceiling,
+    uniform(0, min(max_s, initial_s * 2 ** (attempt - 1))) (tenacity's wait_random_exponential)."""
+    try:
+        ceiling = min(policy.max_s, policy.initial_s * 2 ** (attempt - 1))
+    except OverflowError:
+        ceiling = policy.max_s
+    return random.uniform(0, max(0.0, ceiling))
+
+
+async def _within(awaitable: Awaitable[T], timeout_s: float) -> T:
+    """await with a timeout; asyncio.timeout (3.11+) needs no extra task per request."""
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None:  # Python 3.10
+        return await asyncio.wait_for(awaitable, timeout_s)
+    async with timeout(timeout_s):
+        return await awaitable
+
+
 async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, limiter: Limiter, *,
                        est_tokens: int = 0, tokens_of: Callable[[T], int] | None = None,
                        on_attempt: Callable[[int], None] | None = None) -> T:
@@ -45,16 +63,15 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
     and empty errors back off and retry; permanent and refused raise at once. The last
     ProviderError is re-raised when the attempts are spent.
     """
-    retrying = AsyncRetrying(stop=stop_after_attempt(policy.max_attempts),
-                             wait=wait_random_exponential(multiplier=policy.initial_s, max=policy.max_s),
-                             retry=retry_if_exception(_retryable), reraise=True)
-    async for attempt in retrying:
-        with attempt:
-            if on_attempt is not None:
-                on_attempt(attempt.retry_state.attempt_number)
+    attempt = 0
+    while True:  # a plain loop: tenacity's machinery cost more CPU per request than the request itself
+        attempt += 1
+        if on_attempt is not None:
+            on_attempt(attempt)
+        try:
             async with limiter.slot(est_tokens) as slot:
                 try:
-                    result = await asyncio.wait_for(call(), policy.timeout_s)
+                    result = await _within(call(), policy.timeout_s)
                 except asyncio.TimeoutError as e:
                     slot.report_tokens(0)
                     raise ProviderError("timeout", f"no answer within {policy.timeout_s:g}s") from e
@@ -66,4 +83,7 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
                 if tokens_of is not None:
                     slot.report_tokens(tokens_of(result))
                 return result
-    raise AssertionError("unreachable")  # pragma: no cover - reraise=True ends the loop by raising
+        except ProviderError as e:
+            if not _retryable(e) or attempt >= policy.max_attempts:
+                raise
+        await asyncio.sleep(backoff_s(policy, attempt))

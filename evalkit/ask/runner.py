@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.rate_limiter import Limiter
@@ -32,6 +34,7 @@ from evalkit.images.provider_limits import (
 )
 from evalkit.providers.base import Provider
 
+T = TypeVar("T")
 LOOKUP_CHUNK = 512  # queries looked up in the cache per thread hop (the first chunks are smaller)
 FIRST_CHUNK = 32
 
@@ -69,6 +72,7 @@ class Runner:
         self.drain_s = drain_s  # after a fatal error, how long requests in flight may take to finish
         self.stats = RunnerStats()
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
+        self._writes: _Writes | None = None
         lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
 
@@ -164,20 +168,41 @@ class Runner:
                 out.append(None)
         return out
 
+    async def in_cache_thread(self, fn: Callable[..., T], *args: object) -> T:
+        """fn(*args) on the cache's own thread when it has one (see ResponseCache.executor)."""
+        executor = getattr(self.cache, "executor", None) if self.cache.blocking else None
+        if executor is None:
+            return await asyncio.to_thread(fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
+
     def cached_outcome(self, query: Query, looked: tuple[str, dict, list[str]]) -> Outcome:
         key, hit, fps = looked
         self.stats.cache_hits += 1
         return Outcome(query, Response.from_cache(hit), key, True, fps, hit.get("image_sizes") or [])
 
     async def ask(self, query: Query, missed: str | None = None) -> Outcome:
-        """Ask one query: from the cache, or sent. `missed`: its key, already looked up and not found."""
+        """Ask one query: from the cache, or sent (and stored). `missed`: its key, already looked up
+        and not found."""
+        outcome, store = await self._ask(query, missed)
+        if store is not None:
+            await self._writer().put(*store)
+        return outcome
+
+    def _writer(self) -> _Writes:
+        if self._writes is None:
+            self._writes = _Writes(self)
+        return self._writes
+
+    async def _ask(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
+        """ask() but for storing the answer in a blocking cache: that (key, value) is returned."""
+        store: tuple[str, dict] | None = None
         in_memory = self.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
         if (self.cache.blocking and (missed is None or missed in self._stored)) or not in_memory:
             key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query, missed)
         else:  # everything is in memory: a thread hop would cost more than the work
             key, hit, fps, prepared = self._lookup(query, missed)
         if hit is not None:
-            return self.cached_outcome(query, (key, hit, fps))
+            return self.cached_outcome(query, (key, hit, fps)), None
         sizes = [[i.width, i.height] for i in prepared]
         response = await self._send(query, prepared)
         if response.ok:
@@ -189,12 +214,12 @@ class Runner:
                     value["image_fps"] = fps
                 self._stored.add(key)
                 if self.cache.blocking:
-                    await asyncio.to_thread(self.cache.set, key, value)
+                    store = (key, value)
                 else:
                     self.cache.set(key, value)
         else:
             self.stats.errors += 1
-        return Outcome(query, response, key, False, fps, sizes)
+        return Outcome(query, response, key, False, fps, sizes), store
 
     async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
         """Send with retries; empty content is retried, and if still empty it is the answer."""
@@ -235,32 +260,42 @@ class Runner:
         feed = _Feed(self, queries)
         primed: dict[Hashable, asyncio.Event] = {}
 
-        async def ask(query: Query, missed: str | None) -> Outcome:
+        async def ask(query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
             key = group_of(query) if group_of is not None else None
             if key is None:
-                return await self.ask(query, missed)
+                return await self._ask(query, missed)
             event = primed.get(key)
             if event is None:  # this query primes its group (the first one not answered from the cache)
                 primed[key] = event = asyncio.Event()
                 try:
-                    return await self.ask(query, missed)
+                    return await self._ask(query, missed)
                 finally:
                     event.set()
             if not event.is_set():
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(event.wait(), self.policy.timeout_s)
-            return await self.ask(query, missed)
+            return await self._ask(query, missed)
 
         failure: list[BaseException] = []  # the first fatal error: no new query starts after it
 
-        async def answer(query: Query, looked: Looked) -> Outcome:
+        async def answer(query: Query, looked: Looked) -> tuple[Outcome, tuple[str, dict] | None]:
             if looked is not None and looked[1] is not None:  # a cache hit: nothing to wait for
-                return self.cached_outcome(query, looked)  # type: ignore[arg-type]
+                return self.cached_outcome(query, looked), None  # type: ignore[arg-type]
             try:
                 return await ask(query, looked[0] if looked is not None else None)
             except EvalkitError as e:  # this query's input is bad (an unreadable image): its own error
                 self.stats.errors += 1
-                return Outcome(query, Response(error="permanent", error_message=str(e)), "", False)
+                return Outcome(query, Response(error="permanent", error_message=str(e)), "", False), None
+
+        def deliver(outcome: Outcome, error: BaseException | None = None) -> None:
+            """The sink, after the answer is stored: a record never gets ahead of its cache entry,
+            and the worker does not wait for the store (it goes on to its next query)."""
+            if error is not None:
+                failure.append(error)
+            try:
+                sink(outcome)
+            except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
+                failure.append(e)
 
         async def worker() -> None:
             while not failure and not (stop is not None and stop()):
@@ -268,10 +303,14 @@ class Runner:
                     item = await feed.next()
                     if item is None:
                         return
-                    sink(await answer(*item))
-                except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
+                    outcome, store = await answer(*item)
+                except Exception as e:  # a bug: drain, then raise
                     failure.append(e)
                     return
+                if store is None:
+                    deliver(outcome)
+                else:
+                    self._writer().put_then(*store, functools.partial(deliver, outcome))
 
         tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, workers))]
         try:
@@ -287,6 +326,8 @@ class Runner:
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             await feed.aclose()
+            if self._writes is not None:  # answers received reach the cache and the sink, even when cancelled
+                await asyncio.shield(self._writes.idle())
         if failure:
             raise failure[0]
         return self.stats
@@ -326,7 +367,7 @@ class _Feed:
                 self._done = True
                 return
             self._size = min(self._size * 2, LOOKUP_CHUNK)
-            looked = await asyncio.to_thread(self._runner.lookup_many, chunk)
+            looked = await self._runner.in_cache_thread(self._runner.lookup_many, chunk)
             self._buf.extend(zip(chunk, looked, strict=True))
         finally:
             self._filling = None
@@ -336,3 +377,68 @@ class _Feed:
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+class _Writes:
+    """Answers on their way into the cache: whatever arrives while one batch is being written
+    goes in the next, each batch in one thread hop and one transaction (group commit). put()
+    waits until its answer is stored; put_then() returns at once and calls `then` (with the
+    write's error, if any) once it is."""
+
+    def __init__(self, runner: Runner):
+        self._runner = runner
+        self._cache = runner.cache
+        self._batch: list[tuple[str, dict, asyncio.Future[None] | None,
+                                Callable[[BaseException | None], None] | None]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def _enqueue(self, key: str, value: dict, fut: asyncio.Future[None] | None,
+                 then: Callable[[BaseException | None], None] | None) -> None:
+        self._batch.append((key, value, fut, then))
+        self._idle.clear()
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._drain())
+
+    async def put(self, key: str, value: dict) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(key, value, fut, None)
+        await asyncio.shield(fut)
+
+    def put_then(self, key: str, value: dict, then: Callable[[BaseException | None], None]) -> None:
+        self._enqueue(key, value, None, then)
+
+    async def idle(self) -> None:
+        """Until every answer handed over is stored and its `then` called."""
+        await self._idle.wait()
+
+    def _write(self, items: list[tuple[str, dict]]) -> None:
+        set_many = getattr(self._cache, "set_many", None)
+        if set_many is not None:
+            set_many(items)
+        else:
+            for key, value in items:
+                self._cache.set(key, value)
+
+    async def _drain(self) -> None:
+        try:
+            while self._batch:
+                batch, self._batch = self._batch, []
+                error: Exception | None = None
+                try:
+                    await self._runner.in_cache_thread(self._write, [(k, v) for k, v, _, _ in batch])
+                except Exception as e:  # every answer of the batch learns it; the records keep them
+                    error = e
+                for _, _, fut, then in batch:
+                    if fut is not None and not fut.done():
+                        if error is None:
+                            fut.set_result(None)
+                        else:
+                            fut.set_exception(error)
+                    if then is not None:
+                        then(error)
+        finally:
+            self._task = None
+            if not self._batch:
+                self._idle.set()

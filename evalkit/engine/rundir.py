@@ -1,8 +1,9 @@
 """The run directory: config.json, records.jsonl (append-only while asking), summary.json.
 
 records.jsonl is appended one line per finished query. Lines are buffered and written in
-batches: at most FLUSH_INTERVAL_S (100 ms) after the first of them (one daemon thread per process
-does it for every open RunDir), at flush()/close(), and at interpreter exit. A run killed with
+batches: at most FLUSH_INTERVAL_S (100 ms) after the first of them (a thread of the RunDir's own,
+started by the first buffered line and stopped by close()), at flush()/close(), and at
+interpreter exit. A run killed with
 SIGKILL therefore loses at most the last 100 ms of records, whose answers are already in the
 response cache (the runner stores an answer before it reaches the sink). With `immediate=True`
 (--no-cache: nothing else keeps the answers) every line is written as it arrives, as in 0.1.0.
@@ -19,7 +20,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,40 +39,6 @@ def record_line(record: Record) -> str:
     return json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
 
 
-class _Flusher:
-    """One daemon thread that writes each RunDir's buffered lines when they fall due."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._due: dict[RunDir, float] = {}
-        self._thread: threading.Thread | None = None
-
-    def schedule(self, rundir: RunDir, due: float) -> None:
-        with self._cond:
-            if rundir in self._due:
-                return
-            self._due[rundir] = due
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="evalkit-records-flush", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._due:
-                    self._cond.wait()
-                rundir, due = min(self._due.items(), key=lambda kv: kv[1])
-                wait = due - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                del self._due[rundir]
-            with contextlib.suppress(Exception):  # the lines stay buffered: close() reports the error
-                rundir.flush()
-
-
-_FLUSHER = _Flusher()
 _LIVE: weakref.WeakSet[RunDir] = weakref.WeakSet()  # run directories with buffered lines or an open file
 
 
@@ -103,7 +70,12 @@ class RunDir:
         self.flush_interval_s = flush_interval_s
         self._fh: TextIO | None = None
         self._pending: list[str] = []
-        self._lock = threading.Lock()  # guards _pending
+        self._lines_loaded = -1  # lines the last load_records() read (-1: none yet)
+        self._due = 0.0  # when the oldest buffered line must be written
+        self._lock = threading.Lock()  # guards _pending, _due and the flusher's state
+        self._wake = threading.Condition(self._lock)
+        self._flusher: threading.Thread | None = None
+        self._stopping = False
         self._io_lock = threading.RLock()  # guards _fh; held while writing, so batches stay in order
 
     @property
@@ -151,10 +123,12 @@ class RunDir:
         """Last record per query id; a torn final line (killed mid-write) is ignored."""
         out: dict[str, Record] = {}
         self.flush()
+        self._lines_loaded = 0
         if not self.records_path.exists():
             return out
         with self.records_path.open(encoding="utf-8") as f:
             for line in f:
+                self._lines_loaded += 1
                 if not line.endswith("\n"):
                     break  # torn write
                 try:
@@ -164,10 +138,16 @@ class RunDir:
                 out[rec.query_id] = rec
         return out
 
+    def holds_exactly(self, kept: Mapping[str, Record]) -> bool:
+        """True when records.jsonl, as the last load_records() read it, is one line per record of
+        `kept` (a subset of what it returned) and nothing else: no error, duplicate or torn line
+        to compact away, so a resume need not rewrite it."""
+        return self.records_path.exists() and self._lines_loaded == len(kept)
+
     def rewrite_records(self, records: Iterable[Record]) -> None:
         """Atomically replace records.jsonl (compaction on resume, final parsed/judged fields)."""
+        self.close()  # (not under _io_lock: close joins the flusher, which may be waiting for it)
         with self._io_lock:
-            self.close()
             tmp = self.records_path.with_suffix(".jsonl.tmp")
             with tmp.open("w", encoding="utf-8") as f:
                 f.writelines(record_line(rec) for rec in records)
@@ -183,10 +163,32 @@ class RunDir:
             return
         with self._lock:
             self._pending.append(line)
-            first = len(self._pending) == 1
-        if first:
-            _LIVE.add(self)
-            _FLUSHER.schedule(self, time.monotonic() + self.flush_interval_s)
+            if len(self._pending) > 1:
+                return
+            self._due = time.monotonic() + self.flush_interval_s
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_loop, name="evalkit-records-flush", daemon=True)
+                self._flusher.start()
+            else:
+                self._wake.notify()
+        _LIVE.add(self)
+
+    def _flush_loop(self) -> None:
+        """The flusher thread: write the buffer when its oldest line falls due, until close()."""
+        while True:
+            with self._wake:
+                while not self._stopping:
+                    if not self._pending:
+                        self._wake.wait()
+                        continue
+                    wait = self._due - time.monotonic()
+                    if wait <= 0:
+                        break
+                    self._wake.wait(wait)
+                if self._stopping:
+                    return
+            with contextlib.suppress(Exception):  # the lines stay buffered: close() reports the error
+                self.flush()
 
     def flush(self) -> None:
         """Write every buffered line now (the periodic flusher, close, and signal handlers call it)."""
@@ -211,7 +213,16 @@ class RunDir:
         self._fh.flush()
 
     def close(self) -> None:
-        """Flush buffered lines and close records.jsonl (a later append opens it again)."""
+        """Flush buffered lines, stop the flusher thread and close records.jsonl (a later append
+        opens it again)."""
+        with self._lock:
+            flusher, self._flusher = self._flusher, None
+            self._stopping = flusher is not None
+            self._wake.notify_all()
+        if flusher is not None and flusher is not threading.current_thread():
+            flusher.join()
+        with self._lock:
+            self._stopping = False
         with self._io_lock:
             self.flush()
             if self._fh is not None:

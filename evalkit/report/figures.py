@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -127,12 +128,24 @@ _preloading: threading.Thread | None = None
 
 
 def preload() -> None:
-    """Import matplotlib (Agg) in a daemon thread, once: a run calls it when it starts waiting on the
-    network, so the plots at its end do not pay the import (about 0.8 s of CPU)."""
+    """Import matplotlib (Agg) in a daemon thread, once per process: a run calls it when it starts
+    waiting on the network (its first answer not from the cache), so the plots at its end do not
+    pay the import (about 0.8 s of CPU). Cheap to call again. wait_preload() ends it."""
     global _preloading
-    if _preloading is None:
-        _preloading = threading.Thread(target=plots._plt, name="evalkit-preload-matplotlib", daemon=True)
+    if _preloading is None and "matplotlib.pyplot" not in sys.modules:
+        _preloading = threading.Thread(target=_import_quietly, name="evalkit-preload-matplotlib", daemon=True)
         _preloading.start()
+
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # the plots import it again and report any error there
+        plots._plt()
+
+
+def wait_preload(timeout: float | None = None) -> None:
+    """Wait for a preload in progress (a run owns its threads: none is left running after it)."""
+    if _preloading is not None:
+        _preloading.join(timeout)
 
 
 def _widen(confusion: tuple[list[str], list[list[int]]], letters: list[str]) -> list[list[int]]:

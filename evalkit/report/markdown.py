@@ -71,19 +71,25 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     return "\n".join(lines)
 
 
-def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult | None = None) -> Path:
+def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult | None = None, *,
+                 draw: bool = True, rewrite: bool = True) -> Path:
     """report.md, then with an analysis its plots in plots/ (report.md comes first and names the
-    planned figures; the plots are not redrawn when what they show has not changed)."""
+    planned figures; the plots are not redrawn when what they show has not changed).
+    draw=False: report.md only; rewrite=False: the plots only (report.md is already there)."""
     from evalkit.report import figures as figs
 
     run_dir = Path(run_dir)
     path = run_dir / "report.md"
     if analysis is None or not analysis.records:
-        path.write_text(render_report(summary, analysis, []), encoding="utf-8")
+        if rewrite:
+            path.write_text(render_report(summary, analysis, []), encoding="utf-8")
         return path
     plot_dir = run_dir / "plots"
     listed = [(f.title, f.path.relative_to(run_dir).as_posix()) for f in figs.plan_figures(plot_dir, [analysis])]
-    path.write_text(render_report(summary, analysis, listed), encoding="utf-8")
+    if rewrite:
+        path.write_text(render_report(summary, analysis, listed), encoding="utf-8")
+    if not draw:
+        return path
     drawn = [(title, p.relative_to(run_dir).as_posix()) for title, p in figs.draw_all(plot_dir, [analysis])]
     if drawn != listed:  # not what the plan said (draw_all replaced, e.g. in tests): name what is there
         path.write_text(render_report(summary, analysis, drawn), encoding="utf-8")

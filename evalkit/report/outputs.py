@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from evalkit.analysis.result import analyze
+from evalkit.analysis.result import ModelResult, analyze
 from evalkit.benchmarks.base import Benchmark
 from evalkit.core.types import Record
 from evalkit.report.markdown import write_report
@@ -21,9 +21,20 @@ class RunFolder(Protocol):
 
 
 def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, records: Sequence[Record],
-            options: dict[str, Any]) -> None:
-    """Analyse the graded records, add the headline's interval to the summary, write all three."""
+            options: dict[str, Any], *, plots: bool = True) -> ModelResult:
+    """Analyse the graded records, add the headline's interval to the summary, write all three.
+
+    summary.json and report.md come first; the plots follow (not redrawn when what they show is
+    unchanged). With plots=False only the first two are written and the caller draws the plots
+    later with draw_plots (report.md already names them), e.g. after other work that must not
+    delay the summary."""
     analysis = analyze(summary["model"], bench, records, options)
     summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)
-    write_report(rundir.path, summary, analysis)
+    write_report(rundir.path, summary, analysis, draw=plots)
+    return analysis
+
+
+def draw_plots(rundir: RunFolder, summary: dict[str, Any], analysis: ModelResult) -> None:
+    """The plots of a `publish(..., plots=False)`."""
+    write_report(rundir.path, summary, analysis, draw=True, rewrite=False)

@@ -1,0 +1,272 @@
+"""A cheap finish: report.md before the plots, plots skipped when what they show is unchanged,
+cached queries looked up in batches (no decode for a hit's fingerprints), and a run stopped by
+SIGTERM that loses no answer it received."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import draw_image, make_mcq_jsonl
+from run_factory import make_run, record
+
+from evalkit.ask.cache import ResponseCache
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.core.types import ImagePart, ImageRef, Message, Query, Response, Usage
+from evalkit.engine import evaluate
+from evalkit.images.pipeline import ImagePipeline
+from evalkit.providers.base import ProviderSpec
+from evalkit.report import figures, plots
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.model import SimParams
+from evalkit.sim.server import SimConfig, SimThread
+
+# ------------------------------------------------------------------ plots
+
+
+def _records(flip: int | None = None) -> list:
+    return [record(f"q{i}", (i % 3 != 0) != (i == flip), category=f"c{i % 2}") for i in range(60)]
+
+
+def _count_saves(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    saved: list[Path] = []
+    real = plots._save
+
+    def counting(fig, path, title):  # noqa: ANN001, ANN202 - plots._save's own signature
+        saved.append(Path(path))
+        return real(fig, path, title)
+
+    monkeypatch.setattr(plots, "_save", counting)
+    return saved
+
+
+def test_plots_skipped_when_inputs_unchanged_and_redrawn_when_they_change(tmp_path, monkeypatch):
+    run_dir = make_run(tmp_path / "run", "m", _records(), plots=True)
+    plot_dir = run_dir / "plots"
+    pngs = sorted(plot_dir.glob("*.png"))
+    assert pngs and (plot_dir / figures.STAMP).is_file()
+    mtimes = {p: p.stat().st_mtime_ns for p in pngs}
+    saved = _count_saves(monkeypatch)
+
+    make_run(tmp_path / "run", "m", _records(), plots=True)  # the same records again
+    assert saved == []
+    assert {p: p.stat().st_mtime_ns for p in pngs} == mtimes
+    assert "![" in (run_dir / "report.md").read_text()  # the report still shows them
+
+    make_run(tmp_path / "run", "m", _records(flip=3), plots=True)  # one verdict changed
+    assert sorted(saved) == pngs
+
+    saved.clear()
+    pngs[0].unlink()  # a figure gone: all are drawn again
+    make_run(tmp_path / "run", "m", _records(flip=3), plots=True)
+    assert sorted(saved) == pngs
+
+
+def test_report_md_is_written_before_the_plots(tmp_path, monkeypatch):
+    seen: list[str] = []
+    real = figures.draw_all
+
+    def checking(plot_dir, results, **kw):  # noqa: ANN001, ANN202
+        seen.append((Path(plot_dir).parent / "report.md").read_text())
+        return real(plot_dir, results, **kw)
+
+    monkeypatch.setattr(figures, "draw_all", checking)
+    run_dir = make_run(tmp_path / "run", "m", _records(), plots=True)
+    assert len(seen) == 1 and "## Plots" in seen[0] and "plots/headline.png" in seen[0]
+    assert seen[0] == (run_dir / "report.md").read_text()
+
+
+def test_digest_follows_what_the_figures_show():
+    from evalkit.analysis.result import analyze
+    from evalkit.benchmarks import get_benchmark
+
+    bench = get_benchmark("mcq")
+    a = analyze("m", bench, _records(), {}, n_boot=50)
+    b = analyze("m", bench, _records(), {}, n_boot=50)
+    c = analyze("m", bench, _records(flip=4), {}, n_boot=50)
+    assert figures.inputs_digest([a]) == figures.inputs_digest([b]) != figures.inputs_digest([c])
+
+
+# ------------------------------------------------------------------ batched cache lookups
+
+
+def test_get_many_agrees_with_get(tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    for i in range(1200):
+        cache.set(f"k{i}", {"text": str(i)})
+    cache._cache.set("broken", "{not json", retry=True)  # a damaged entry is a miss, as with get()
+    keys = [f"k{i}" for i in range(0, 1200, 2)] + ["missing", "broken"]
+    got = cache.get_many(keys)
+    assert got == {k: {"text": k[1:]} for k in keys[:-2]}
+    assert (cache.hits, cache.misses) == (600, 2)
+    assert {k: cache.get(k) for k in keys if cache.get(k) is not None} == got
+    cache.close()
+
+
+def test_set_many_stores_like_set(tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    cache.set("old", {"text": "before"})
+    cache.set_many([("old", {"text": "after"}), ("new", {"text": "n"}), ("new", {"text": "last wins"})])
+    assert cache.get_many(["old", "new"]) == {"old": {"text": "after"}, "new": {"text": "last wins"}}
+    assert len(cache) == 2 and cache.stats().entries == 2  # diskcache's own count follows
+    with pytest.raises(TypeError):
+        cache.set_many([("x", {"text": float("nan")})])  # checked before anything is written
+    assert "x" not in cache
+    cache.close()
+
+
+class _Echo:
+    """A provider answering "A" at once, counting what it was sent."""
+
+    def __init__(self) -> None:
+        self.spec = ProviderSpec("vllm", "m", ("http://127.0.0.1:9/v1",))
+        self.sent = 0
+
+    async def complete(self, messages, params, images):  # noqa: ANN001, ANN201
+        self.sent += 1
+        return Response(text="A", usage=Usage(10, 1))
+
+    def describe_params(self, params):  # noqa: ANN001, ANN201
+        return params.to_dict()
+
+    async def close(self) -> None:
+        return None
+
+
+def _queries(n: int) -> list[Query]:
+    images = [ImagePart(ImageRef.from_bytes(_png(i))) for i in range(5)]
+    return [Query(f"q{i}", f"q{i}", f"q{i}", {}, (Message.user(images[i % 5], f"Question {i}?"),), "A")
+            for i in range(n)]
+
+
+def _png(seed: int) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    draw_image(seed).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _ask_all(cache_dir: Path, queries: list[Query]) -> tuple[list, _Echo, ImagePipeline, int]:
+    provider, pipeline, cache = _Echo(), ImagePipeline(), ResponseCache(cache_dir)
+    single_gets = 0
+    real_get = cache.get
+
+    def counting_get(key: str):  # noqa: ANN202
+        nonlocal single_gets
+        single_gets += 1
+        return real_get(key)
+
+    cache.get = counting_get  # type: ignore[method-assign]
+    runner = Runner(provider, limiter=Limiter(concurrency=8), cache=cache, pipeline=pipeline,
+                    policy=RetryPolicy(max_attempts=2))
+    outcomes: list = []
+    try:
+        asyncio.run(runner.run(queries, outcomes.append, workers=8))
+    finally:
+        cache.close()
+        pipeline.close()
+    return outcomes, provider, pipeline, single_gets
+
+
+def test_cached_queries_are_looked_up_in_batches_without_decoding(tmp_path):
+    queries = _queries(300)
+    first, p1, _, _ = _ask_all(tmp_path / "cache", queries)
+    assert p1.sent == 300 and not any(o.cached for o in first)
+    again, p2, pipeline, single_gets = _ask_all(tmp_path / "cache", queries)
+    assert p2.sent == 0 and all(o.cached for o in again) and len(again) == 300
+    assert single_gets == 0  # one get_many per chunk, no per-query lookup
+    assert pipeline.stats.decodes == 0 and pipeline.stats.fp_decodes == 0  # fingerprints came with the answers
+    fps = {o.query.id: o.image_fps for o in first}
+    assert all(o.image_fps == fps[o.query.id] and o.image_fps for o in again)
+
+
+# ------------------------------------------------------------------ stopping a run
+
+
+def _wired(name: str) -> bool:
+    return name in inspect.getsource(evaluate)
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and path.read_text().count("\n") >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path}: fewer than {n} records after {timeout}s (exit {proc.poll()})")
+
+
+@pytest.mark.skipif(not _wired("on_signals"), reason="engine/evaluate.py does not install shutdown.on_signals yet")
+def test_sigterm_keeps_every_answer_and_resume_sends_only_what_is_missing(tmp_path):
+    n, workers = 240, 6
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=8)
+    key = answer_key_for("mcq", {"data": str(data)})
+    records = tmp_path / "run" / "records.jsonl"
+    with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=2), latency_s=0.03)) as sim:
+        cmd = [sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model", "--data", str(data),
+               "--base-url", sim.url, "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"),
+               "--concurrency", str(workers), "--no-progress"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_for_lines(records, n // 3, proc)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 130, err
+        assert "re-run the same command to resume" in err
+        time.sleep(0.3)  # requests in flight at the signal finish on the server
+        kept = {r["query_id"] for r in _lines(records) if r["error"] is None}
+        assert n // 3 <= len(kept) < n
+        before = sim.counters.snapshot()["completions"]
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0, second.stderr
+        sent_again = sim.counters.snapshot()["completions"] - before
+        per_key = sim.counters.snapshot()["per_key"]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    from_cache = summary["cache"]["hits"]
+    # every query exactly once: kept by the first run, or from the cache, or sent by the second
+    assert len(kept) + from_cache + sent_again == n
+    assert from_cache <= workers  # the buffer was written at the signal (answers mid-store at most)
+    assert sum(1 for v in per_key.values() if v > 1) <= workers  # only requests in flight at the signal
+    final = _lines(records)
+    assert len(final) == n and len({r["query_id"] for r in final}) == n and summary["complete"]
+
+
+@pytest.mark.skipif(not _wired("immediate"), reason="engine/evaluate.py does not make --no-cache RunDirs immediate yet")
+def test_no_cache_run_writes_each_record_as_it_arrives(tmp_path):
+    n, workers = 300, 4
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=9)
+    key = answer_key_for("mcq", {"data": str(data)})
+    records = tmp_path / "run" / "records.jsonl"
+    with SimThread(SimConfig(answer_key=key, latency_s=0.02)) as sim:
+        cmd = [sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model", "--data", str(data),
+               "--base-url", sim.url, "--out", str(tmp_path / "run"), "--no-cache", "--concurrency", str(workers),
+               "--no-progress"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_for_lines(records, n // 3, proc)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        time.sleep(0.3)
+        completed = sim.counters.snapshot()["completions"]
+    on_disk = len({r["query_id"] for r in _lines(records)})
+    # nothing else keeps these answers: all but those in flight at the kill are on disk
+    assert completed - workers <= on_disk <= completed
