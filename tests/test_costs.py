@@ -40,7 +40,7 @@ def _two_image_set(folder):
 
 
 @pytest.mark.parametrize("provider", list(BASES))
-def test_two_image_items_usage_and_cost_in_the_summary(tmp_path, prices, provider):
+def test_two_image_items_usage_and_cost_in_the_summary(tmp_path, prices, provider, no_plots):
     data = _two_image_set(tmp_path / "ds")
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key)) as sim:
@@ -55,7 +55,7 @@ def test_two_image_items_usage_and_cost_in_the_summary(tmp_path, prices, provide
     assert usage["cost_usd"] == pytest.approx(expected) and expected > 0
 
 
-def test_dry_run_sends_nothing_and_counts_like_the_real_run(tmp_path, prices):
+def test_dry_run_sends_nothing_and_counts_like_the_real_run(tmp_path, prices, no_plots):
     data = make_mcq_jsonl(tmp_path / "ds", 40, seed=3)
     key = answer_key_for("mcq", {"data": str(data)})
     common = dict(data=str(data), env=KEYS, cache_dir=str(tmp_path / "cache"), progress=False, prices=str(prices))

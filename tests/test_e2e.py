@@ -53,7 +53,7 @@ def test_faults_every_query_answered_exactly_once(tmp_path, fast_backoff, no_plo
     assert all(counters["faults"].get(k, 0) > 0 for k in ALL_FAULTS), counters["faults"]
 
 
-def test_resume_after_sigkill_sends_only_what_is_missing(tmp_path):
+def test_resume_after_sigkill_sends_only_what_is_missing(tmp_path, no_plots):
     n = 200
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=5)
     params = SimParams(theta=0.7, r=0.9, g=0.25, seed=11, style="mixed")
@@ -99,7 +99,7 @@ def test_resume_after_sigkill_sends_only_what_is_missing(tmp_path):
     assert 40 < res.summary["metrics"]["accuracy"] < 95  # a non-trivial model, so equality means something
 
 
-def test_identical_rerun_sends_nothing(tmp_path):
+def test_identical_rerun_sends_nothing(tmp_path, no_plots):
     data = make_mcq_jsonl(tmp_path / "ds", 60, seed=2)
     params = SimParams(theta=0.6, r=0.9, seed=4, style="verbose")
     common = dict(data=str(data), cache_dir=str(tmp_path / "cache"), progress=False)
@@ -155,7 +155,7 @@ def test_secrets_never_leave_the_process(tmp_path, monkeypatch, capfd, fast_back
         assert secret.encode() not in p.read_bytes(), p
 
 
-def test_cache_tag_survives_a_moved_server(tmp_path):
+def test_cache_tag_survives_a_moved_server(tmp_path, no_plots):
     data = make_mcq_jsonl(tmp_path / "ds", 20, seed=21)
     common = dict(data=str(data), cache_dir=str(tmp_path / "cache"), progress=False, cache_tag="my-qwen")
     with SimThread(SimConfig(answer_key=key_for(data))) as a:

@@ -56,7 +56,7 @@ def test_circular_direction_and_gold_follow_the_official_code() -> None:
     assert len(all_shifts({k: k for k in "ABCDE"}, "E")) == 5
 
 
-def test_mcq_circular_flag(tmp_path: Path) -> None:
+def test_mcq_circular_flag(tmp_path: Path, no_plots) -> None:
     from conftest import make_mcq_jsonl
 
     data = make_mcq_jsonl(tmp_path / "ds", 10)

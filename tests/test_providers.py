@@ -36,7 +36,7 @@ def test_body_has_images_in_order_and_extras_passed_through():
     assert body["chat_template_kwargs"] == {"enable_thinking": False} and body["guided_choice"] == ["A", "B"]
 
 
-def test_guided_choice_reaches_the_server(tmp_path):
+def test_guided_choice_reaches_the_server(tmp_path, no_plots):
     data = make_mcq_jsonl(tmp_path / "ds", 10, seed=4)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(style="verbose"))) as sim:

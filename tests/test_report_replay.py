@@ -38,7 +38,7 @@ def test_report_with_judge_resolves_unparsed_without_asking_the_model_again(tmp_
     assert saved["metrics"] == summary["metrics"] and "llm" in (out / "report.md").read_text()
 
 
-def test_replay_reproduces_a_past_run(tmp_path):
+def test_replay_reproduces_a_past_run(tmp_path, no_plots):
     data = make_mcq_jsonl(tmp_path / "ds", 50, seed=12)
     key = answer_key_for("mcq", {"data": str(data)})
     params = SimParams(theta=0.6, r=0.9, seed=3, style="mixed")

@@ -137,7 +137,10 @@ class CacheStats:
 
 
 class CacheLike(Protocol):
-    """What the runner needs from a cache; ResponseCache and NullCache both provide it."""
+    """What the runner needs from a cache; ResponseCache and NullCache both provide it.
+
+    Optional, used when present: get_many(keys) and set_many(items) (batched lookups and group
+    commits) and `executor` (the cache's own thread for blocking work; see ResponseCache)."""
 
     hits: int
     misses: int

@@ -287,15 +287,9 @@ class Runner:
                 self.stats.errors += 1
                 return Outcome(query, Response(error="permanent", error_message=str(e)), "", False), None
 
-        def deliver(outcome: Outcome, error: BaseException | None = None) -> None:
-            """The sink, after the answer is stored: a record never gets ahead of its cache entry,
-            and the worker does not wait for the store (it goes on to its next query)."""
-            if error is not None:
+        def stored(error: BaseException | None) -> None:
+            if error is not None:  # the cache could not store an answer: stop, as for any fatal error
                 failure.append(error)
-            try:
-                sink(outcome)
-            except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
-                failure.append(e)
 
         async def worker() -> None:
             while not failure and not (stop is not None and stop()):
@@ -304,13 +298,12 @@ class Runner:
                     if item is None:
                         return
                     outcome, store = await answer(*item)
-                except Exception as e:  # a bug: drain, then raise
+                    if store is not None:  # stored in the background, batched: the worker goes on at once
+                        self._writer().put_then(*store, stored)
+                    sink(outcome)
+                except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
                     failure.append(e)
                     return
-                if store is None:
-                    deliver(outcome)
-                else:
-                    self._writer().put_then(*store, functools.partial(deliver, outcome))
 
         tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, workers))]
         try:
@@ -326,7 +319,7 @@ class Runner:
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             await feed.aclose()
-            if self._writes is not None:  # answers received reach the cache and the sink, even when cancelled
+            if self._writes is not None:  # every answer received is stored before run() ends, even cancelled
                 await asyncio.shield(self._writes.idle())
         if failure:
             raise failure[0]
@@ -383,7 +376,12 @@ class _Writes:
     """Answers on their way into the cache: whatever arrives while one batch is being written
     goes in the next, each batch in one thread hop and one transaction (group commit). put()
     waits until its answer is stored; put_then() returns at once and calls `then` (with the
-    write's error, if any) once it is."""
+    write's error, if any) once it is.
+
+    In run() the sink gets an answer as soon as it arrives (the spending budget sees it at once)
+    and its store follows within a batch, milliseconds later: well inside the 100 ms for which
+    the run directory buffers the record (rundir.py), so a killed run loses no answer that is
+    neither in records.jsonl nor in the cache but those of that last moment."""
 
     def __init__(self, runner: Runner):
         self._runner = runner

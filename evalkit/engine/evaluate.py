@@ -29,12 +29,15 @@ from evalkit.core.settings import RunConfig
 from evalkit.core.types import GenParams, Outcome, Query, Record
 from evalkit.engine.identity import FileHashes, data_fingerprint, legacy_identity, run_identity
 from evalkit.engine.rundir import RunDir, default_run_dir
+from evalkit.engine.shutdown import on_signals
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, plan_dry_run, records_cost
 from evalkit.money.pricing import Price, load_prices
 from evalkit.providers import ProviderSpec, api_key_for, create_provider, parse_spec
-from evalkit.report.outputs import publish
+from evalkit.report.figures import preload as preload_plots
+from evalkit.report.figures import wait_preload
+from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
 FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images by (path, size, mtime)
@@ -100,6 +103,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
     where = _locate(s, spec, prepared, env)
     rundir, identity = where.rundir, where.identity
+    rundir.immediate = cfg.no_cache  # --no-cache: nothing else keeps an answer; write each record as it arrives
     config = {**identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
               "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
@@ -114,7 +118,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
     kept = {qid: r for qid, r in existing.items() if qid in by_id and r.error is None}
-    if rundir.records_path.exists():
+    if rundir.records_path.exists() and not rundir.holds_exactly(kept):
         rundir.rewrite_records(kept.values())  # drop errors left by an earlier attempt and any torn line
     todo = [q for q in queries if q.id not in kept]
     if cfg.group_images:
@@ -132,6 +136,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         cache = stack.enter_context(_open_cache(cfg, env))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
+        stack.callback(wait_preload)  # the matplotlib preload thread, if the sink started one
+        stack.enter_context(on_signals(rundir.flush))  # SIGINT/SIGTERM: flush, then KeyboardInterrupt (130)
         runner = await _runner(stack, spec, env, cfg, cache, pipeline)
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
@@ -143,6 +149,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
             records[rec.query_id] = rec
             fresh.add(rec.query_id)
             rundir.append(rec)
+            if not outcome.cached:
+                preload_plots()  # waiting on the network: import matplotlib meanwhile (once)
             meter.add(outcome)
             progress.advance(outcome)
             if on_record is not None:
@@ -159,7 +167,6 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
             judge_config = replace(cfg, rpm=None, tpm=None)
             judge_runner = await _runner(stack, judge_spec, env, judge_config, cache, pipeline, fingerprints=False)
             await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency)
-    rundir.rewrite_records(ordered)
     bench_opts = s.bench_dict()
     summary = summarize(bench, ordered, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(queries),
                         options=bench_opts, config=config, judge=judge_spec.label if judge_spec else None,
@@ -169,7 +176,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
         summary["stopped"] = "max_cost"
-    publish(rundir, summary, bench, ordered, bench_opts)
+    analysis = publish(rundir, summary, bench, ordered, bench_opts, plots=False)  # summary.json, report.md
+    rundir.rewrite_records(ordered)  # then the records in query order
+    draw_plots(rundir, summary, analysis)  # then the plots (skipped when what they show is unchanged)
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 

@@ -2,12 +2,13 @@
 
 records.jsonl is appended one line per finished query. Lines are buffered and written in
 batches: at most FLUSH_INTERVAL_S (100 ms) after the first of them (a thread of the RunDir's own,
-started by the first buffered line and stopped by close()), at flush()/close(), and at
-interpreter exit. A run killed with
-SIGKILL therefore loses at most the last 100 ms of records, whose answers are already in the
-response cache (the runner stores an answer before it reaches the sink). With `immediate=True`
-(--no-cache: nothing else keeps the answers) every line is written as it arrives, as in 0.1.0.
-Loading tolerates a torn last line. The line format is 0.1.0's, byte for byte.
+started by the first buffered line and stopped by close()), at flush()/close(), at interpreter
+exit, and on SIGINT/SIGTERM (engine/shutdown.py). A run killed with SIGKILL therefore loses at
+most the last 100 ms of records, whose answers are in the response cache (the runner stores each
+answer in a batch committed milliseconds after it reaches the sink; ask/runner.py). With
+`immediate=True` (--no-cache: nothing else keeps the answers) every line is written as it
+arrives, as in 0.1.0. Loading tolerates a torn last line. The line format is 0.1.0's, byte for
+byte.
 """
 
 from __future__ import annotations
