@@ -103,6 +103,7 @@ def _variant_runs(tmp_path, seed_models):
     return dirs
 
 
+@pytest.mark.slow
 def test_variant_groups_report_theta_r_g_and_every_plot(tmp_path):
     dirs = _variant_runs(tmp_path, {"strong": (0.8, 0.95, 0.3, 1), "weak": (0.4, 0.9, 0.25, 2),
                                     "mid": (0.6, 0.9, 0.3, 3)})

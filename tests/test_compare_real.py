@@ -36,6 +36,7 @@ def eight_runs(shared_data, tmp_path_factory):
     return dirs
 
 
+@pytest.mark.slow
 def test_eight_real_models_ranked_by_official_qacc(eight_runs, tmp_path):
     c = compare(eight_runs, out=tmp_path / "cmp", n_boot=1000)
     official = {m.label: c.runs[m.label].summary["metrics"]["QAcc"] for m in c.results}
@@ -52,6 +53,7 @@ def test_eight_real_models_ranked_by_official_qacc(eight_runs, tmp_path):
     assert all(t.p_holm >= t.p and t.significant == (t.p_holm < 0.05) for t in c.pairs)
 
 
+@pytest.mark.slow
 def test_real_comparison_report_links_every_plot(eight_runs, tmp_path):
     compare(eight_runs, out=tmp_path / "cmp", n_boot=200)
     text = (tmp_path / "cmp" / "report.md").read_text()

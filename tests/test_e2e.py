@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import draw_image, make_mcq_jsonl
 
 from evalkit.cli import main
@@ -31,6 +32,7 @@ def read_records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_faults_every_query_answered_exactly_once(tmp_path, fast_backoff, no_plots):
     data = make_mcq_jsonl(tmp_path / "ds", 500)
     # a hang outlasts the client's timeout (hanging requests are released when the server closes);
@@ -53,6 +55,7 @@ def test_faults_every_query_answered_exactly_once(tmp_path, fast_backoff, no_plo
     assert all(counters["faults"].get(k, 0) > 0 for k in ALL_FAULTS), counters["faults"]
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_sends_only_what_is_missing(tmp_path, no_plots):
     n = 200
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=5)

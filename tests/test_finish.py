@@ -210,6 +210,7 @@ def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float =
 
 
 @pytest.mark.skipif(not _wired("on_signals"), reason="engine/evaluate.py does not install shutdown.on_signals yet")
+@pytest.mark.slow
 def test_sigterm_keeps_every_answer_and_resume_sends_only_what_is_missing(tmp_path):
     n, workers = 240, 6
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=8)

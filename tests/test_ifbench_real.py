@@ -95,6 +95,7 @@ def test_real_file_loads_680_items_in_10_dimensions(prepared) -> None:
     assert len({it.images[0] for it in items}) == 499
 
 
+@pytest.mark.slow
 def test_real_run_perfect_model_then_cache_reuse(prepared, real: dict[str, str], tmp_path: Path, no_plots) -> None:
     key = prepared[-1]  # every query's entry, as answer_key_for("if-bench", real) builds it
     common = dict(cache_dir=str(tmp_path / "cache"), progress=False, concurrency=32, **real)

@@ -161,6 +161,7 @@ def _replay_key(data: Path):
     return key
 
 
+@pytest.mark.slow
 def test_both_forms_identical_metrics_and_independent_figures(tmp_path):
     mod = _sample_module()
     mod.write_forms(tmp_path / "ds", mod.build_records(88, seed=7, per_image=3), size=(320, 240))

@@ -44,6 +44,7 @@ def _open_sessions() -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to list open files")
+@pytest.mark.slow
 def test_failure_mid_run_leaks_nothing_and_loses_no_answer(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", 120)
     key = answer_key_for("mcq", {"data": str(data)})

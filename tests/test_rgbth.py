@@ -221,6 +221,7 @@ def test_real_loader_counts_and_duplicate_warnings(shared_data):
     assert any("Source 2/3" in w and "same gold answer" in w for w in bench.warnings)
 
 
+@pytest.mark.slow
 def test_real_perfect_model(real_key, tmp_path, no_plots):
     for skills, n in (("paper", 1624), ("all", 1856)):
         res = _real_run(real_key, tmp_path, f"perfect-{skills}", skills=skills)
@@ -245,6 +246,7 @@ def _gold_table(data: Path) -> dict[str, list[tuple[str, list[str]]]]:
     return out
 
 
+@pytest.mark.slow
 def test_real_always_yes(real_key, tmp_path, no_plots):
     data = real_key[0]
     res = _real_run(real_key, tmp_path, "yes", SimParams(style="yes"), skills="all")

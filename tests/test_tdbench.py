@@ -243,6 +243,7 @@ def _run(tmp: Path, data: Path, params: SimParams, name: str, **opts) -> dict:
     return res.summary
 
 
+@pytest.mark.slow
 def test_generated_and_official_forms_give_identical_metrics(tmp_path):
     src = _tiny_set(tmp_path / "gen", 120, seed=3)
     export_official(load_generated(src), tmp_path / "off", size=64)
@@ -259,6 +260,7 @@ def test_generated_and_official_forms_give_identical_metrics(tmp_path):
     assert set(m["per_category"]) >= {"Visual Grounding", "Dynamic Temporal", "Spatial Relationship"}
 
 
+@pytest.mark.slow
 def test_estimators_end_to_end_1000_problems(tmp_path, no_plots):
     src = _tiny_set(tmp_path / "gen", 1000, seed=11, size=24, unique_text=True, pairs=False, grounding=False)
     params = SimParams(theta=0.7, r=0.95, g=0.25, seed=2)

@@ -61,6 +61,7 @@ def _metrics(path: Path) -> dict:
     return json.loads((path / "summary.json").read_text())["metrics"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_v010_run_directory_and_cache_resume_free(name, monkeypatch, tmp_path, capsys):
     case = _case(name)
