@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
-from conftest import make_mcq_jsonl
+from conftest import draw_image, make_mcq_jsonl
 
-from evalkit.core.errors import EvalkitError, classify_status
+from evalkit.core.errors import EvalkitError, ProviderError, classify_status
+from evalkit.core.fingerprint import fingerprint_bytes
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import PreparedImage
-from evalkit.providers import api_key_for, parse_spec
+from evalkit.providers import api_key_for, create_provider, parse_spec
 from evalkit.providers.openai_compat import OpenAICompatProvider, normalise_base_url, retry_after_from_headers
+from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
-from evalkit.sim.server import SimConfig, SimThread
+from evalkit.sim.server import SimConfig, SimThread, start_sim
 
 
 def test_body_has_images_in_order_and_extras_passed_through():
@@ -78,20 +81,39 @@ def test_specs_and_keys():
     assert a.endpoint == b.endpoint  # replicas: the order does not matter to the cache
 
 
-# ---- one scenario, every commercial provider's SDK against its simulated dialect, through evalkit.run ----
+# ---- one behaviour, every provider: the real client (SDK or aiohttp) against its simulated dialect ----
 
-PROVIDER_ENVS = {"anthropic": {"ANTHROPIC_API_KEY": "sk-ant-test-SECRET42"},
-                 "google": {"GEMINI_API_KEY": "gm-test-SECRET77"}}
+KEYED = {"openai": {"OPENAI_API_KEY": "sk-test-SECRET11"}, "anthropic": {"ANTHROPIC_API_KEY": "sk-ant-test-SECRET42"},
+         "google": {"GEMINI_API_KEY": "gm-test-SECRET77"}}
+EVERY = {"vllm": {}, **KEYED}
+REFUSAL_WORD = {"vllm": "content_filter", "openai": "content_filter", "anthropic": "refusal", "google": "SAFETY"}
+FINISH = {"vllm": "stop", "openai": "stop", "anthropic": "end_turn", "google": "STOP"}
+OPTIONS = "A. red\nB. green\nC. blue\nD. white"
 
 
-@pytest.mark.parametrize("provider", sorted(PROVIDER_ENVS))
+def base_url(provider: str, sim_url: str) -> str:
+    """What a user passes: the OpenAI SDK takes the URL with its /v1, the others the host."""
+    return sim_url + "/v1" if provider == "openai" else sim_url
+
+
+def png(seed: int, size: int = 96) -> PreparedImage:
+    buf = io.BytesIO()
+    draw_image(seed, size).save(buf, "PNG")
+    return PreparedImage(buf.getvalue(), "image/png", size, size)
+
+
+def user(n_images: int, text: str) -> Message:
+    return Message.user(*[ImagePart(ImageRef.from_bytes(bytes([i]))) for i in range(n_images)], text)
+
+
+@pytest.mark.parametrize("provider", sorted(EVERY))
 def test_faults_every_query_answered_exactly_once(tmp_path, provider, fast_backoff, no_plots):
     n = 150
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=6)
     faults = SimFaults(rate=0.3, kinds=("429", "500", "503", "drop"), retry_after=0.05, seed=5)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
-        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=sim.url, env=PROVIDER_ENVS[provider],
-                  no_cache=True, out=str(tmp_path / "run"), concurrency=32, max_attempts=14, timeout=10,
+        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url),
+                  env=EVERY[provider], no_cache=True, out=str(tmp_path / "run"), concurrency=32, max_attempts=14, timeout=10,
                   progress=False)
         counters = sim.counters.snapshot()
     assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
@@ -103,17 +125,107 @@ def test_faults_every_query_answered_exactly_once(tmp_path, provider, fast_backo
     assert counters["requests"] == n + sum(counters["faults"].values())
 
 
-@pytest.mark.parametrize("provider", sorted(PROVIDER_ENVS))
+@pytest.mark.parametrize("provider", sorted(EVERY))
 @pytest.mark.parametrize("fault, kind", [("400", "permanent"), ("refusal", "refused")])
 def test_permanent_faults_are_not_retried(tmp_path, provider, fault, kind):
     n = 6
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=8)
     faults = SimFaults(rate=1.0, kinds=(fault,))
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
-        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=sim.url, env=PROVIDER_ENVS[provider],
-                  no_cache=True, out=str(tmp_path / "run"), progress=False)
+        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url),
+                  env=EVERY[provider], no_cache=True, out=str(tmp_path / "run"), progress=False)
         counters = sim.counters.snapshot()
     assert counters["requests"] == n and counters["completions"] == 0
     recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert [r["error"] for r in recs] == [kind] * n
     assert res.summary["error_kinds"] == {kind: n} and res.exit_code == 1
+
+
+@pytest.mark.parametrize("provider", sorted(KEYED))
+def test_missing_key_is_a_one_line_error_before_anything_is_written(tmp_path, provider):
+    spec = parse_spec(f"{provider}/some-model")
+    name = next(iter(KEYED[provider]))
+    with pytest.raises(EvalkitError, match=name) as info:
+        api_key_for(spec, {"SOME_OTHER_KEY": "x"})
+    assert "\n" not in str(info.value)
+    assert api_key_for(spec, KEYED[provider]) == KEYED[provider][name]
+    if provider == "google":  # the SDK's other name for the key is accepted and named in the error
+        assert "GOOGLE_API_KEY" in str(info.value) and api_key_for(spec, {"GOOGLE_API_KEY": "g"}) == "g"
+    data = make_mcq_jsonl(tmp_path / "ds", 2)
+    with pytest.raises(EvalkitError, match=name) as info:
+        run("mcq", f"{provider}/sim-model", data=str(data), base_url="http://127.0.0.1:9", env={},
+            out=str(tmp_path / "run"), no_cache=True, progress=False)
+    assert "\n" not in str(info.value) and not (tmp_path / "run" / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize("provider", sorted(EVERY))
+async def test_one_and_two_images_arrive_in_order(provider):
+    a, b, c = png(11), png(12), png(13)
+    fa, fb, fc = (fingerprint_bytes(i.data) for i in (a, b, c))
+    two = f"Which picture is brighter?\n{OPTIONS}"
+    # the nearest entry wins, so a swapped order lands on the [fb, fa] entry, not on [fa, fb]
+    key = AnswerKey([AnswerEntry("pair", two, [fa, fb], "A"), AnswerEntry("pair", two, [fb, fa], "C"),
+                     AnswerEntry("one", f"Colour?\n{OPTIONS}", [fc], "B")])
+    async with await start_sim(SimConfig(answer_key=key)) as sim:
+        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), EVERY[provider])
+        try:
+            one = await p.complete([user(1, f"Colour?\n{OPTIONS}")], GenParams(max_tokens=8), [c])
+            ab = await p.complete([Message.system("Answer with a letter."), user(2, two)], GenParams(), [a, b])
+            ba = await p.complete([user(2, two)], GenParams(), [b, a])
+        finally:
+            await p.close()
+        per_key = sim.counters.snapshot()["per_key"]
+    assert (one.text, ab.text, ba.text) == ("B", "A", "C")
+    assert one.finish_reason == FINISH[provider] and one.error is None
+    assert len(per_key) == 3 and set(per_key.values()) == {1}  # the server tells the three requests apart
+    # 96x96 images cost 255 tokens each in the simulator; text is ~4 characters a token
+    assert one.usage.input_tokens == 255 + -(-len(f"Colour?\n{OPTIONS}") // 4)
+    assert ab.usage.input_tokens == 2 * 255 + -(-len(f"Answer with a letter.\n{two}") // 4)
+    assert one.usage.output_tokens == 2 and one.usage.cached_input_tokens == 0
+
+
+@pytest.mark.parametrize("provider", sorted(EVERY))
+async def test_refusal_is_its_own_kind_and_not_retried(provider):
+    async with await start_sim(SimConfig(faults=SimFaults(rate=1.0, kinds=("refusal",)))) as sim:
+        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), EVERY[provider])
+        try:
+            with pytest.raises(ProviderError) as info:
+                await p.complete([user(1, "Colour?")], GenParams(), [png(1)])
+        finally:
+            await p.close()
+    assert info.value.kind == "refused" and not info.value.retryable
+    assert REFUSAL_WORD[provider] in info.value.message  # the provider's own reason, for the record
+
+
+@pytest.mark.parametrize("provider", sorted(EVERY))
+async def test_a_hung_request_is_a_retryable_timeout(provider):
+    async with await start_sim(SimConfig(faults=SimFaults(rate=1.0, kinds=("hang",), hang_s=5.0))) as sim:
+        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), EVERY[provider],
+                            timeout_s=0.2)
+        try:
+            with pytest.raises(ProviderError) as info:
+                await p.complete([user(0, "Colour?")], GenParams(), [])
+        finally:
+            await p.close()
+    assert info.value.kind == "timeout" and info.value.retryable
+
+
+@pytest.mark.parametrize("provider", sorted(EVERY))
+def test_run_scores_a_perfect_model_and_the_cache_answers_again(tmp_path, provider, no_plots):
+    data = make_mcq_jsonl(tmp_path / "ds", 40, seed=3)
+    env = EVERY[provider]
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url), env=env,
+                  out=str(tmp_path / "run"), cache_dir=str(tmp_path / "cache"), progress=False)
+        again = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url), env=env,
+                    out=str(tmp_path / "run2"), cache_dir=str(tmp_path / "cache"), progress=False)
+        requests = sim.counters.snapshot()["requests"]
+    assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
+    assert res.summary["counts"]["correct"] == 40 and res.summary["usage"]["input_tokens"] > 40 * 255
+    assert requests == 40 and again.summary["cache"]["hits"] == 40  # evalkit's own cache: nothing re-sent
+    recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert all(r["finish_reason"] == FINISH[provider] and r["usage"]["output_tokens"] > 0 for r in recs)
+    for path in [*(tmp_path / "run").rglob("*"), *(tmp_path / "cache").rglob("*")]:
+        if path.is_file():
+            for secret in env.values():
+                assert secret.encode() not in path.read_bytes(), path
