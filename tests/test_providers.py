@@ -14,7 +14,12 @@ from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import api_key_for, create_provider, parse_spec
-from evalkit.providers.openai_compat import OpenAICompatProvider, normalise_base_url, retry_after_from_headers
+from evalkit.providers.openai_compat import (
+    OpenAICompatProvider,
+    normalise_base_url,
+    proxy_for,
+    retry_after_from_headers,
+)
 from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
@@ -229,3 +234,31 @@ def test_run_scores_a_perfect_model_and_the_cache_answers_again(tmp_path, provid
         if path.is_file():
             for secret in env.values():
                 assert secret.encode() not in path.read_bytes(), path
+
+
+def test_openai_body_headers_and_default_url():
+    """openai/ differs from vLLM only where the OpenAI API does: its URL, max_completion_tokens,
+    no temperature for reasoning models, and the account headers the SDK reads from the environment."""
+    env = {"OPENAI_ORG_ID": "org-1", "OPENAI_PROJECT_ID": "proj-2"}
+    params = GenParams(temperature=0.0, max_tokens=9)
+    chat = create_provider(parse_spec("openai/gpt-4o", env={}), {"OPENAI_API_KEY": "sk-x", **env})
+    body = json.loads(chat._encode([Message.user("hi")], params, []))
+    assert body["max_completion_tokens"] == 9 and "max_tokens" not in body and body["temperature"] == 0.0
+    assert chat.pool.replicas[0].url == "https://api.openai.com/v1"
+    assert chat._headers["OpenAI-Organization"] == "org-1" and chat._headers["OpenAI-Project"] == "proj-2"
+    for model in ("o3", "o4-mini", "gpt-5-mini"):
+        reasoning = create_provider(parse_spec(f"openai/{model}", env={}), {"OPENAI_API_KEY": "sk-x"})
+        body = json.loads(reasoning._encode([Message.user("hi")], params, []))
+        assert "temperature" not in body and reasoning.describe_params(params)["temperature"] is None
+    assert parse_spec("openai/gpt-4o", env={}).endpoint == ""  # the cache key does not see the default URL
+
+
+def test_openai_takes_the_environment_proxy_and_local_servers_do_not(monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    assert proxy_for("https://api.openai.com/v1") == "http://proxy.example:3128"
+    assert proxy_for("https://internal.example/v1") is None and proxy_for("http://127.0.0.1:8000/v1") is None
+    hosted = create_provider(parse_spec("openai/gpt-4o", env={}), {"OPENAI_API_KEY": "sk-x"})
+    assert hosted._proxies == {"https://api.openai.com/v1": "http://proxy.example:3128"}
+    local = create_provider(parse_spec("vllm/m", ["https://gpu.example/v1"], env={}), {})
+    assert local._proxies == {}  # a vLLM server is reached directly, as before

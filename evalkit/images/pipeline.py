@@ -151,6 +151,9 @@ class ImagePipeline:
         self._hashes: BoundedMemo[tuple[Any, ...], str] = BoundedMemo(
             _HASH_MEMO_BYTES, lambda k, _s: 200 + (0 if k[0] == "path" else len(k[1]))
         )
+        # path -> (mtime, size) as first seen by this pipeline: one stat per file per run, not per query
+        # (a stat on the event loop waits for the GIL behind busy threads; files do not change mid-run)
+        self._file_keys: dict[str, tuple[Any, ...]] = {}
         self._stats_lock = threading.Lock()
         n = workers or max(1, min(2, os.cpu_count() or 1))
         self._workers = ThreadPoolExecutor(n, thread_name_prefix="evalkit-image")
@@ -181,16 +184,22 @@ class ImagePipeline:
         with self._reading(ref), open(path, "rb") as f:
             return f.read()
 
+    def _file_key(self, path: str) -> tuple[Any, ...]:
+        """The hash memo's key for a file: its path, mtime and size, stat-ed once by this pipeline."""
+        key = self._file_keys.get(path)
+        if key is None:
+            st = os.stat(path)
+            key = self._file_keys[path] = ("path", path, st.st_mtime_ns, st.st_size)
+        return key
+
     def source_hash(self, ref: ImageRef) -> str:
         """sha256 of the source bytes (the image's cache identity), memoised."""
         if ref.kind == "path":
-            path = str(ref.value)
             try:
-                st = os.stat(path)
+                key: tuple[Any, ...] = self._file_key(str(ref.value))
             except OSError:
                 with self._reading(ref):  # the error, named as every read error is
                     raise
-            key: tuple[Any, ...] = ("path", path, st.st_mtime_ns, st.st_size)
             return self._hashes.get_or_compute(key, lambda: self._hash_file(ref))
         return self._hashes.get_or_compute(
             (ref.kind, ref.value), lambda: hashlib.sha256(self.source_bytes(ref)).hexdigest()
@@ -320,13 +329,12 @@ class ImagePipeline:
 
     def ready(self, part: ImagePart) -> bool:
         """True when hash, prepared bytes and fingerprint are all memo hits (no read, no decode),
-        so a caller on the event loop may skip a thread hop. For a path that costs one stat."""
+        so a caller on the event loop may skip a thread hop. No system call: a path was stat-ed when first seen."""
         if part.ref.kind == "path":
-            try:
-                st = os.stat(str(part.ref.value))
-            except OSError:
+            key = self._file_keys.get(str(part.ref.value))
+            if key is None:
                 return False
-            sha = self._hashes.peek(("path", str(part.ref.value), st.st_mtime_ns, st.st_size))
+            sha = self._hashes.peek(key)
         else:
             sha = self._hashes.peek((part.ref.kind, part.ref.value))
         t = part.transform

@@ -12,7 +12,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import Provider, ProviderSpec
 
 PROVIDERS = {
-    "openai": "OpenAI API through the official SDK (OPENAI_API_KEY; OPENAI_BASE_URL optional)",
+    "openai": "OpenAI API chat completions (OPENAI_API_KEY; OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID optional)",
     "vllm": "a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
     "openai-compatible": "any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL)",
     "anthropic": "Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
@@ -72,9 +72,9 @@ def api_key_for(spec: ProviderSpec, env: Mapping[str, str]) -> str | None:
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: float = 120.0) -> Provider:
     key = api_key_for(spec, env)
     if spec.provider == "openai":
-        from evalkit.providers.openai_sdk import OpenAISDKProvider
+        from evalkit.providers.openai_api import openai_provider
 
-        return OpenAISDKProvider(spec, api_key=key or "", timeout_s=timeout_s)
+        return openai_provider(spec, api_key=key or "", env=env, timeout_s=timeout_s)
     if spec.provider == "anthropic":
         from evalkit.providers.anthropic import AnthropicProvider
 

@@ -1,6 +1,6 @@
 """`openai/<model>` image edits (gpt-image-1, ...): `client.images.edit` through the official SDK.
 
-Same client set-up as openai_sdk.py (aiohttp transport, SDK retries off: retries live once,
+The SDK on its aiohttp transport, with SDK retries off (retries live once,
 in editing.with_retries) and the same error classification, plus the Images API's way of
 declining: a 400 whose code is `moderation_blocked` (or the older `content_policy_violation`).
 """

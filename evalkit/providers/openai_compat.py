@@ -1,4 +1,5 @@
-"""`vllm/<model>` and `openai-compatible/<model>`: chat completions over one pooled aiohttp session.
+"""`vllm/<model>`, `openai-compatible/<model>` (and `openai/`, see openai_api): chat completions over
+one pooled aiohttp session.
 
 Raw aiohttp rather than an SDK because local servers are fast and the client must not be
 the bottleneck (bench/throughput.py measures it against a bare aiohttp loop).
@@ -10,7 +11,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -40,6 +41,17 @@ def retry_after_from_headers(headers: Any) -> float | None:
     return parse_retry_after(headers.get("retry-after") if headers is not None else None)
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy that HTTPS_PROXY / HTTP_PROXY name for `url`, unless NO_PROXY exempts its host.
+    Read once per provider: aiohttp's trust_env would also look up ~/.netrc in a thread on every request."""
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    parts = urlsplit(url)
+    proxy = getproxies().get(parts.scheme)
+    return None if not proxy or proxy_bypass(parts.hostname or "") else proxy
+
+
 def error_message(status: int, body: str) -> str:
     """A one-line message from an error body (OpenAI-style JSON or text), trimmed."""
     try:
@@ -54,16 +66,21 @@ class OpenAICompatProvider:
     """One aiohttp session shared by all requests, spread over the replicas of the model."""
 
     def __init__(self, spec: ProviderSpec, *, api_key: str | None = None, timeout_s: float = 120.0,
-                 connections: int = 256):
+                 connections: int = 256, urls: Sequence[str] | None = None, max_tokens_field: str = "max_tokens",
+                 send_temperature: bool = True, headers: Mapping[str, str] | None = None,
+                 env_proxy: bool = False):
         self.spec = spec
-        self.pool = ReplicaPool([normalise_base_url(u) for u in spec.base_urls])
-        self._headers = {"Content-Type": "application/json"}
+        self.pool = ReplicaPool([normalise_base_url(u) for u in (urls or spec.base_urls)])
+        self._max_tokens_field = max_tokens_field
+        self._send_temperature = send_temperature
+        self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._nonce = f"@evalkit-image-{uuid.uuid4().hex}-"
+        self._proxies = {r.url: proxy_for(r.url) for r in self.pool.replicas} if env_proxy else {}
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -73,7 +90,10 @@ class OpenAICompatProvider:
         return self._session
 
     def describe_params(self, params: GenParams) -> dict:
-        return params.to_dict()
+        d = params.to_dict()
+        if not self._send_temperature:
+            d["temperature"] = None
+        return d
 
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
@@ -84,7 +104,7 @@ class OpenAICompatProvider:
             tried.append(replica)
             try:
                 with self.pool.lease(replica):
-                    out = await self._post(replica.url + "/chat/completions", payload)
+                    out = await self._post(replica.url, payload)
             except ProviderError as e:
                 unreachable = isinstance(e.__cause__, aiohttp.ClientConnectorError)
                 if e.kind in ("transient", "timeout") or unreachable:
@@ -95,10 +115,11 @@ class OpenAICompatProvider:
             self.pool.succeeded(replica)
             return out
 
-    async def _post(self, url: str, payload: bytes) -> Response:
+    async def _post(self, base: str, payload: bytes) -> Response:
+        url = base + "/chat/completions"
         start = time.perf_counter()
         try:
-            async with self._get_session().post(url, data=payload) as resp:
+            async with self._get_session().post(url, data=payload, proxy=self._proxies.get(base)) as resp:
                 text = await resp.text()
                 if resp.status != 200:
                     kind = classify_status(resp.status)
@@ -119,7 +140,8 @@ class OpenAICompatProvider:
         """JSON body with the data URIs spliced in as bytes: JSON-encoding a 40 KB base64 string
         on every request was the largest cost of the client (base64 needs no JSON escaping)."""
         marks = [f"{self._nonce}{i}@" for i in range(len(images))]
-        body = chat_body(self.spec.model, openai_messages(messages, marks), params)
+        body = chat_body(self.spec.model, openai_messages(messages, marks), params,
+                         max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature)
         payload = json.dumps(body, ensure_ascii=False).encode()
         for mark, img in zip(marks, images, strict=True):
             payload = payload.replace(mark.encode(), img.data_uri().encode("ascii"), 1)
