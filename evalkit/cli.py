@@ -330,8 +330,11 @@ def entry() -> None:
 
     By then every file is written and closed and every thread joined; unloading numpy, matplotlib
     and the rest module by module cost about 0.25 s of each run (bench/overhead.py). The Python
-    API and the tests call main() and keep the ordinary exit."""
+    API and the tests call main() and keep the ordinary exit, and so does a profiled or traced
+    process (cProfile, coverage), whose results are written at exit."""
     code = main()
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

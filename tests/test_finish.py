@@ -80,7 +80,7 @@ def test_report_md_is_written_before_the_plots(tmp_path, monkeypatch):
 
     monkeypatch.setattr(figures, "draw_all", checking)
     run_dir = make_run(tmp_path / "run", "m", _records(), plots=True)
-    assert len(seen) == 1 and "## Plots" in seen[0] and "plots/headline.png" in seen[0]
+    assert len(seen) == 1 and "## Plots" in seen[0] and "plots/categories.png" in seen[0]
     assert seen[0] == (run_dir / "report.md").read_text()
 
 

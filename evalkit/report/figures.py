@@ -52,8 +52,9 @@ def plan_figures(plot_dir: Path, results: Sequence[ModelResult]) -> list[Planned
         path = plot_dir / name
         out.append(PlannedFigure(title, path, lambda: draw(path)))
 
+    many = len(results) > 1  # one run: no one-bar chart, no one-row heatmap (its category bars say it all)
     scored = [m for m in results if m.ci is not None]
-    if scored:
+    if scored and many:
         metric = scored[0].metric or "score"
         add(f"{metric} with 95% bootstrap intervals", "headline.png", lambda path: plots.headline_bars(
             path, metric, [m.label for m in scored], [m.ci.estimate for m in scored],  # type: ignore[union-attr]
@@ -61,8 +62,9 @@ def plan_figures(plot_dir: Path, results: Sequence[ModelResult]) -> list[Planned
     cats = _union([m.categories for m in results])
     if cats:
         values = [[m.categories[c].pct if c in m.categories else None for c in cats] for m in results]
-        add("Accuracy per category (models × skills)", "skills_heatmap.png",
-            lambda path: plots.skill_heatmap(path, models, cats, values))
+        if many:
+            add("Accuracy per category (models × skills)", "skills_heatmap.png",
+                lambda path: plots.skill_heatmap(path, models, cats, values))
         lo = [[m.categories[c].ci[0] if c in m.categories else None for c in cats] for m in results]
         hi = [[m.categories[c].ci[1] if c in m.categories else None for c in cats] for m in results]
         add("Accuracy per category with 95% Wilson intervals", "categories.png",
