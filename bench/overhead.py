@@ -15,7 +15,7 @@ Part 1, phases (in this process, each timed alone, wall and CPU, per 1,000 queri
   grade        make_record + grade for every outcome
   records      RunDir.append for every record (batched), close, then the final rewrite_records
   report       summarize + publish up to report.md (analysis with its bootstrap, summary.json)
-  plots        the figures, drawn (matplotlib already imported, as the run preloads it) and the
+  plots        the figures, drawn (matplotlib already imported, as a run's plot process has) and the
                same with the import paid here; and unchanged inputs (skipped)
 Part 2, whole `evalkit run` subprocesses (process start to exit, start-up included):
   --latency-ms (200) and --concurrency (64): bare aiohttp loop (same body size, one session, a
@@ -221,7 +221,7 @@ def phases(args: argparse.Namespace, data: Path, work: Path) -> dict[str, float]
     from evalkit.grading.grade import grade, make_record, summarize
     from evalkit.images.pipeline import ImagePipeline
     from evalkit.providers import create_provider, parse_spec
-    from evalkit.report import figures, outputs
+    from evalkit.report import figures, outputs, plots
 
     n = args.items
     per_k = 1000 / n
@@ -319,10 +319,10 @@ def phases(args: argparse.Namespace, data: Path, work: Path) -> dict[str, float]
 
     figures.draw_all = timed_draw
     try:
-        preloaded = args.preload and hasattr(figures, "preload")  # (an older evalkit has no preload)
+        # a run's plot process imports matplotlib while the run asks; here it is imported beforehand
+        preloaded = args.preload and hasattr(plots, "pyplot")  # (an older evalkit has no plots.pyplot)
         if preloaded:
-            figures.preload()
-            figures.wait_preload()
+            plots.pyplot()
         finish()
         report_s = marks["report"] - marks["start"]
         clock.add("report (summary.json + report.md)", report_s, marks["report_cpu"] - marks["cpu"],

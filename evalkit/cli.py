@@ -178,13 +178,21 @@ def _cache_dir(value: str | None) -> str:
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    from evalkit.report.plot_process import PlotProcess
+
+    with contextlib.ExitStack() as stack:  # first: it imports matplotlib while this process loads the rest
+        plotter = None if args.dry_run else stack.enter_context(PlotProcess())
+        return _run_and_print(args, console, plotter)
+
+
+def _run_and_print(args: argparse.Namespace, console: Console, plotter: Any) -> int:
     from evalkit.benchmarks import benchmark_class
     from evalkit.engine.evaluate import run
     from evalkit.report.console import print_dry_run, print_summary
 
     opts = {**settings.given(args, RunConfig), **settings.given(args, benchmark_class(args.bench).Options)}
     opts.pop("model", None)
-    result = run(args.bench, args.model, **opts)
+    result = run(args.bench, args.model, plotter=plotter, **opts)
     if "dry_run" in result.summary:
         print_dry_run(result.summary, console)
         return 0
@@ -275,13 +283,16 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     import shutil
     import tempfile
 
-    from evalkit.demo import run_demo
-    from evalkit.report.console import print_summary
+    from evalkit.report.plot_process import PlotProcess
 
     tmp = None
     out = Path(args.out) if args.out else Path(tmp := tempfile.mkdtemp(prefix="evalkit-demo-"))
     try:
-        result = run_demo(out, console)
+        with PlotProcess() as plotter:  # first: it imports matplotlib while this process loads the rest
+            from evalkit.demo import run_demo
+            from evalkit.report.console import print_summary
+
+            result = run_demo(out, console, plotter=plotter)
         print_summary(result.summary, console, str(result.out_dir))
     finally:
         if tmp and not args.out:

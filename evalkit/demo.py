@@ -8,6 +8,7 @@ simulated model's LLM-extractor acting as judge for answers the rules cannot par
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -19,7 +20,7 @@ from evalkit.sim.server import SimConfig, SimThread
 DEMO_MODEL = "vllm/sim-model"
 
 
-def run_demo(out: Path, console: Console, *, params: SimParams | None = None) -> RunResult:
+def run_demo(out: Path, console: Console, *, params: SimParams | None = None, plotter: Any = None) -> RunResult:
     key = answer_key_for("mcq", {})
     sim_params = params or SimParams(theta=0.8, r=0.95, g=0.25, seed=7, style="mixed")
     config = SimConfig(answer_key=key, params=sim_params)
@@ -27,4 +28,5 @@ def run_demo(out: Path, console: Console, *, params: SimParams | None = None) ->
                   f"style={sim_params.style}) on the bundled mcq sample, {len(key)} queries")
     with SimThread(config) as sim:
         return run("mcq", DEMO_MODEL, base_url=sim.url, judge=DEMO_MODEL, judge_base_url=sim.url,
-                   out=str(out / "run"), cache_dir=str(out / "cache"), console=console, progress=False)
+                   out=str(out / "run"), cache_dir=str(out / "cache"), console=console, progress=False,
+                   plotter=plotter)

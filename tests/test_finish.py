@@ -25,6 +25,7 @@ from evalkit.engine import evaluate
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers.base import ProviderSpec
 from evalkit.report import figures, plots
+from evalkit.report.plot_process import PlotProcess
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
@@ -68,6 +69,46 @@ def test_plots_skipped_when_inputs_unchanged_and_redrawn_when_they_change(tmp_pa
     pngs[0].unlink()  # a figure gone: all are drawn again
     make_run(tmp_path / "run", "m", _records(flip=3), plots=True)
     assert sorted(saved) == pngs
+
+
+def _analysed(tmp_path: Path):  # noqa: ANN202
+    from evalkit.analysis.result import analyze
+    from evalkit.benchmarks import get_benchmark
+
+    return analyze("m", get_benchmark("mcq"), _records(), {}, n_boot=200)
+
+
+def test_plot_process_draws_the_same_figures_and_leaves_nothing_running(tmp_path):
+    analysis = _analysed(tmp_path)
+    here = figures.draw_all(tmp_path / "here", [analysis])
+    with PlotProcess() as plotter:
+        child = plotter._proc
+        there = figures.draw_all(tmp_path / "there", [analysis], plotter=plotter)
+    assert [t for t, _ in there] == [t for t, _ in here] and len(here) >= 2
+    for (_, a), (_, b) in zip(here, there, strict=True):
+        assert b.parent == tmp_path / "there" and b.name == a.name and b.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert abs(b.stat().st_size - a.stat().st_size) < 0.05 * a.stat().st_size  # the same chart
+    assert (tmp_path / "there" / figures.STAMP).read_text() == (tmp_path / "here" / figures.STAMP).read_text()
+    assert child is not None and child.poll() is not None  # it drew, answered and exited
+
+    unused = PlotProcess()
+    proc = unused._proc
+    unused.close()  # nothing to draw (e.g. the plots are unchanged): the child exits at once
+    assert proc is not None and proc.poll() is not None
+
+
+def test_plot_process_that_cannot_start_or_fails_falls_back_to_drawing_here(tmp_path, monkeypatch):
+    analysis = _analysed(tmp_path)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    with PlotProcess() as plotter:
+        drawn = figures.draw_all(tmp_path / "a", [analysis], plotter=plotter)
+    assert drawn and all(p.is_file() for _, p in drawn)
+    monkeypatch.undo()
+    broken = PlotProcess()
+    broken._proc.kill()  # type: ignore[union-attr]  # dies before it answers
+    broken._proc.wait()  # type: ignore[union-attr]
+    drawn = figures.draw_all(tmp_path / "b", [analysis], plotter=broken)
+    assert drawn and all(p.is_file() for _, p in drawn)
 
 
 def test_report_md_is_written_before_the_plots(tmp_path, monkeypatch):
@@ -271,3 +312,25 @@ def test_no_cache_run_writes_each_record_as_it_arrives(tmp_path):
     on_disk = len({r["query_id"] for r in _lines(records)})
     # nothing else keeps these answers: all but those in flight at the kill are on disk
     assert completed - workers <= on_disk <= completed
+
+
+def test_cli_run_draws_its_plots_in_a_child_process(tmp_path, monkeypatch):
+    from evalkit.cli import main
+
+    started: list[PlotProcess] = []
+    real_init = PlotProcess.__init__
+
+    def tracking(self: PlotProcess) -> None:
+        real_init(self)
+        started.append(self)
+
+    monkeypatch.setattr(PlotProcess, "__init__", tracking)
+    monkeypatch.setattr(plots, "pyplot", lambda: pytest.fail("the CLI's own process drew a plot"))
+    data = make_mcq_jsonl(tmp_path / "ds", 12, seed=2)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        code = main(["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url", sim.url,
+                     "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    assert code == 0 and len(started) == 1 and started[0]._proc is None  # used, and gone
+    report = (tmp_path / "run" / "report.md").read_text()
+    pngs = sorted(p.name for p in (tmp_path / "run" / "plots").glob("*.png"))
+    assert pngs == ["categories.png", "confusion.png"] and all(f"plots/{p}" in report for p in pngs)

@@ -95,7 +95,7 @@ class RunConfig:
 
 
 #: Keyword arguments of `evalkit.run` that are hooks for embedding code, not settings.
-HOOKS = ("env", "console", "on_record")
+HOOKS = ("env", "console", "on_record", "plotter")
 
 
 # ---- validation -----------------------------------------------------------------------------

@@ -35,8 +35,6 @@ from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, plan_dry_run, records_cost
 from evalkit.money.pricing import Price, load_prices
 from evalkit.providers import ProviderSpec, api_key_for, create_provider, parse_spec
-from evalkit.report.figures import preload as preload_plots
-from evalkit.report.figures import wait_preload
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
@@ -143,7 +141,6 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         cache = stack.enter_context(_open_cache(cfg, env))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
-        stack.callback(wait_preload)  # the matplotlib preload thread, if the sink started one
         stack.enter_context(on_signals(rundir.flush))  # SIGINT/SIGTERM: flush, then KeyboardInterrupt (130)
         runner = await _runner(stack, spec, env, cfg, cache, pipeline)
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
@@ -156,8 +153,6 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
             records[rec.query_id] = rec
             fresh.add(rec.query_id)
             rundir.append(rec)
-            if not outcome.cached:
-                preload_plots()  # waiting on the network: import matplotlib meanwhile (once)
             meter.add(outcome)
             progress.advance(outcome)
             if on_record is not None:
@@ -185,7 +180,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         summary["stopped"] = "max_cost"
     analysis = publish(rundir, summary, bench, ordered, bench_opts, plots=False)  # summary.json, report.md
     rundir.rewrite_records(ordered)  # then the records in query order
-    draw_plots(rundir, summary, analysis)  # then the plots (skipped when what they show is unchanged)
+    # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one
+    # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
+    draw_plots(rundir, summary, analysis, s.hooks.get("plotter"))
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 

@@ -7,7 +7,7 @@ Returns (title, path) pairs in the order report.md shows them; the single-run re
 before the plots). `draw_all` skips the drawing when plots/.inputs.sha256 holds the digest of
 what the figures show (every result's `to_dict()`, this module's and plots.py's source, the
 matplotlib version) and every file is there: a re-run whose records did not change redraws
-nothing. `preload()` imports matplotlib in a background thread while a run waits on the network.
+nothing.
 """
 
 from __future__ import annotations
@@ -15,17 +15,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Protocol
 
 from evalkit.analysis.result import ModelResult
 from evalkit.report import plots
 
 STAMP = ".inputs.sha256"
+
+
+class Plotter(Protocol):
+    """Draws the figures elsewhere (plot_process.PlotProcess); None from draw() means "draw them here"."""
+
+    def draw(self, plot_dir: Path, results: Sequence[ModelResult]) -> list[tuple[str, Path]] | None: ...
 
 
 @dataclass(frozen=True)
@@ -105,10 +110,11 @@ def inputs_digest(results: Sequence[ModelResult]) -> str:
     return h.hexdigest()
 
 
-def draw_all(plot_dir: Path, results: Sequence[ModelResult], *, skip_unchanged: bool = True
-             ) -> list[tuple[str, Path]]:
+def draw_all(plot_dir: Path, results: Sequence[ModelResult], *, skip_unchanged: bool = True,
+             plotter: Plotter | None = None) -> list[tuple[str, Path]]:
     """Draw every applicable figure into plot_dir; (title, path) for each. With skip_unchanged, nothing
-    is drawn when plot_dir's stamp matches these inputs and every figure's file exists."""
+    is drawn when plot_dir's stamp matches these inputs and every figure's file exists. `plotter`: a
+    child process that draws them (see plot_process); without one, or if it fails, they are drawn here."""
     plot_dir = Path(plot_dir)
     planned = plan_figures(plot_dir, results)
     stamp = plot_dir / STAMP
@@ -120,34 +126,12 @@ def draw_all(plot_dir: Path, results: Sequence[ModelResult], *, skip_unchanged: 
         except (OSError, ValueError):
             pass
     stamp.unlink(missing_ok=True)  # drawing may stop half way: no stamp then
-    out = [(f.title, f.draw()) for f in planned]
+    out = plotter.draw(plot_dir, results) if plotter is not None and planned else None
+    if out is None:
+        out = [(f.title, f.draw()) for f in planned]
     if planned:
         stamp.write_text(digest + "\n", encoding="ascii")
     return out
-
-
-_preloading: threading.Thread | None = None
-
-
-def preload() -> None:
-    """Import matplotlib (Agg) in a daemon thread, once per process: a run calls it when it starts
-    waiting on the network (its first answer not from the cache), so the plots at its end do not
-    pay the import (about 0.8 s of CPU). Cheap to call again. wait_preload() ends it."""
-    global _preloading
-    if _preloading is None and "matplotlib.pyplot" not in sys.modules:
-        _preloading = threading.Thread(target=_import_quietly, name="evalkit-preload-matplotlib", daemon=True)
-        _preloading.start()
-
-
-def _import_quietly() -> None:
-    with contextlib.suppress(Exception):  # the plots import it again and report any error there
-        plots._plt()
-
-
-def wait_preload(timeout: float | None = None) -> None:
-    """Wait for a preload in progress (a run owns its threads: none is left running after it)."""
-    if _preloading is not None:
-        _preloading.join(timeout)
 
 
 def _widen(confusion: tuple[list[str], list[list[int]]], letters: list[str]) -> list[list[int]]:

@@ -10,6 +10,7 @@ from evalkit.report.tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, 
 
 if TYPE_CHECKING:
     from evalkit.analysis.result import ModelResult
+    from evalkit.report.figures import Plotter
 
 
 def _headline(summary: dict[str, Any]) -> list[str]:
@@ -72,7 +73,7 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
 
 
 def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult | None = None, *,
-                 draw: bool = True, rewrite: bool = True) -> Path:
+                 draw: bool = True, rewrite: bool = True, plotter: Plotter | None = None) -> Path:
     """report.md, then with an analysis its plots in plots/ (report.md comes first and names the
     planned figures; the plots are not redrawn when what they show has not changed).
     draw=False: report.md only; rewrite=False: the plots only (report.md is already there)."""
@@ -90,7 +91,8 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult |
         path.write_text(render_report(summary, analysis, listed), encoding="utf-8")
     if not draw:
         return path
-    drawn = [(title, p.relative_to(run_dir).as_posix()) for title, p in figs.draw_all(plot_dir, [analysis])]
+    figures = figs.draw_all(plot_dir, [analysis], plotter=plotter)
+    drawn = [(title, p.relative_to(run_dir).as_posix()) for title, p in figures]
     if drawn != listed:  # not what the plan said (draw_all replaced, e.g. in tests): name what is there
         path.write_text(render_report(summary, analysis, drawn), encoding="utf-8")
     return path

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit.analysis.result import ModelResult, analyze
 from evalkit.benchmarks.base import Benchmark
 from evalkit.core.types import Record
 from evalkit.report.markdown import write_report
+
+if TYPE_CHECKING:
+    from evalkit.report.figures import Plotter
 
 
 class RunFolder(Protocol):
@@ -35,6 +38,7 @@ def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, record
     return analysis
 
 
-def draw_plots(rundir: RunFolder, summary: dict[str, Any], analysis: ModelResult) -> None:
-    """The plots of a `publish(..., plots=False)`."""
-    write_report(rundir.path, summary, analysis, draw=True, rewrite=False)
+def draw_plots(rundir: RunFolder, summary: dict[str, Any], analysis: ModelResult,
+               plotter: Plotter | None = None) -> None:
+    """The plots of a `publish(..., plots=False)`, by `plotter` when one is given."""
+    write_report(rundir.path, summary, analysis, draw=True, rewrite=False, plotter=plotter)

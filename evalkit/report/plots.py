@@ -19,7 +19,8 @@ CHAR_IN = 0.075  # rough width of one 10pt character, in inches
 Num = float | int | None
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, imported on first use (it costs ~0.9 s of CPU)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -58,7 +59,7 @@ def _text_in(labels: Sequence[str]) -> tuple[float, int]:
 
 
 def _figure(width: float, height: float, **kw: Any) -> tuple[Any, Any]:
-    plt = _plt()
+    plt = pyplot()
     size = (min(max(width, 6.0), 60.0), min(max(height, 4.0), 60.0))
     return plt.subplots(figsize=size, layout="constrained", **kw)
 
@@ -73,12 +74,12 @@ def _save(fig: Any, path: Path, title: str | None) -> Path:
             warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
             fig.savefig(path, dpi=DPI, metadata={"Software": None})
     finally:
-        _plt().close(fig)
+        pyplot().close(fig)
     return path
 
 
 def _colors(n: int) -> list[Any]:
-    cmap = _plt().get_cmap("tab10" if n <= 10 else "tab20")
+    cmap = pyplot().get_cmap("tab10" if n <= 10 else "tab20")
     return [cmap(i % cmap.N) for i in range(n)]
 
 
@@ -167,7 +168,7 @@ def _matrix(ax: Any, rows: Sequence[Sequence[Num]], cmap_name: str, vmax: float,
     """Draw a rows x columns grid of values on a sequential colormap; missing cells are grey."""
     import numpy as np
 
-    cmap = _plt().get_cmap(cmap_name).with_extremes(bad=MISSING_COLOR)
+    cmap = pyplot().get_cmap(cmap_name).with_extremes(bad=MISSING_COLOR)
     data = np.ma.masked_invalid(np.array([[np.nan if _missing(v) else float(v) for v in r] for r in rows]))
     im = ax.imshow(data, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
     if annotate:
