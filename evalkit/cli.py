@@ -180,9 +180,8 @@ def _cache_dir(value: str | None) -> str:
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     from evalkit.report.plot_process import PlotProcess
 
-    with contextlib.ExitStack() as stack:  # first: it imports matplotlib while this process loads the rest
-        plotter = None if args.dry_run else stack.enter_context(PlotProcess())
-        return _run_and_print(args, console, plotter)
+    with PlotProcess(start=False) as plotter:  # started by the run once it has something to ask
+        return _run_and_print(args, console, None if args.dry_run else plotter)
 
 
 def _run_and_print(args: argparse.Namespace, console: Console, plotter: Any) -> int:

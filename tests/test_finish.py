@@ -320,8 +320,8 @@ def test_cli_run_draws_its_plots_in_a_child_process(tmp_path, monkeypatch):
     started: list[PlotProcess] = []
     real_init = PlotProcess.__init__
 
-    def tracking(self: PlotProcess) -> None:
-        real_init(self)
+    def tracking(self: PlotProcess, **kw: bool) -> None:
+        real_init(self, **kw)
         started.append(self)
 
     monkeypatch.setattr(PlotProcess, "__init__", tracking)

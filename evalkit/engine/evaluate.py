@@ -126,6 +126,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     if rundir.records_path.exists() and not rundir.holds_exactly(kept):
         rundir.rewrite_records(kept.values())  # drop errors left by an earlier attempt and any torn line
     todo = [q for q in queries if q.id not in kept]
+    plotter = s.hooks.get("plotter")  # the CLI's plot process: it imports matplotlib while we ask
+    if todo and plotter is not None:
+        plotter.start()
     if cfg.group_images:
         todo = list(group_by_image(todo, window=cfg.concurrency))
 
@@ -182,7 +185,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     rundir.rewrite_records(ordered)  # then the records in query order
     # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
-    draw_plots(rundir, summary, analysis, s.hooks.get("plotter"))
+    draw_plots(rundir, summary, analysis, plotter)
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 

@@ -6,8 +6,8 @@ to the wait. A child process does it on another core: the CLI starts one with th
 long-lived Python process draws in-process instead, importing matplotlib once for all its runs).
 It imports matplotlib at once, then waits on stdin for the figures' data (the analysed results, pickled:
 parent and child are the same evalkit) and answers with the (title, path) pairs it drew. When
-there is nothing to draw (the plots are unchanged) it is told so and exits; if it cannot start or
-fails, `draw` returns None and the caller draws in its own process, so no figure is ever lost.
+there is nothing to draw (the plots are unchanged) it is stopped; if it cannot start or fails,
+`draw` returns None and the caller draws in its own process, so no figure is ever lost.
 """
 
 from __future__ import annotations
@@ -28,19 +28,31 @@ DRAW_TIMEOUT_S = 300.0
 
 
 class PlotProcess:
-    """One child, used at most once; a context manager that never leaves it running."""
+    """One child, used at most once; a context manager that never leaves it running.
 
-    def __init__(self) -> None:
+    start=False defers the child until `start()`: `evalkit run` starts it once it knows there is
+    something to ask (a fully cached re-run usually has no new plot to draw); `evalkit demo`, whose
+    run is short, starts it with the command."""
+
+    def __init__(self, *, start: bool = True) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._done = False
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        if self._proc is not None or self._done:
+            return
         try:
-            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "evalkit.report.plot_process"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self._proc = subprocess.Popen([sys.executable, "-m", "evalkit.report.plot_process"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
-            self._proc = None
+            self._done = True
 
     def draw(self, plot_dir: Path, results: Sequence[ModelResult]) -> list[tuple[str, Path]] | None:
-        """The figures of `results` drawn into plot_dir by the child, or None when it could not."""
-        proc, self._proc = self._proc, None
+        """The figures of `results` drawn into plot_dir by the child, or None when it could not (or was
+        never started: importing matplotlib here costs the same as in a child started now)."""
+        proc, self._proc, self._done = self._proc, None, True
         if proc is None:
             return None
         slim = [dataclasses.replace(m, records=()) for m in results]  # the figures never read records
@@ -52,8 +64,8 @@ class PlotProcess:
             return None
 
     def close(self) -> None:
-        """Tell an unused child there is nothing to draw; it exits without drawing."""
-        proc, self._proc = self._proc, None
+        """Stop an unused child (it has written nothing: it only writes after reading its job)."""
+        proc, self._proc, self._done = self._proc, None, True
         if proc is not None:
             _stop(proc)
 
@@ -65,15 +77,12 @@ class PlotProcess:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        proc.stdin.close()  # type: ignore[union-attr]
-    try:
-        proc.wait(timeout=0.5)
-    except subprocess.TimeoutExpired:  # still importing matplotlib: no need to wait for that
+    with contextlib.suppress(OSError):
         proc.kill()
-        proc.wait()
-    with contextlib.suppress(OSError, ValueError):
-        proc.stdout.close()  # type: ignore[union-attr]
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError, ValueError):
+            pipe.close()  # type: ignore[union-attr]
 
 
 def _serve() -> int:
