@@ -8,7 +8,7 @@ each path sends --requests requests with --concurrency in flight, cache off, one
             distinct Query objects (key, image memo, provider, retries wrapper, limiter)
   run       evalkit.run_async("mcq", "vllm/sim-model", ...) on a JSONL dataset: the whole
             run (load, expand, ask, records.jsonl, parse, summary, report)
-  openai    the same Runner with the openai/ provider (official SDK, aiohttp transport)
+  openai    the same Runner with the openai/ provider (the shared aiohttp chat-completions client)
 
 bare, vllm and run are measured in rotating order over --repeats rounds, after a short warm-up;
 the best round of each is reported and divided by the best bare round of the same latency.
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 target = f">= {TARGETS[lat]:.1f} {'ok' if passed else 'MISS'}"
             print(f"{lat:>6g}ms  {path:<8} {rate:8.0f} {ratio:8.2f}  {target:>8}  {e:>6}")
         print("\nvllm = Runner+vllm provider+Limiter+NullCache+ImagePipeline; run = evalkit.run_async end to end;"
-              "\nopenai = Runner+OpenAISDKProvider (information only, one measurement);"
+              "\nopenai = Runner+openai/ provider (information only, one measurement);"
               "\nreq/s: best of the rounds; ratio: against the best bare round of the same latency.")
         if profile_text:
             print("\n" + profile_text)
