@@ -83,6 +83,15 @@ def _raise_field_limit() -> None:
             limit //= 2
 
 
+def _check_row_span(path: Path, k: int, last_line: int, row: Mapping[Any, Any]) -> None:
+    """A field that starts with a double quote runs to the next quote, across tabs and lines: one
+    stray quote silently swallows the rows that follow. A tab inside a field can only come from that
+    (a TSV field cannot hold a tab otherwise)."""
+    if any(isinstance(v, str) and "\t" in v for key, v in row.items() if key is not None):
+        raise EvalkitError(f"{path}: row {k} (ending on line {last_line}): a field runs over tabs or lines, so "
+                           "an unbalanced double quote (\") swallowed what follows; close or remove the quote")
+
+
 def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
     """Items from a VLMEvalKit-style TSV. Image paths resolve against `images`, else the TSV's folder."""
     _raise_field_limit()
@@ -91,7 +100,10 @@ def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
             reader = csv.DictReader(fh, delimiter="\t", restval="")
             header = [h.strip() for h in (reader.fieldnames or [])]
             reader.fieldnames = header
-            rows = list(reader)
+            rows = []
+            for row in reader:
+                _check_row_span(path, len(rows) + 1, reader.line_num, row)
+                rows.append(row)
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
