@@ -353,3 +353,23 @@ def test_mcq_rotations_flag(tmp_path):
     assert [q.variant["rot"] for q in queries[:4]] == [0, 90, 180, 270]
     assert [q.image_parts()[0].transform.rotate for q in queries[:4]] == [0, 90, 180, 270]
     assert queries[1].options[queries[1].gold] == "bottom-left"  # top-left after a quarter turn left
+
+
+def test_derive_writes_only_inside_out_whatever_the_ids(tmp_path):
+    from evalkit.cli import main
+
+    src = _boxed_set(tmp_path / "src")
+    hostile = [str(tmp_path / "abs-target"), "../escaped", "a/b", ".hidden"]
+    rows = [json.loads(x) for x in src.read_text().splitlines()]
+    for row, new_id in zip(rows, hostile, strict=True):
+        row["id"] = new_id
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "deep" / "out"
+    assert main(["derive", "magnify", "--data", str(src), "--out", str(out)]) == 0
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    lines = [json.loads(x) for x in (out / "set.jsonl").read_text().splitlines()]
+    assert [x["id"] for x in lines] == hostile  # ids are kept as data
+    assert written == sorted(["set.jsonl", *(x["image"] for x in lines)]) and all("/" not in x["image"] for x in lines)
+    assert len({x["image"] for x in lines}) == 4 and not any(p.name.startswith(".") for p in out.iterdir())
+    outside = [p for p in tmp_path.rglob("*_magnify.png") if out not in p.parents]
+    assert outside == []

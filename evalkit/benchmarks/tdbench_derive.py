@@ -17,8 +17,10 @@ carrying the achieved area ratio / integrity.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,16 @@ def integrity_crop(size: tuple[int, int], box: tuple[float, float, float, float]
     raise EvalkitError(f"no crop position leaves {integrity:.0%} of the box {box} inside a {w}x{h} image")
 
 
+def safe_name(item_id: str) -> str:
+    """A file name from a dataset id that stays inside --out: ids are data, and an absolute or `../`
+    id must not choose where a file is written. An id that had to change gets a short hash of itself,
+    so two ids never share a file."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", item_id).lstrip(".")[:100]
+    if name == item_id and name:
+        return name
+    return f"{name or 'item'}-{hashlib.sha256(item_id.encode()).hexdigest()[:8]}"
+
+
 def derive(kind: str, data: Path, out: Path, *, area_ratio: float = 0.02, integrity: float = 0.6,
            scale: float = 25.0, images: Path | None = None) -> dict[str, Any]:
     """Write the derived set; returns counts (written, skipped with reasons)."""
@@ -117,7 +129,7 @@ def derive(kind: str, data: Path, out: Path, *, area_ratio: float = 0.02, integr
             except EvalkitError as exc:
                 skipped.append(f"{it.id}: {exc}")
                 continue
-            name = f"{it.id}_{kind}.png"
+            name = f"{safe_name(it.id)}_{kind}.png"
             img.convert("RGB").crop(crop.box).save(out / name)
         lines.append({"id": it.id, "image": name, "category": "Object Presence",
                       "question": f"Is there a {it.question} in the image?", "options": ["Yes", "No"],
