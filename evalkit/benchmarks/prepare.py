@@ -45,10 +45,26 @@ def resolve_data(bench: Benchmark, data: str | Path | None) -> Path:
     return path.resolve()
 
 
+# What --extra may not set: it would change what the run is (another model, other prompts or images)
+# while the records and the cache key name the original; or a reply evalkit cannot read (a stream).
+RESERVED_EXTRA = {
+    "model": "use --model",
+    "messages": "the benchmark builds the prompt and images",
+    "contents": "the benchmark builds the prompt and images",
+    "system": "the benchmark builds the prompt",
+    "system_instruction": "the benchmark builds the prompt",
+    "systemInstruction": "the benchmark builds the prompt",
+    "stream": "evalkit reads whole replies",
+}
+
+
 def apply_generation(queries: list[Query], opts: Mapping[str, Any]) -> list[Query]:
     """Run-level generation overrides (max_tokens, temperature, seed, extra) on top of each
     benchmark's own defaults. `extra` is a dict (the settings layer parsed the JSON)."""
     extra = opts.get("extra") or {}
+    for key in extra:
+        if key in RESERVED_EXTRA:
+            raise EvalkitError(f"--extra cannot set '{key}' ({RESERVED_EXTRA[key]})")
     changes: dict[str, Any] = {k: opts[k] for k in ("max_tokens", "temperature", "seed") if opts.get(k) is not None}
     if not changes and not extra:
         return queries
