@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, TextPart
 
 SCHEMA_VERSION = 1
@@ -157,6 +158,27 @@ class CacheLike(Protocol):
     def close(self) -> None: ...
 
 
+def _open(directory: Path, make: Callable[[], Any]) -> Any:
+    """The cache, or a one-line error with the remedy: a failure here fails again on every re-run, so
+    it is an input error (exit 2), not a resumable one."""
+    if directory.exists() and not directory.is_dir():
+        raise EvalkitError(f"cache directory {directory} is a file (give --cache-dir a folder)")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        cache = make()
+        cache.volume()  # reads the database once: damage shows here, not mid-run
+        return cache
+    except PermissionError as e:
+        raise EvalkitError(f"cache directory {directory} is not writable ({e.strerror}); "
+                           "give --cache-dir a writable folder or use --no-cache") from e
+    except sqlite3.DatabaseError as e:
+        raise EvalkitError(f"cache {directory / 'cache.db'} is damaged ({e}); move it away (a new one is "
+                           "made) or use --no-cache") from e
+    except OSError as e:
+        raise EvalkitError(f"cannot open cache directory {directory}: {e.strerror or e}; "
+                           "give --cache-dir another folder or use --no-cache") from e
+
+
 class ResponseCache:
     """diskcache.Cache with values stored as JSON text (never pickle).
 
@@ -172,8 +194,8 @@ class ResponseCache:
         from evalkit.ask.textdisk import TextOnlyDisk
 
         self.directory = Path(directory).expanduser()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._cache = diskcache.Cache(str(self.directory), disk=TextOnlyDisk, disk_min_file_size=_INLINE_MAX)
+        self._cache = _open(self.directory, lambda: diskcache.Cache(
+            str(self.directory), disk=TextOnlyDisk, disk_min_file_size=_INLINE_MAX))
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self.hits = 0
