@@ -67,6 +67,14 @@ class RunConfig:
     tpm: float | None = option(help="tokens per minute limit", role="operational")
     timeout: float = option(120.0, help="seconds per request (default 120)", role="operational")
     max_attempts: int = option(8, help="attempts per query for retryable errors", role="operational")
+    max_retry_after: float = option(60.0, help="longest Retry-After wait honoured, in seconds (default 60)",
+                                    role="operational")
+    max_response_mb: float = option(32.0, help="largest reply accepted, decompressed, in MB (default 32)",
+                                    role="operational")
+    reask_changed: bool = option(False, help="re-ask queries whose data, images or prompt changed since they were "
+                                 "answered (with --out)", role="operational")
+    allow_outside_images: bool = option(False, help="read image paths that lead outside the data and --images "
+                                        "folders (absolute, ../, symlinks)", role="operational")
     cache_dir: str | None = option(help="response cache folder (default ./cache or EVALKIT_CACHE_DIR)",
                                    role="operational")
     no_cache: bool = option(False, help="neither read nor write the response cache", role="operational")
