@@ -1,0 +1,33 @@
+"""Run the `evalkit` command of the checkout under test in a child process.
+
+The hardening tests drive the command line against the simulator running in the test process.
+By default the child runs this checkout; EVALKIT_UNDER_TEST=/path/to/an/older/checkout runs that
+one instead (its `evalkit.cli.main`), which is how each test is shown to fail on evalkit 0.1.0:
+
+    git worktree add /tmp/v010 881f989
+    EVALKIT_UNDER_TEST=/tmp/v010 python -m pytest tests/test_hostile_replies.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_MAIN = "import sys; from evalkit.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def checkout_under_test() -> Path:
+    return Path(os.environ.get("EVALKIT_UNDER_TEST") or REPO)
+
+
+def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120.0,
+            cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`evalkit ARGS` in a child process; stdout and stderr captured as text. `env` adds to os.environ
+    (matplotlib, if a plot is drawn, without a display)."""
+    child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
+    return subprocess.run([sys.executable, "-c", _MAIN, *map(str, args)], capture_output=True, text=True,
+                          env=child_env, timeout=timeout, cwd=cwd)
