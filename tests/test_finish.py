@@ -334,3 +334,31 @@ def test_cli_run_draws_its_plots_in_a_child_process(tmp_path, monkeypatch):
     report = (tmp_path / "run" / "report.md").read_text()
     pngs = sorted(p.name for p in (tmp_path / "run" / "plots").glob("*.png"))
     assert pngs == ["categories.png", "confusion.png"] and all(f"plots/{p}" in report for p in pngs)
+
+
+class _Crashing(_Echo):
+    """Answers "A", except that the adapter raises what it did not foresee on every third query."""
+
+    async def complete(self, messages, params, images):  # noqa: ANN001, ANN201
+        self.sent += 1
+        if "Question 2?" in messages[0].text() or "Question 5?" in messages[0].text():
+            raise AttributeError("'int' object has no attribute 'strip'")
+        return Response(text="A", usage=Usage(10, 1))
+
+
+def test_an_unclassified_adapter_exception_is_that_querys_error_and_is_not_retried(tmp_path):
+    provider, pipeline, cache = _Crashing(), ImagePipeline(), ResponseCache(tmp_path / "cache")
+    runner = Runner(provider, limiter=Limiter(concurrency=4), cache=cache, pipeline=pipeline,
+                    policy=RetryPolicy(max_attempts=5, initial_s=0.001))
+    outcomes: list = []
+    try:
+        asyncio.run(runner.run(_queries(8), outcomes.append, workers=4))
+    finally:
+        cache.close()
+        pipeline.close()
+    assert len(outcomes) == 8  # no worker died: every query reached the sink
+    bad = sorted(o.query.id for o in outcomes if not o.response.ok)
+    assert bad == ["q2", "q5"] and provider.sent == 8  # each sent once: a bug is not paid for again
+    message = next(o.response.error_message for o in outcomes if o.query.id == "q2")
+    assert message.startswith("unexpected AttributeError in the vllm adapter: 'int' object")
+    assert sum(o.response.text == "A" for o in outcomes) == 6

@@ -54,6 +54,14 @@ class RunnerStats:
     output_tokens: int = 0
 
 
+def unclassified(provider: str, error: Exception) -> ProviderError:
+    """An exception an adapter did not classify (an unforeseen reply, or a bug): never a dead worker with
+    answers unsaved, and never retried (a bug would be paid for on every attempt)."""
+    text = " ".join(str(error).split())[:200]
+    return ProviderError("permanent", f"unexpected {type(error).__name__} in the {provider} adapter"
+                                      f"{': ' + text if text else ''} (please report it)")
+
+
 def estimate_tokens(query: Query) -> int:
     """Rough input+output tokens for the TPM bucket before the request (corrected afterwards)."""
     text = sum(len(m.text()) for m in query.messages)
@@ -227,7 +235,12 @@ class Runner:
 
         async def call() -> Response:
             nonlocal last_empty
-            response = await self.provider.complete(query.messages, query.params, images)
+            try:
+                response = await self.provider.complete(query.messages, query.params, images)
+            except (ProviderError, asyncio.TimeoutError):
+                raise
+            except Exception as e:  # noqa: BLE001 - the adapter let something through: this query's error
+                raise unclassified(self.provider.spec.provider, e) from e
             if not response.text.strip():
                 last_empty = response
                 raise ProviderError("empty", "empty content")
