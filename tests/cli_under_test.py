@@ -17,7 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-_MAIN = "import sys; from evalkit.cli import main; sys.exit(main(sys.argv[1:]))"
+# `python -c` puts the working directory first on sys.path: drop it, or a child started in a checkout
+# would import that checkout's evalkit instead of the one under test
+_MAIN = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+         "from evalkit.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 def checkout_under_test() -> Path:

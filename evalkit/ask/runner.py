@@ -106,10 +106,32 @@ class Runner:
         """The cache key of a query as it will be sent (after fitting provider limits)."""
         return self._key(self.fit(query))
 
-    def _key(self, fitted: Query) -> str:
+    def keys_of(self, query: Query) -> tuple[str, ...]:
+        """Every key an answer to `query` may be stored under: today's, then evalkit 0.1.0's where the
+        endpoint was spelled differently then (see ProviderSpec.legacy_endpoint)."""
+        fitted = self.fit(query)
+        return (self._key(fitted), self._legacy_key(fitted)) if self._legacy else (self._key(fitted),)
+
+    def _key(self, fitted: Query, endpoint: str | None = None) -> str:
         spec = self.provider.spec
-        return request_key(provider=spec.provider, model=spec.model, endpoint=spec.endpoint,
+        return request_key(provider=spec.provider, model=spec.model, endpoint=endpoint or spec.endpoint,
                            params=fitted.params, messages=fitted.messages, source_hash=self.pipeline.source_hash)
+
+    @property
+    def _legacy(self) -> bool:
+        spec = self.provider.spec
+        return spec.legacy_endpoint != spec.endpoint
+
+    def _legacy_key(self, fitted: Query) -> str:
+        return self._key(fitted, self.provider.spec.legacy_endpoint)
+
+    def _get_legacy(self, fitted: Query, key: str) -> tuple[str, dict | None]:
+        """A miss under today's key may be a 0.1.0 answer under the endpoint as it was typed then."""
+        if not self._legacy:
+            return key, None
+        old = self._legacy_key(fitted)
+        hit = self.cache.get(old)
+        return (old, hit) if hit is not None else (key, None)
 
     def _prepare(self, query: Query) -> list[PreparedImage]:
         """Encoded images within the provider's limits (stepping quality/size down for bytes)."""
@@ -128,6 +150,8 @@ class Runner:
         query = self.fit(query)
         key = missed or self._key(query)
         hit = self.cache.get(key) if missed is None or missed in self._stored else None
+        if hit is None and missed is None:
+            key, hit = self._get_legacy(query, key)
         parts = query.image_parts()
         if hit is not None:
             return key, hit, self._hit_fps(parts, hit), []
@@ -164,6 +188,14 @@ class Runner:
                 keys.append("")
                 fitted.append(None)
         hits = self._get_many(list(dict.fromkeys(k for k in keys if k)))
+        if self._legacy:  # misses may be 0.1.0 answers under the endpoint as it was typed then
+            old = {i: self._legacy_key(f) for i, (f, k) in enumerate(zip(fitted, keys, strict=True))
+                   if f is not None and k not in hits}
+            found = self._get_many(list(dict.fromkeys(old.values())))
+            for i, legacy in old.items():
+                if legacy in found:
+                    keys[i] = legacy
+                    hits[legacy] = found[legacy]
         out: list[Looked] = []
         for f, key in zip(fitted, keys, strict=True):
             if f is None:

@@ -83,7 +83,7 @@ def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping
     if not cfg.dry_run:
         hashes.save()
     identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data_sha)
-    legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.endpoint, prepared.data)
+    legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
     if cfg.out:
         return _Located(RunDir(Path(cfg.out)), identity, legacy, None)
     new = default_run_dir(s.bench_name, spec.label, identity)

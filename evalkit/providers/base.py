@@ -31,10 +31,41 @@ class ProviderSpec:
 
     @property
     def endpoint(self) -> str:
-        """Cache identity of the endpoint: the sorted set of base URLs (replicas are one endpoint)."""
+        """Cache identity of the endpoint: the sorted set of base URLs (replicas are one endpoint), each
+        without credentials and in one spelling (`http://h:8000/` = `http://h:8000/v1` for the servers
+        that speak chat completions), so they never reach a record and one server is one endpoint."""
+        if self.cache_tag:
+            return f"tag:{self.cache_tag}"
+        return ",".join(sorted({canonical_url(self.provider, u) for u in self.base_urls}))
+
+    @property
+    def legacy_endpoint(self) -> str:
+        """The endpoint as evalkit 0.1.0 spelled it (the URLs as typed): its cache keys and run
+        directories are still found under it."""
         if self.cache_tag:
             return f"tag:{self.cache_tag}"
         return ",".join(sorted(self.base_urls))
+
+
+_CHAT_COMPLETIONS = ("vllm", "openai-compatible", "openai")
+
+
+def public_url(url: str) -> str:
+    """`url` without `user:password@` (credentials never enter a record, config or report)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+
+
+def canonical_url(provider: str, url: str) -> str:
+    """One spelling per server: no credentials, no trailing slash, and `/v1` where a chat-completions
+    server's URL has no path (the clients add it: both spellings reach the same server)."""
+    url = public_url(url).rstrip("/")
+    if provider in _CHAT_COMPLETIONS and "://" in url and "/" not in url.split("://", 1)[1]:
+        url += "/v1"
+    return url
 
 
 class Provider(Protocol):
