@@ -7,7 +7,8 @@ images, limit and generation settings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -77,6 +78,31 @@ def apply_generation(queries: list[Query], opts: Mapping[str, Any]) -> list[Quer
     return out
 
 
+def check_image_paths(items: Iterable[Item], roots: Iterable[Path], where: Path) -> None:
+    """Every image path must lead inside the data folder or --images (after `..` and symlinks): a data
+    file naming `/home/me/.ssh/…` or `../../elsewhere` would otherwise have it read and uploaded."""
+    inside = [os.path.realpath(r) for r in roots]
+    real_dirs: dict[str, str] = {}
+
+    def allowed(path: str) -> bool:
+        path = os.path.abspath(path)
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+        else:  # one realpath per folder, not per file
+            folder, name = os.path.split(path)
+            if folder not in real_dirs:
+                real_dirs[folder] = os.path.realpath(folder)
+            real = os.path.join(real_dirs[folder], name)
+        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in inside)
+
+    for item in items:
+        for ref in item.images:
+            if ref.kind == "path" and not allowed(str(ref.value)):
+                raise EvalkitError(f"{where}: item '{item.id}': image {ref.value} is outside the data folder"
+                                   f"{' and the image folders given' if len(inside) > 1 else ''}; pass "
+                                   f"--allow-outside-images to read it anyway")
+
+
 def prepare(bench_name: str, options: Mapping[str, Any]) -> Prepared:
     """The benchmark's items and queries under these options; duplicate query ids are an error."""
     opts = dict(options)
@@ -84,6 +110,9 @@ def prepare(bench_name: str, options: Mapping[str, Any]) -> Prepared:
     data = resolve_data(bench, opts.get("data"))
     images = resolve_images(opts.get("images"))
     items = bench.load(data, images, opts)
+    if not opts.get("allow_outside_images"):  # folders the user named: the data's, --images, --translated-images
+        folders = [Path(v).expanduser() for k, v in opts.items() if k.endswith("images") and isinstance(v, str) and v]
+        check_image_paths(items, [data if data.is_dir() else data.parent, *folders], data)
     if opts.get("limit"):
         items = items[: int(opts["limit"])]
     queries = apply_generation(list(bench.expand(items, opts)), opts)
