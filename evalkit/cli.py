@@ -332,6 +332,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("evalkit: interrupted; re-run the same command to resume", markup=False)
         return 130
+    except Exception as e:  # a full disk or read-only folder is an error with its remedy, not a traceback
+        from evalkit.core.environment import environment_error
+
+        message = environment_error(e)
+        if message is None:
+            raise
+        err.print(f"evalkit: error: {message}", markup=False, highlight=False, soft_wrap=True)
+        return 2
     return 2
 
 

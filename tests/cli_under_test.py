@@ -11,6 +11,8 @@ one instead (its `evalkit.cli.main`), which is how each test is shown to fail on
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -28,9 +30,16 @@ def checkout_under_test() -> Path:
 
 
 def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120.0,
-            cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:
+            cwd: str | Path | None = None, max_file_bytes: int | None = None) -> subprocess.CompletedProcess[str]:
     """`evalkit ARGS` in a child process; stdout and stderr captured as text. `env` adds to os.environ
-    (matplotlib, if a plot is drawn, without a display)."""
+    (matplotlib, if a plot is drawn, without a display). `max_file_bytes`: no file the child writes may
+    grow past it (RLIMIT_FSIZE): a disk that fills up, on any machine and without root."""
+
+    def limit_files() -> None:
+        if max_file_bytes is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
     child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
     return subprocess.run([sys.executable, "-c", _MAIN, *map(str, args)], capture_output=True, text=True,
-                          env=child_env, timeout=timeout, cwd=cwd)
+                          env=child_env, timeout=timeout, cwd=cwd, preexec_fn=limit_files)

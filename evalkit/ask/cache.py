@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from evalkit.core.environment import environment_error
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, TextPart
 
@@ -172,8 +173,9 @@ def _open(directory: Path, make: Callable[[], Any]) -> Any:
         raise EvalkitError(f"cache directory {directory} is not writable ({e.strerror}); "
                            "give --cache-dir a writable folder or use --no-cache") from e
     except sqlite3.DatabaseError as e:
-        raise EvalkitError(f"cache {directory / 'cache.db'} is damaged ({e}); move it away (a new one is "
-                           "made) or use --no-cache") from e
+        full = environment_error(e)  # a full disk reads as an I/O error, not as damage
+        raise EvalkitError(full or f"cache {directory / 'cache.db'} is damaged ({e}); move it away (a new one "
+                           "is made) or use --no-cache") from e
     except OSError as e:
         raise EvalkitError(f"cannot open cache directory {directory}: {e.strerror or e}; "
                            "give --cache-dir another folder or use --no-cache") from e
