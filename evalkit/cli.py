@@ -102,9 +102,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     kp.add_argument("--seed", type=int, default=0)
     sub.add_parser("list", help="benchmarks and providers")
-    cp = sub.add_parser("cache", help="response cache: stats or clear")
-    cp.add_argument("action", choices=("stats", "clear"))
+    cp = sub.add_parser("cache", help="response cache: stats, clear, or verify every entry")
+    cp.add_argument("action", choices=("stats", "clear", "verify"))
     cp.add_argument("--cache-dir", default=None)
+    cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
+                    "move a damaged database aside keeping what it still holds")
     sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
     if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
         _add_sim_parser(sp, argv)
@@ -242,6 +244,15 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
     from evalkit.ask.cache import ResponseCache
 
     directory = Path(_cache_dir(args.cache_dir))
+    if args.action == "verify":
+        from evalkit.ask.cache_verify import verify_cache
+
+        check = verify_cache(directory, repair=args.repair)
+        console.print(check.summary(), markup=False, highlight=False, soft_wrap=True)
+        if check.ok or args.repair:
+            return 0
+        console.print("evalkit: re-run with --repair to remove what cannot be read", markup=False)
+        return 1
     cache = ResponseCache(directory)
     try:
         if args.action == "clear":
