@@ -79,12 +79,12 @@ class TDBench(Benchmark):
     @dataclass(frozen=True)
     class Options:
         td_set: str | None = option(help="which TDBench files (default all)", choices=("all", "main", "grounding"))
-        td_image_size: int | None = option(help="standardise images to NxN (default 512; 0 = as stored)")
+        td_image_size: int | None = option(help="standardise images to NxN (default 512; 0 = as stored)", at_least=0)
         td_seed: int | None = option(help="seed of the per-rotation option shuffle (generated sets)")
         td_grounding: str | None = option(help="grounding hit: centre in box or IoU", choices=("center", "iou"))
-        td_iou: float | None = option(help="IoU threshold for --td-grounding iou (default 0.5)")
+        td_iou: float | None = option(help="IoU threshold for --td-grounding iou (default 0.5)", above=0)
         td_any_category: bool = option(False, help="accept category names outside the paper's ten")
-        td_boot: int = option(200, help="bootstrap resamples of the reliability fit's intervals (default 200)")
+        td_boot: int = option(200, help="bootstrap resamples of the reliability fit's intervals (default 200)", at_least=1)
 
 
     # ---- load / expand --------------------------------------------------------------------

@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import difflib
 import json
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -31,12 +32,14 @@ ROLES = ("identity", "generation", "endpoint", "operational")
 
 
 def option(default: Any = None, *, help: str, role: str = "identity", flag: str | None = None,
-           choices: Iterable[Any] | None = None, metavar: str | None = None, repeat: bool = False) -> Any:
+           choices: Iterable[Any] | None = None, metavar: str | None = None, repeat: bool = False,
+           at_least: float | None = None, above: float | None = None) -> Any:
     """A settings field. `flag` overrides the generated `--field-name` (e.g. "--no-cache");
-    a bool whose flag starts with --no- stores False; `repeat` makes a flag repeatable (lists)."""
+    a bool whose flag starts with --no- stores False; `repeat` makes a flag repeatable (lists).
+    `at_least` / `above` bound a number (inclusive / exclusive); every float must be finite."""
     assert role in ROLES, role
     meta = {"help": help, "role": role, "flag": flag, "choices": tuple(choices) if choices else None,
-            "metavar": metavar, "repeat": repeat}
+            "metavar": metavar, "repeat": repeat, "at_least": at_least, "above": above}
     return field(default=default, metadata=meta)
 
 
@@ -53,7 +56,7 @@ class RunConfig:
                               role="operational")  # its *content* enters the identity as a fingerprint
     images: str | None = option(help="folder the data's image paths are relative to", role="operational")
     out: str | None = option(help="run directory (default: runs/<bench>-<model>-<settings hash>)", role="operational")
-    limit: int | None = option(help="only the first N items")
+    limit: int | None = option(help="only the first N items", at_least=1)
     mode: str = option("official", help="answer parsing mode", choices=("official", "robust"))
     judge: str | None = option(help="LLM extractor model for answers the rules cannot parse, e.g. openai/gpt-4o-mini",
                                role="operational")
@@ -62,15 +65,16 @@ class RunConfig:
                                        role="endpoint", repeat=True)
     cache_tag: str | None = option(help="use this tag instead of the server URL in cache keys (a moved server)",
                                    role="endpoint")
-    concurrency: int = option(32, help="requests in flight (default 32)", role="operational")
-    rpm: float | None = option(help="requests per minute limit", role="operational")
-    tpm: float | None = option(help="tokens per minute limit", role="operational")
-    timeout: float = option(120.0, help="seconds per request (default 120)", role="operational")
-    max_attempts: int = option(8, help="attempts per query for retryable errors", role="operational")
+    concurrency: int = option(32, help="requests in flight (default 32)", role="operational", at_least=1)
+    rpm: float | None = option(help="requests per minute limit", role="operational", above=0)
+    tpm: float | None = option(help="tokens per minute limit", role="operational", above=0)
+    timeout: float = option(120.0, help="seconds per request (default 120)", role="operational", above=0)
+    max_attempts: int = option(8, help="attempts per query for retryable errors", role="operational",
+                               at_least=1)
     max_retry_after: float = option(60.0, help="longest Retry-After wait honoured, in seconds (default 60)",
-                                    role="operational")
+                                    role="operational", at_least=0)
     max_response_mb: float = option(32.0, help="largest reply accepted, decompressed, in MB (default 32)",
-                                    role="operational")
+                                    role="operational", above=0)
     reask_changed: bool = option(False, help="re-ask queries whose data, images or prompt changed since they were "
                                  "answered (with --out)", role="operational")
     allow_outside_images: bool = option(False, help="read image paths that lead outside the data and --images "
@@ -78,17 +82,20 @@ class RunConfig:
     cache_dir: str | None = option(help="response cache folder (default ./cache or EVALKIT_CACHE_DIR)",
                                    role="operational")
     no_cache: bool = option(False, help="neither read nor write the response cache", role="operational")
-    max_tokens: int | None = option(help="max output tokens (default: the benchmark's, 1024)", role="generation")
-    temperature: float | None = option(help="sampling temperature (default 0)", role="generation")
+    max_tokens: int | None = option(help="max output tokens (default: the benchmark's, 1024)", role="generation",
+                                    at_least=1)
+    temperature: float | None = option(help="sampling temperature (default 0)", role="generation", at_least=0)
     seed: int | None = option(help="sampling seed sent to the model", role="generation")
     extra: dict[str, Any] | None = option(
         help='JSON object merged into the request body, e.g. \'{"guided_choice": ["A","B"]}\'', role="generation")
-    max_side: int | None = option(help="downscale images so the longer side is at most N pixels", role="generation")
-    max_pixels: int | None = option(help="downscale images to at most N pixels", role="generation")
+    max_side: int | None = option(help="downscale images so the longer side is at most N pixels", role="generation",
+                                  at_least=1)
+    max_pixels: int | None = option(help="downscale images to at most N pixels", role="generation", at_least=1)
     progress: bool = option(True, help="no live progress bar", role="operational", flag="--no-progress")
     dry_run: bool = option(False, help="count queries and cached answers, estimate tokens and cost; send nothing",
                            role="operational")
-    max_cost: float | None = option(help="stop sending new queries once this run has spent USD", role="operational")
+    max_cost: float | None = option(help="stop sending new queries once this run has spent USD", role="operational",
+                                     above=0)
     prices: str | None = option(help="JSON file of prices overriding/extending the built-in table",
                                 role="operational")
     group_images: bool = option(True, help="do not send questions on the same image back to back",
@@ -167,8 +174,39 @@ def _describe(hint: Any) -> str:
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
 
 
+def _check_bounds(f: dataclasses.Field[Any], value: Any) -> None:
+    """Finite numbers within the field's bounds: a NaN, 0 or negative here was a traceback, a silent
+    whole-set run (--limit 0) or a dropped tail (--limit -3)."""
+    if isinstance(value, dict):
+        bad = _non_finite(value)
+        if bad:
+            raise EvalkitError(f"{flag_of(f)}: {bad} is not a finite number")
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return
+    if not math.isfinite(value):
+        raise EvalkitError(f"{flag_of(f)} must be a finite number, not {value}")
+    at_least, above = f.metadata.get("at_least"), f.metadata.get("above")
+    if at_least is not None and value < at_least:
+        raise EvalkitError(f"{flag_of(f)} must be at least {at_least:g}, not {value:g}")
+    if above is not None and value <= above:
+        raise EvalkitError(f"{flag_of(f)} must be more than {above:g}, not {value:g}")
+
+
+def _non_finite(obj: Any, path: str = "") -> str | None:
+    """The JSON path of the first NaN or infinity in a parsed JSON value (Python's json reads them)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "a value"
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        found = _non_finite(v, f"{path}.{k}" if path else str(k))
+        if found:
+            return found
+    return None
+
+
 def build(cls: type, values: Mapping[str, Any]) -> Any:
-    """An instance of the settings dataclass `cls` from known, type-checked values."""
+    """An instance of the settings dataclass `cls` from known, type-checked, bounded values."""
     hints = _hints(cls)
     checked = {}
     for f in fields(cls):
@@ -178,6 +216,7 @@ def build(cls: type, values: Mapping[str, Any]) -> Any:
         choices = f.metadata.get("choices")
         if choices and value is not None and value not in choices:
             raise EvalkitError(f"option '{f.name}' must be one of {', '.join(map(str, choices))}, not {value!r}")
+        _check_bounds(f, value)
         checked[f.name] = value
     return cls(**checked)
 
