@@ -292,5 +292,44 @@ class Record:
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Record:
-        known = {k: d[k] for k in Record.__dataclass_fields__ if k in d}
+        """A record read back from JSON; ValueError naming the field when a value has the wrong type or
+        a required field is missing (a damaged line must not pass for a record and fail later)."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a record is a JSON object, not {type(d).__name__}")
+        for name, check in _RECORD_FIELDS.items():
+            if name not in d:
+                if name in _RECORD_REQUIRED:
+                    raise ValueError(f"{name} is missing")
+            elif not check(d[name]):
+                raise ValueError(f"{name} has the wrong type ({type(d[name]).__name__})")
+        known = {k: d[k] for k in _RECORD_FIELDS if k in d}
         return Record(**known)
+
+
+def _str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _opt_str(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_RECORD_REQUIRED = ("query_id", "item_id", "base_id", "variant", "model", "request_key", "response", "gold")
+# what each field of a records.jsonl line may hold
+_RECORD_FIELDS: dict[str, Any] = {
+    "query_id": _str, "item_id": _str, "base_id": _str, "model": _str, "request_key": _str, "gold": _str,
+    "variant": lambda v: isinstance(v, dict),
+    "response": _opt_str, "parsed": _opt_str, "parse_method": _opt_str, "error": _opt_str,
+    "error_message": _opt_str, "finish_reason": _opt_str,
+    "correct": lambda v: v is None or isinstance(v, bool),
+    "refusal": lambda v: isinstance(v, bool), "cached": lambda v: isinstance(v, bool),
+    "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _int(x) for k, x in v.items()),
+    "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "category": _str, "prompt": _str,
+    "image_fps": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "image_sizes": lambda v: isinstance(v, list) and all(isinstance(x, list) and all(_int(n) for n in x) for x in v),
+}

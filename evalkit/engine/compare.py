@@ -18,6 +18,7 @@ from evalkit.analysis.significance import all_pairs, bootstrap_ci, resample, sam
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.identity import protocol_view, saved_settings
+from evalkit.engine.records_read import damaged_note
 from evalkit.engine.rundir import RunDir
 from evalkit.report.compare_md import write_comparison
 
@@ -27,14 +28,24 @@ PER_MODEL = {"model", "endpoint", "cache_tag", "max_tokens", "temperature", "see
              "max_side", "max_pixels"}
 
 
-def load_run(path: Path) -> LoadedRun:
+def load_run(path: Path, notes: list[str] | None = None) -> LoadedRun:
+    """One run as its summary scored it: records kept but not scored there (queries no longer in its
+    data, answers to changed questions) are left out. Damaged records lines are skipped, and said
+    so in `notes`."""
     rundir = RunDir(Path(path))
     saved = rundir.read_config()
     summary_path = rundir.path / "summary.json"
     if not summary_path.exists():
         raise EvalkitError(f"{summary_path}: missing; finish the run or rebuild it with `evalkit report {path}`")
-    records = list(rundir.load_records().values())
-    summary = rundir.read_summary()
+    try:
+        summary = rundir.read_summary()
+    except (OSError, ValueError) as e:
+        raise EvalkitError(f"{summary_path}: unreadable ({e}); rebuild it with `evalkit report {path}`") from e
+    unscored = set(summary.get("unscored_ids") or ())
+    records = [r for qid, r in rundir.load_records().items() if qid not in unscored]
+    if rundir.damaged and notes is not None:
+        notes.append(f"{rundir.path.name}: " + damaged_note(rundir.damaged, saved=False,
+                                                            then=f"`evalkit report {path}` keeps them aside"))
     # identities of 0.1.0 and of today, in one form: defaults dropped, the data's fingerprint (or path)
     return LoadedRun(rundir.path, str(summary.get("model") or saved["identity"].get("model")),
                      protocol_view(saved["identity"]), saved.get("config", {}), summary, records,
@@ -110,9 +121,10 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     """Compare finished runs of one benchmark; with `out`, also write the report there."""
     if len(run_dirs) < 2:
         raise EvalkitError("compare needs at least two run directories")
-    runs = [load_run(Path(p)) for p in run_dirs]
+    damage: list[str] = []
+    runs = [load_run(Path(p), damage) for p in run_dirs]
     _label_all(runs)
-    notes = check_compatible(runs)
+    notes = check_compatible(runs) + damage
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
     options = runs[0].options

@@ -1,8 +1,9 @@
 """One run, end to end: load -> expand -> ask -> parse -> (judge) -> aggregate -> write.
 
 `run()` is the Python API; the CLI is a thin layer over it. Re-running with the same settings
-resumes in the same run directory and sends only what is missing. Every resource a run opens
-(providers, cache, image pipeline and its threads, the records file) is owned by one
+resumes in the same run directory and sends only what is missing, or was asked differently
+(resume.py). One process at a time works in a run directory (lock.py). Every resource a run
+opens (providers, cache, image pipeline and its threads, the records file) is owned by one
 AsyncExitStack, so an error anywhere closes all of them and keeps every answer received.
 """
 
@@ -27,7 +28,16 @@ from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import GenParams, Outcome, Query, Record
-from evalkit.engine.identity import FileHashes, data_fingerprint, legacy_identity, run_identity
+from evalkit.engine.identity import (
+    DataFingerprint,
+    FileHashes,
+    data_fingerprint_parts,
+    legacy_identity,
+    run_identity,
+)
+from evalkit.engine.lock import hold_run_dir
+from evalkit.engine.records_read import damaged_note
+from evalkit.engine.resume import sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir
 from evalkit.engine.shutdown import on_signals
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
@@ -72,6 +82,7 @@ class _Located:
     identity: dict[str, Any]
     legacy: dict[str, Any]
     note: str | None  # set when a 0.1.0 run directory is resumed
+    data: DataFingerprint
 
 
 def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> _Located:
@@ -79,20 +90,35 @@ def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping
     default for this identity, else the directory 0.1.0 used for the same command if that exists."""
     cfg = s.config
     hashes = FileHashes(None if cfg.no_cache else Path(cfg.cache_path(env)) / FILE_HASHES)
-    data_sha = data_fingerprint(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
+    data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
     if not cfg.dry_run:
         hashes.save()
-    identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data_sha)
+    identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data.sha256)
     legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
     if cfg.out:
-        return _Located(RunDir(Path(cfg.out)), identity, legacy, None)
+        return _Located(RunDir(Path(cfg.out)), identity, legacy, None, data)
     new = default_run_dir(s.bench_name, spec.label, identity)
     old = default_run_dir(s.bench_name, spec.label, legacy)
     if not new.exists() and (old / "config.json").exists():
         return _Located(RunDir(old), identity, legacy,
                         f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "
-                        f"runs of these settings that do not find it go to {new})")
-    return _Located(RunDir(new), identity, legacy, None)
+                        f"runs of these settings that do not find it go to {new})", data)
+    return _Located(RunDir(new), identity, legacy, None, data)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One run, resolved: what `_evaluate` needs once the run directory is locked."""
+
+    s: RunSettings
+    spec: ProviderSpec
+    judge_spec: ProviderSpec | None
+    prepared: Prepared
+    price: Price | None
+    where: _Located
+    config: dict[str, Any]
+    env: Mapping[str, str]
+    console: Console
 
 
 async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
@@ -102,60 +128,82 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     console: Console = s.hooks.get("console") or Console(stderr=True)
     spec, judge_spec = await _specs(cfg, env)
     prepared = prepare(bench_name, s.bench_dict())
-    bench, items, queries = prepared.bench, prepared.items, prepared.queries
+    queries = prepared.queries
     price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
     where = _locate(s, spec, prepared, env)
-    rundir, identity = where.rundir, where.identity
-    rundir.immediate = cfg.no_cache  # --no-cache: nothing else keeps an answer; write each record as it arrives
-    config = {**identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
+    config = {**where.identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
               "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
               "price": price.__dict__ if price else None, "options": s.options_dict(),
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
-        return await _dry_run(rundir, queries, spec, env, cfg, price, bench.name, config)
-    migrated = rundir.bind(identity, config, legacy=where.legacy)
-    messages = [m for m in (where.note or migrated,) if m]
-    for message in messages:
-        console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
+        return await _dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
+    with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
+        return await _evaluate(_Job(s, spec, judge_spec, prepared, price, where, config, env, console))
+
+
+async def _evaluate(job: _Job) -> RunResult:
+    s, cfg, spec, config, console = job.s, job.s.config, job.spec, job.config, job.console
+    bench, items, queries = job.prepared.bench, job.prepared.items, job.prepared.queries
+    rundir, identity = job.where.rundir, job.where.identity
+    rundir.immediate = cfg.no_cache  # --no-cache: nothing else keeps an answer; write each record as it arrives
+    messages: list[str] = []
+
+    def say(message: str | None) -> None:
+        if message:
+            messages.append(message)
+            console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
+
+    bound = rundir.bind(identity, config, legacy=job.where.legacy, data=job.where.data.to_dict(),
+                        reask_changed=cfg.reask_changed)
+    say(job.where.note or bound)
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
-    kept = {qid: r for qid, r in existing.items() if qid in by_id and r.error is None}
-    if rundir.records_path.exists() and not rundir.holds_exactly(kept):
-        rundir.rewrite_records(kept.values())  # drop errors left by an earlier attempt and any torn line
-    todo = [q for q in queries if q.id not in kept]
-    plotter = s.hooks.get("plotter")  # the CLI's plot process: it imports matplotlib while we ask
-    if todo and plotter is not None:
-        plotter.start()
-    if cfg.group_images:
-        todo = list(group_by_image(todo, window=cfg.concurrency))
-
-    records = dict(kept)
+    damaged = list(rundir.damaged)
+    records: dict[str, Record] = {}
     fresh: set[str] = set()
-    meter = CostMeter(price)
+    meter = CostMeter(job.price)
     on_record: Callable[[], None] | None = s.hooks.get("on_record")  # for tests and embedding tools
 
     def over_budget() -> bool:
         return cfg.max_cost is not None and meter.spent_usd >= cfg.max_cost
 
     async with contextlib.AsyncExitStack() as stack:
-        cache = stack.enter_context(_open_cache(cfg, env))
+        cache = stack.enter_context(_open_cache(cfg, job.env))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
         stack.enter_context(on_signals(rundir.flush))  # SIGINT/SIGTERM: flush, then KeyboardInterrupt (130)
-        runner = await _runner(stack, spec, env, cfg, cache, pipeline)
+        runner = await _runner(stack, spec, job.env, cfg, cache, pipeline)
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
             rundir.write_config(identity, config)
+        resume = await sort_records_off_loop(by_id, existing, runner.keys_of)
+        kept = resume.kept_lines(by_id)
+        if rundir.records_path.exists() and not rundir.holds_exactly(kept):
+            rundir.rewrite_records(kept)  # drop errors and duplicates; damaged lines go to records.damaged.jsonl
+        if damaged:
+            say(damaged_note(damaged, saved=True, then="their queries are asked again"))
+        if resume.changed:
+            say(f"{len(resume.changed)} answered queries were asked differently then (question, images or prompt "
+                "changed); asking them again")
+        records.update(resume.current)
+        waiting = resume.waiting  # their old answers stay on disk until a new answer replaces them
+        todo = [q for q in queries if q.id not in records]
+        plotter = s.hooks.get("plotter")  # the CLI's plot process: it imports matplotlib while we ask
+        if todo and plotter is not None:
+            plotter.start()
+        if cfg.group_images:
+            todo = list(group_by_image(todo, window=cfg.concurrency))
         progress = RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=cfg.progress)
 
         def sink(outcome: Outcome) -> None:
             rec = grade(bench, outcome.query, make_record(outcome, spec.label), cfg.mode)
             records[rec.query_id] = rec
             fresh.add(rec.query_id)
-            rundir.append(rec)
+            if rec.error is None or rec.query_id not in waiting:
+                rundir.append(rec)
             meter.add(outcome)
             progress.advance(outcome)
             if on_record is not None:
@@ -168,21 +216,22 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         # records of this run were graded in the sink; only those resumed from disk need it
         ordered = [records[qid] if qid in fresh else grade(bench, by_id[qid], records[qid], cfg.mode)
                    for qid in by_id if qid in records]
-        if judge_spec:
+        if job.judge_spec:
             judge_config = replace(cfg, rpm=None, tpm=None)
-            judge_runner = await _runner(stack, judge_spec, env, judge_config, cache, pipeline, fingerprints=False)
+            judge_runner = await _runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
+                                         fingerprints=False)
             await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency)
     bench_opts = s.bench_dict()
     summary = summarize(bench, ordered, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(queries),
-                        options=bench_opts, config=config, judge=judge_spec.label if judge_spec else None,
-                        queries=by_id)
-    summary["usage"]["cost_usd"] = records_cost(price, ordered)
+                        options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
+                        queries=by_id, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
+    summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
     if over_budget():
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
         summary["stopped"] = "max_cost"
     analysis = publish(rundir, summary, bench, ordered, bench_opts, plots=False)  # summary.json, report.md
-    rundir.rewrite_records(ordered)  # then the records in query order
+    rundir.rewrite_records(resume.final_lines(by_id, ordered))  # then the records in query order
     # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
     draw_plots(rundir, summary, analysis, plotter)
@@ -222,13 +271,14 @@ async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Map
 
 async def _dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],
                    cfg: RunConfig, price: Price | None, bench: str, config: dict[str, Any]) -> RunResult:
-    """Count, look up, estimate; send nothing and write nothing."""
-    done = {qid for qid, r in rundir.load_records().items() if r.error is None} if rundir.path.exists() else set()
-    rest = [q for q in queries if q.id not in done]
+    """Count, look up, estimate; send nothing, write nothing, lock nothing."""
+    existing = rundir.load_records() if rundir.path.exists() else {}
     async with contextlib.AsyncExitStack() as stack:
         cache = stack.enter_context(_open_cache(cfg, env))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         runner = await _runner(stack, spec, env, cfg, cache, pipeline)
+        done = (await sort_records_off_loop({q.id: q for q in queries}, existing, runner.keys_of)).current
+        rest = [q for q in queries if q.id not in done]
         plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)
     summary = {"benchmark": bench, "model": spec.label, "dry_run": {**plan.to_dict(), "n_queries": len(queries),
                                                                     "already_done": len(done)},

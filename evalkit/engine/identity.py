@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,14 +127,45 @@ class FileHashes:
             pass  # the memo is an optimisation; a read-only cache folder must not stop a run
 
 
+@dataclass(frozen=True)
+class DataFingerprint:
+    """The data's content hash (`sha256`, the one in the identity) and its two halves, kept in
+    config.json so that a run refused for changed data can say what changed."""
+
+    sha256: str
+    files: str  # the data file(s)
+    images: str  # the images the items reference
+
+    def to_dict(self) -> dict[str, str]:
+        return {"files": self.files, "images": self.images}
+
+
+def describe_data_change(saved: Any, now: Mapping[str, str] | None) -> str:
+    """What differs between two `DataFingerprint.to_dict()`s: "the data file", "the images" or both
+    (either may be absent: a run directory written before they were kept)."""
+    if not isinstance(saved, Mapping) or not isinstance(now, Mapping):
+        return "the data file or its images"
+    parts = [name for key, name in (("files", "the data file"), ("images", "the images"))
+             if saved.get(key) != now.get(key)]
+    return " and ".join(parts) or "the data file or its images"
+
+
 def data_fingerprint(data: Path, items: Sequence[Item], hashes: FileHashes, images: Path | None = None) -> str:
     """sha256 over the data file(s) and every image an item references (its path relative to the
     data or --images folder, and the hash of its bytes): moving a dataset keeps it, editing a
     question or replacing an image changes it."""
+    return data_fingerprint_parts(data, items, hashes, images).sha256
+
+
+def data_fingerprint_parts(data: Path, items: Sequence[Item], hashes: FileHashes,
+                           images: Path | None = None) -> DataFingerprint:
+    """`data_fingerprint`, with the hashes of its data-file and image halves."""
     root = data if data.is_dir() else data.parent
-    h = hashlib.sha256()
+    whole, files, pictures = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
     for path in _data_files(data):
-        h.update(f"file {_rel(path, root, None)} {hashes.sha256(str(path))}\n".encode())
+        line = f"file {_rel(path, root, None)} {hashes.sha256(str(path))}\n".encode()
+        whole.update(line)
+        files.update(line)
     seen: set[str] = set()
     for item in items:
         for ref in item.images:
@@ -144,8 +176,10 @@ def data_fingerprint(data: Path, items: Sequence[Item], hashes: FileHashes, imag
                 sha = hashes.sha256(str(ref.value))
             except OSError:
                 sha = "missing"  # reported as a per-query error when asked; the identity still stands
-            h.update(f"image {_rel(Path(str(ref.value)), root, images)} {sha}\n".encode())
-    return h.hexdigest()
+            line = f"image {_rel(Path(str(ref.value)), root, images)} {sha}\n".encode()
+            whole.update(line)
+            pictures.update(line)
+    return DataFingerprint(whole.hexdigest(), files.hexdigest(), pictures.hexdigest())
 
 
 def _data_files(data: Path) -> Iterable[Path]:

@@ -2,6 +2,9 @@
 
 The model is never asked again; with --judge, unparsed answers go to the judge model
 through the runner and the same cache, and records.jsonl is rewritten with the verdicts.
+The run directory is locked as a run locks it (lock.py): a report never writes beside a run.
+Records are sorted as a resume sorts them (resume.py): an answer to a question that has changed
+since is left out of the scores, and records of queries no longer in the data are kept, not scored.
 """
 
 from __future__ import annotations
@@ -11,12 +14,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evalkit.ask.cache import ResponseCache
+from rich.console import Console
+
+from evalkit.ask.cache import NullCache, ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.settings import RunConfig
 from evalkit.engine.identity import saved_settings
+from evalkit.engine.lock import hold_run_dir
+from evalkit.engine.records_read import DamagedLine, damaged_note
+from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop, spec_of_identity
 from evalkit.engine.rundir import RunDir
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
@@ -25,8 +33,16 @@ from evalkit.report.outputs import publish
 
 
 async def rereport(run_dir: Path, *, judge: str | None = None, judge_base_url: str | None = None,
-                   cache_dir: str | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
-    env = env if env is not None else dict(os.environ)
+                   cache_dir: str | None = None, env: dict[str, str] | None = None,
+                   console: Console | None = None) -> dict[str, Any]:
+    RunDir(run_dir).read_config()  # not a run directory: say so, and create nothing
+    with hold_run_dir(Path(run_dir), advice="wait for it to finish"):
+        return await _rereport(Path(run_dir), judge, judge_base_url, cache_dir,
+                               env if env is not None else dict(os.environ), console or Console(stderr=True))
+
+
+async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None, cache_dir: str | None,
+                    env: dict[str, str], console: Console) -> dict[str, Any]:
     rundir = RunDir(run_dir)
     saved = rundir.read_config()
     identity, config = saved["identity"], saved["config"]
@@ -37,26 +53,45 @@ async def rereport(run_dir: Path, *, judge: str | None = None, judge_base_url: s
     bench_opts = settings.bench_dict()
     bench, items, queries, _ = prepare(identity["benchmark"], bench_opts)
     by_id = {q.id: q for q in queries}
-    records = rundir.load_records()
+    existing = rundir.load_records()
+    damaged = list(rundir.damaged)
     mode = settings.config.mode
-    ordered = [grade(bench, by_id[qid], records[qid], mode) for qid in by_id if qid in records]
-    if judge_spec:
-        async with contextlib.AsyncExitStack() as stack:
+    async with contextlib.AsyncExitStack() as stack:
+        pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+        provider: Any = KeyOnlyProvider(spec_of_identity(identity))  # keys only: never asked
+        keys = Runner(provider, limiter=Limiter(concurrency=1), cache=NullCache(), pipeline=pipeline)
+        resume = await sort_records_off_loop(by_id, existing, keys.keys_of)
+        # an answer whose key cannot be checked now (an image gone since) is scored as the run scored it
+        scored = {**resume.errors, **resume.unchecked, **resume.current}
+        ordered = [grade(bench, by_id[qid], scored[qid], mode) for qid in by_id if qid in scored]
+        if judge_spec:
             cache = stack.enter_context(contextlib.closing(ResponseCache(Path(_cache_path(cache_dir, env)))))
-            pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
-            provider = create_provider(judge_spec, env)
-            stack.push_async_callback(provider.close)
+            judge_provider = create_provider(judge_spec, env)
+            stack.push_async_callback(judge_provider.close)
             concurrency = int(config.get("concurrency") or 32)
-            runner = Runner(provider, limiter=Limiter(concurrency=concurrency), cache=cache, pipeline=pipeline,
+            runner = Runner(judge_provider, limiter=Limiter(concurrency=concurrency), cache=cache, pipeline=pipeline,
                             policy=RetryPolicy(), fingerprints=False)
             await judge_records(bench, by_id, ordered, runner, workers=concurrency)
-        config = {**config, "judge": judge_spec.label}
-    rundir.rewrite_records(ordered)
+            config = {**config, "judge": judge_spec.label}
+    for message in _notes(damaged, len(resume.changed)):
+        console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
+    rundir.rewrite_records(resume.final_lines(by_id, ordered))  # damaged lines go to records.damaged.jsonl
     summary = summarize(bench, ordered, model=identity["model"], mode=mode, n_items=len(items),
                         n_queries=len(queries), options=bench_opts, config=config,
-                        judge=judge_spec.label if judge_spec else config.get("judge"), queries=by_id)
+                        judge=judge_spec.label if judge_spec else config.get("judge"), queries=by_id,
+                        not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
     publish(rundir, summary, bench, ordered, bench_opts)
     return summary
+
+
+def _notes(damaged: list[DamagedLine], changed: int) -> list[str]:
+    notes = []
+    if damaged:
+        notes.append(damaged_note(damaged, saved=True, then="re-run the run's command to ask their queries again"))
+    if changed:
+        notes.append(f"{changed} answers were given to questions that have changed since (question, images or "
+                     "prompt); left out of the scores until the run's command is re-run")
+    return notes
 
 
 def _cache_path(cache_dir: str | None, env: dict[str, str]) -> str:

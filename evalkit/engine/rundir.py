@@ -7,8 +7,8 @@ exit, and on SIGINT/SIGTERM (engine/shutdown.py). A run killed with SIGKILL ther
 most the last 100 ms of records, whose answers are in the response cache (the runner stores each
 answer in a batch committed milliseconds after it reaches the sink; ask/runner.py). With
 `immediate=True` (--no-cache: nothing else keeps the answers) every line is written as it
-arrives, as in 0.1.0. Loading tolerates a torn last line. The line format is 0.1.0's, byte for
-byte.
+arrives, as in 0.1.0. Loading skips damaged lines (records_read.py) and the next rewrite first
+saves them to records.damaged.jsonl. The line format is 0.1.0's, byte for byte.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sized
 from pathlib import Path
 from typing import Any, TextIO
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.files import write_json_atomic
 from evalkit.core.types import Record
+from evalkit.engine.identity import describe_data_change
+from evalkit.engine.records_read import DamagedLine, read_records, save_damaged
 
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
@@ -72,6 +74,9 @@ class RunDir:
         self._fh: TextIO | None = None
         self._pending: list[str] = []
         self._lines_loaded = -1  # lines the last load_records() read (-1: none yet)
+        self._clean = False  # the last load_records() found every line valid, once, newline-terminated
+        self._data: dict[str, str] | None = None  # halves of the data fingerprint, kept in config.json
+        self.damaged: list[DamagedLine] = []  # found by the last load_records(), not yet saved by a rewrite
         self._due = 0.0  # when the oldest buffered line must be written
         self._lock = threading.Lock()  # guards _pending, _due and the flusher's state
         self._wake = threading.Condition(self._lock)
@@ -84,71 +89,85 @@ class RunDir:
         return self.path / RECORDS
 
     # ---- config ------------------------------------------------------------------------
-    def bind(self, identity: dict[str, Any], config: dict[str, Any],
-             legacy: dict[str, Any] | None = None) -> str | None:
+    def bind(self, identity: dict[str, Any], config: dict[str, Any], legacy: dict[str, Any] | None = None, *,
+             data: dict[str, str] | None = None, reask_changed: bool = False) -> str | None:
         """Create the directory, or check an existing one holds the same run (same identity).
 
         A directory written by 0.1.0 holds its identity in the old form: it is the same run when that
         equals `legacy` (0.1.0's identity for this command), and its config is then rewritten in
-        today's form. Returns a one-line note when that happened."""
+        today's form. A run that differs only in its data's content (`data`: the halves of the data
+        fingerprint, see identity.DataFingerprint) is refused with what changed named, unless
+        `reask_changed`: then the directory takes the new identity, and the resume re-asks exactly
+        the queries whose request changed (resume.py). Returns a one-line note when either happened."""
         self.path.mkdir(parents=True, exist_ok=True)
         cfg_path = self.path / CONFIG
         note = None
+        self._data = data
         if cfg_path.exists():
             try:
                 old = json.loads(cfg_path.read_text(encoding="utf-8"))
-            except ValueError as e:
+                old_identity = old.get("identity", {})
+                if not isinstance(old_identity, dict):
+                    raise ValueError("its identity is not an object")
+            except (ValueError, AttributeError) as e:
                 raise EvalkitError(f"{cfg_path}: unreadable ({e}); remove it or choose another --out") from e
-            old_identity = old.get("identity", {})
             expected = legacy if legacy is not None and "identity_version" not in old_identity else identity
-            if old_identity != expected:
-                diff = sorted(k for k in set(old_identity) | set(expected) if old_identity.get(k) != expected.get(k))
+            diff = sorted(k for k in set(old_identity) | set(expected) if old_identity.get(k) != expected.get(k))
+            if diff == ["data_sha256"]:
+                what = describe_data_change(old.get("data_fingerprint"), data)
+                if not reask_changed:
+                    raise EvalkitError(f"run directory {self.path} holds answers to other data ({what} changed "
+                                       "since); add --reask-changed to ask the changed queries again, or choose "
+                                       "another --out")
+                note = f"{what} changed since {self.path} was written: asking the changed queries again"
+            elif diff:
                 raise EvalkitError(f"run directory {self.path} holds a run with different settings "
                                    f"({', '.join(diff)}); choose another --out")
             if expected is legacy:
                 note = f"resuming {self.path}, written by evalkit 0.1.0 (config.json rewritten in today's form)"
-        write_json_atomic(cfg_path, {"identity": identity, "config": config})
+        self.write_config(identity, config)
         return note
 
     def write_config(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
-        write_json_atomic(self.path / CONFIG, {"identity": identity, "config": config})
+        saved: dict[str, Any] = {"identity": identity, "config": config}
+        if self._data is not None:
+            saved["data_fingerprint"] = self._data
+        write_json_atomic(self.path / CONFIG, saved)
 
     def read_config(self) -> dict[str, Any]:
         cfg_path = self.path / CONFIG
         if not cfg_path.exists():
             raise EvalkitError(f"{self.path} is not an evalkit run directory (no {CONFIG})")
-        return json.loads(cfg_path.read_text(encoding="utf-8"))
+        try:
+            saved = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise EvalkitError(f"{cfg_path}: unreadable ({e})") from e
+        if not isinstance(saved, dict) or not isinstance(saved.get("identity"), dict):
+            raise EvalkitError(f"{cfg_path}: not an evalkit config (no identity)")
+        return saved
 
     # ---- records -----------------------------------------------------------------------
     def load_records(self) -> dict[str, Record]:
-        """Last record per query id; a torn final line (killed mid-write) is ignored."""
-        out: dict[str, Record] = {}
+        """Last valid record per query id. Damaged lines (a torn write, a bad byte, a wrong-typed
+        field) are skipped and listed in `damaged`; an unreadable records.jsonl is an EvalkitError."""
         self.flush()
-        self._lines_loaded = 0
-        if not self.records_path.exists():
-            return out
-        with self.records_path.open(encoding="utf-8") as f:
-            for line in f:
-                self._lines_loaded += 1
-                if not line.endswith("\n"):
-                    break  # torn write
-                try:
-                    rec = Record.from_dict(json.loads(line))
-                except (ValueError, TypeError):
-                    continue
-                out[rec.query_id] = rec
-        return out
+        found = read_records(self.records_path)
+        self._lines_loaded, self._clean, self.damaged = found.lines, found.clean, found.damaged
+        return found.records
 
-    def holds_exactly(self, kept: Mapping[str, Record]) -> bool:
+    def holds_exactly(self, kept: Sized) -> bool:
         """True when records.jsonl, as the last load_records() read it, is one line per record of
-        `kept` (a subset of what it returned) and nothing else: no error, duplicate or torn line
-        to compact away, so a resume need not rewrite it."""
-        return self.records_path.exists() and self._lines_loaded == len(kept)
+        `kept` (a subset of what it returned) and nothing else: no error, duplicate, damaged or torn
+        line to compact away, so a resume need not rewrite it."""
+        return self.records_path.exists() and self._clean and self._lines_loaded == len(kept)
 
     def rewrite_records(self, records: Iterable[Record]) -> None:
-        """Atomically replace records.jsonl (compaction on resume, final parsed/judged fields)."""
+        """Atomically replace records.jsonl (compaction on resume, final parsed/judged fields). Damaged
+        lines the last load found are appended to records.damaged.jsonl first: never silently lost."""
         self.close()  # (not under _io_lock: close joins the flusher, which may be waiting for it)
         with self._io_lock:
+            save_damaged(self.path, self.damaged)
+            self.damaged = []
             tmp = self.records_path.with_suffix(".jsonl.tmp")
             with tmp.open("w", encoding="utf-8") as f:
                 f.writelines(record_line(rec) for rec in records)

@@ -125,8 +125,14 @@ def mode_disagreements(bench: BenchmarkRules, queries: Mapping[str, Query], reco
 
 def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, mode: str, n_items: int,
               n_queries: int, options: dict[str, Any], config: dict[str, Any], judge: str | None,
-              queries: Mapping[str, Query] | None = None) -> dict[str, Any]:
-    """summary.json as the run-directory contract fixes it (README, "Run directory"), plus a few helpful extras."""
+              queries: Mapping[str, Query] | None = None, not_in_run: int = 0,
+              unscored: Iterable[str] = ()) -> dict[str, Any]:
+    """summary.json as the run-directory contract fixes it (README, "Run directory"), plus a few helpful extras.
+
+    `records` are the scored ones (this run's queries). records.jsonl may hold more, never scored
+    and never deleted either: `not_in_run` counts records of queries this run does not have (an item
+    skipped or missing, a shorter set); `unscored` names every such query id, and those answered for
+    a question that has changed since, so that readers of records.jsonl (compare) leave them out."""
     counts = count_records(records)
     missing = n_queries - len(records)
     usage = usage_totals(records)
@@ -144,6 +150,8 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "n_queries": n_queries,
         "complete": missing == 0 and counts.get("errors", 0) == 0,
         "missing": missing,
+        "not_in_run": not_in_run,
+        "unscored_ids": sorted(unscored),
         "metrics": bench.aggregate(records, options),
         "counts": counts,
         "error_kinds": _tally(r.error for r in records if r.error),

@@ -25,7 +25,12 @@ def _counts(summary: dict[str, Any]) -> list[str]:
     c = summary.get("counts", {})
     rows = [[k, c.get(k, 0)] for k in ("correct", "wrong", "unparsed", "errors", "refusals")]
     rows.append(["queries", f"{summary.get('n_queries')} ({summary.get('missing', 0)} missing)"])
-    return ["## Counts", "", *md_table(("what", "n"), rows), ""]
+    lines = ["## Counts", "", *md_table(("what", "n"), rows), ""]
+    outside = summary.get("not_in_run") or 0
+    if outside:
+        lines += [f"{outside} record{'s' if outside != 1 else ''} of queries not in this run (items missing, "
+                  "skipped or no longer in the data) kept in records.jsonl, not scored.", ""]
+    return lines
 
 
 def _parsing(summary: dict[str, Any]) -> list[str]:
