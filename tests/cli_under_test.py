@@ -43,3 +43,11 @@ def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeou
     child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
     return subprocess.run([sys.executable, "-c", _MAIN, *map(str, args)], capture_output=True, text=True,
                           env=child_env, timeout=timeout, cwd=cwd, preexec_fn=limit_files)
+
+
+def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None,
+              cwd: str | Path | None = None) -> subprocess.Popen[str]:
+    """`evalkit ARGS` started in a child process (to be signalled); stdout and stderr piped as text."""
+    child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
+    return subprocess.Popen([sys.executable, "-c", _MAIN, *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=child_env, cwd=cwd)

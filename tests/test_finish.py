@@ -5,7 +5,6 @@ SIGTERM that loses no answer it received."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import signal
 import subprocess
@@ -21,7 +20,6 @@ from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.core.types import ImagePart, ImageRef, Message, Query, Response, Usage
-from evalkit.engine import evaluate
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers.base import ProviderSpec
 from evalkit.report import figures, plots
@@ -233,10 +231,6 @@ def test_cached_queries_are_looked_up_in_batches_without_decoding(tmp_path):
 # ------------------------------------------------------------------ stopping a run
 
 
-def _wired(name: str) -> bool:
-    return name in inspect.getsource(evaluate)
-
-
 def _lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
@@ -250,7 +244,6 @@ def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float =
     raise AssertionError(f"{path}: fewer than {n} records after {timeout}s (exit {proc.poll()})")
 
 
-@pytest.mark.skipif(not _wired("on_signals"), reason="engine/evaluate.py does not install shutdown.on_signals yet")
 @pytest.mark.slow
 def test_sigterm_keeps_every_answer_and_resume_sends_only_what_is_missing(tmp_path):
     n, workers = 240, 6
@@ -289,7 +282,6 @@ def test_sigterm_keeps_every_answer_and_resume_sends_only_what_is_missing(tmp_pa
     assert len(final) == n and len({r["query_id"] for r in final}) == n and summary["complete"]
 
 
-@pytest.mark.skipif(not _wired("immediate"), reason="engine/evaluate.py does not make --no-cache RunDirs immediate yet")
 def test_no_cache_run_writes_each_record_as_it_arrives(tmp_path):
     n, workers = 300, 4
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=9)

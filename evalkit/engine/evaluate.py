@@ -48,6 +48,7 @@ from evalkit.providers import ProviderSpec, api_key_for, create_provider, parse_
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
+DRAIN_S = 10.0  # after Ctrl-C/SIGTERM, how long replies already on their way may take to arrive
 FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images by (path, size, mtime)
 
 
@@ -174,7 +175,15 @@ async def _evaluate(job: _Job) -> RunResult:
         cache = stack.enter_context(_open_cache(cfg, job.env))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
-        stack.enter_context(on_signals(rundir.flush))  # SIGINT/SIGTERM: flush, then KeyboardInterrupt (130)
+        draining: list[int] = []
+
+        def drain() -> None:  # the first Ctrl-C/SIGTERM: no new request; replies on their way are kept
+            draining.append(1)
+            console.print(f"evalkit: interrupted: receiving the replies already on their way (up to {DRAIN_S:g} s; "
+                          "interrupt again to stop at once)", markup=False, highlight=False)
+
+        # SIGINT/SIGTERM: flush, drain, then KeyboardInterrupt (exit 130)
+        stack.enter_context(on_signals(rundir.flush, drain=drain, drain_s=DRAIN_S))
         runner = await _runner(stack, spec, job.env, cfg, cache, pipeline)
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
@@ -211,8 +220,10 @@ async def _evaluate(job: _Job) -> RunResult:
 
         with progress:
             if todo:
-                await runner.run(todo, sink, workers=cfg.concurrency, stop=over_budget,
+                await runner.run(todo, sink, workers=cfg.concurrency, stop=lambda: over_budget() or bool(draining),
                                  group_of=image_group if cfg.group_images else None)
+        if draining:  # every reply that arrived is recorded (the stack flushes them): stop as Ctrl-C does
+            raise KeyboardInterrupt
         # records of this run were graded in the sink; only those resumed from disk need it
         ordered = [records[qid] if qid in fresh else grade(bench, by_id[qid], records[qid], cfg.mode)
                    for qid in by_id if qid in records]

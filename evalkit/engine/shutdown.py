@@ -4,7 +4,9 @@ Records are buffered for up to 100 ms (see rundir.py). SIGTERM's default action 
 process without unwinding, losing that buffer; under `asyncio.run` a first Ctrl-C cancels the
 main task and unwinds, but nothing flushes before the unwinding starts. `on_signals` makes
 both the same: the handler (run on the event loop, never in the middle of an append) calls the
-flush functions, then cancels the task that entered the block. The block turns the resulting
+flush functions, then cancels the task that entered the block — or, given a `drain` function,
+lets it go on without new requests so that replies already on their way (paid for) are received
+and recorded, and cancels it only after a deadline. The block turns the resulting
 CancelledError into KeyboardInterrupt, which the CLI reports as "interrupted; re-run the same
 command to resume" with exit status 130. A second signal flushes again and raises
 KeyboardInterrupt at once (a stuck shutdown can still be interrupted).
@@ -48,9 +50,15 @@ def _flush_all(flushes: tuple[Callable[[], None], ...], state: Interrupt) -> Non
 
 
 @contextlib.contextmanager
-def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS) -> Iterator[Interrupt]:
+def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS,
+               drain: Callable[[], None] | None = None, drain_s: float = 10.0) -> Iterator[Interrupt]:
     """Within a coroutine: on SIGINT/SIGTERM call `flushes`, then cancel this task; the block
-    then raises KeyboardInterrupt instead of CancelledError. Previous handlers come back after."""
+    then raises KeyboardInterrupt instead of CancelledError. Previous handlers come back after.
+
+    With `drain`, the first signal calls it instead (it stops new requests) and the block goes on,
+    so replies already on their way are received and recorded rather than paid for and thrown away;
+    the task is cancelled only if the block is still running `drain_s` later, or at a second signal.
+    When the block ends, the interruption is raised as KeyboardInterrupt all the same."""
     state = Interrupt()
     try:
         loop = asyncio.get_running_loop()
@@ -58,6 +66,7 @@ def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS)
         loop = None
     task = asyncio.current_task() if loop is not None else None
     installed: list[tuple[int, Any]] = []
+    deadline: list[asyncio.TimerHandle] = []
 
     def handle(signum: int) -> None:
         state.count += 1
@@ -65,7 +74,11 @@ def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS)
         if state.count > 1 or task is None:
             raise KeyboardInterrupt  # leaves run_forever: the second Ctrl-C is not polite
         state.signum = signum
-        task.cancel()
+        if drain is None or loop is None:
+            task.cancel()
+            return
+        drain()
+        deadline.append(loop.call_later(drain_s, task.cancel))
 
     if loop is not None and task is not None:
         for signum in signals:
@@ -85,6 +98,8 @@ def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS)
             task.uncancel()  # type: ignore[union-attr]
         raise KeyboardInterrupt from None
     finally:
+        for handle_ in deadline:
+            handle_.cancel()
         for signum, previous in installed:
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signum)  # type: ignore[union-attr]

@@ -1,0 +1,49 @@
+"""Ctrl-C or SIGTERM during a run: no new request starts, the replies already on their way are
+received and recorded (0.1.0 cancelled them: the server completed them and a re-run paid again),
+then the run stops with 130; a second signal stops at once."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+from cli_under_test import start_cli
+from conftest import make_mcq_jsonl
+
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+
+def _records(path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_lets_the_replies_in_flight_arrive(tmp_path, signum):
+    n, workers = 48, 8
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=11)
+    out = tmp_path / "run"
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), latency_s=1.0)) as sim:
+        args = ["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url", sim.url,
+                "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--concurrency", str(workers),
+                "--no-progress", "--no-group-images"]
+        proc = start_cli(args)
+        deadline = time.monotonic() + 30
+        while sim.counters.snapshot()["requests"] < 2 * workers and time.monotonic() < deadline:
+            time.sleep(0.02)  # the second wave is on the wire
+        time.sleep(0.3)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+        time.sleep(1.5)  # anything the client abandoned would still complete on the server
+        sent_first = sim.counters.snapshot()["requests"]
+        recorded = {r["query_id"] for r in _records(out / "records.jsonl") if r["error"] is None}
+        again = start_cli(args)
+        again.communicate(timeout=60)
+        sent_total = sim.counters.snapshot()["requests"]
+    assert proc.returncode == 130 and "re-run the same command to resume" in err, err
+    assert sent_first < n  # it stopped starting new requests
+    assert len(recorded) == sent_first  # every reply the server sent was received and recorded
+    assert again.returncode == 0 and sent_total == n  # so the re-run paid for nothing twice
