@@ -116,6 +116,10 @@ def prepare(bench_name: str, options: Mapping[str, Any]) -> Prepared:
     if opts.get("limit"):
         items = items[: int(opts["limit"])]
     queries = apply_generation(list(bench.expand(items, opts)), opts)
+    if not queries:  # a score over nothing reads like a score: 0.1.0 reported "Avg 0.00" on 0 items
+        skipped = getattr(bench, "skipped", None)
+        why = f"all {len(skipped)} were skipped (image files missing)" if skipped else "it holds no items"
+        raise EvalkitError(f"{data}: nothing to evaluate: {why}")
     seen: set[str] = set()
     for q in queries:
         if q.id in seen:
