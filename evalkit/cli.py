@@ -253,6 +253,9 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
             return 0
         console.print("evalkit: re-run with --repair to remove what cannot be read", markup=False)
         return 1
+    if not (directory / "cache.db").is_file():  # looking must not create one
+        console.print(f"{directory}: no cache here", markup=False, highlight=False)
+        return 0
     cache = ResponseCache(directory)
     try:
         if args.action == "clear":

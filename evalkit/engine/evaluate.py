@@ -37,7 +37,7 @@ from evalkit.engine.identity import (
 )
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import damaged_note
-from evalkit.engine.resume import sort_records_off_loop
+from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir
 from evalkit.engine.shutdown import on_signals
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
@@ -256,16 +256,18 @@ def _open_cache(cfg: RunConfig, env: Mapping[str, str]) -> contextlib.AbstractCo
 
 
 async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
-    """The model's and the judge's specs; missing keys are errors before any work starts."""
+    """The model's and the judge's specs; missing keys are errors before any work starts (but a dry run,
+    which sends nothing, needs none)."""
     spec = parse_spec(cfg.model, cfg.base_url, env)
     if cfg.cache_tag:
         spec = replace(spec, cache_tag=cfg.cache_tag)
-    api_key_for(spec, env)
+    if not cfg.dry_run:
+        api_key_for(spec, env)
     spec = await resolve_auto(spec, env)
     judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
     judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
-    if judge_spec:
-        api_key_for(judge_spec, env)
+    if judge_spec and not cfg.dry_run:
+        api_key_for(judge_spec, env, flag="--judge")
     return spec, judge_spec
 
 
@@ -282,12 +284,16 @@ async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Map
 
 async def _dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],
                    cfg: RunConfig, price: Price | None, bench: str, config: dict[str, Any]) -> RunResult:
-    """Count, look up, estimate; send nothing, write nothing, lock nothing."""
+    """Count, look up, estimate; send nothing, write nothing (not even an empty cache), lock nothing,
+    and need no API key (the keys of requests are computed without a client)."""
     existing = rundir.load_records() if rundir.path.exists() else {}
-    async with contextlib.AsyncExitStack() as stack:
-        cache = stack.enter_context(_open_cache(cfg, env))
+    cache_dir = Path(cfg.cache_path(env))
+    with contextlib.ExitStack() as stack:
+        cache: CacheLike = (stack.enter_context(contextlib.closing(ResponseCache(cache_dir)))
+                            if not cfg.no_cache and (cache_dir / "cache.db").is_file() else NullCache())
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
-        runner = await _runner(stack, spec, env, cfg, cache, pipeline)
+        runner = Runner(KeyOnlyProvider(spec), limiter=Limiter(concurrency=cfg.concurrency), cache=cache,
+                        pipeline=pipeline)
         done = (await sort_records_off_loop({q.id: q for q in queries}, existing, runner.keys_of)).current
         rest = [q for q in queries if q.id not in done]
         plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)

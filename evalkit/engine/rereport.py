@@ -48,7 +48,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     identity, config = saved["identity"], saved["config"]
     judge_spec = parse_spec(judge, tuple((judge_base_url or "").replace(",", " ").split()), env) if judge else None
     if judge_spec:
-        api_key_for(judge_spec, env)
+        api_key_for(judge_spec, env, flag="--judge")
     settings = saved_settings(saved)
     bench_opts = settings.bench_dict()
     bench, items, queries, _ = prepare(identity["benchmark"], bench_opts)

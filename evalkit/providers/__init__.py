@@ -47,22 +47,23 @@ def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] 
     return ProviderSpec(provider, model, urls)
 
 
-def api_key_for(spec: ProviderSpec, env: Mapping[str, str]) -> str | None:
-    """The key for a provider, or a one-line error when a required key is missing."""
+def api_key_for(spec: ProviderSpec, env: Mapping[str, str], flag: str = "--model") -> str | None:
+    """The key for a provider, or a one-line error when a required key is missing (naming the flag
+    that asked for it: --model, or --judge)."""
     if spec.provider == "openai":
         key = env.get("OPENAI_API_KEY")
         if not key:
-            raise EvalkitError(f"OPENAI_API_KEY is not set (needed for --model {spec.label})")
+            raise EvalkitError(f"OPENAI_API_KEY is not set (needed for {flag} {spec.label})")
         return key
     if spec.provider == "anthropic":
         key = env.get("ANTHROPIC_API_KEY")
         if not key:
-            raise EvalkitError(f"ANTHROPIC_API_KEY is not set (needed for --model {spec.label})")
+            raise EvalkitError(f"ANTHROPIC_API_KEY is not set (needed for {flag} {spec.label})")
         return key
     if spec.provider == "google":
         key = env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY")
         if not key:
-            raise EvalkitError(f"GEMINI_API_KEY (or GOOGLE_API_KEY) is not set (needed for --model {spec.label})")
+            raise EvalkitError(f"GEMINI_API_KEY (or GOOGLE_API_KEY) is not set (needed for {flag} {spec.label})")
         return key
     if spec.provider == "vllm":
         return env.get("VLLM_API_KEY") or None

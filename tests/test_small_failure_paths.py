@@ -1,0 +1,36 @@
+"""The small failure paths: a dry run needs no key and writes nothing, a missing judge key names
+--judge, looking at a cache does not create one."""
+
+from __future__ import annotations
+
+import os
+
+from cli_under_test import run_cli
+from conftest import make_mcq_jsonl
+
+NO_KEYS = {k: "" for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")}
+
+
+def test_a_dry_run_needs_no_key_and_writes_nothing(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 5, seed=1)
+    for model in ("anthropic/claude-sonnet-4-5", "openai/gpt-4o", "google/gemini-2.5-flash"):
+        done = run_cli(["run", "mcq", "--model", model, "--data", str(data), "--dry-run", "--no-progress",
+                        "--cache-dir", str(tmp_path / "cache")], env=NO_KEYS, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "5" in done.stdout
+    assert sorted(os.listdir(tmp_path)) == ["ds"]  # no cache, no runs/
+
+
+def test_a_missing_judge_key_names_the_judge(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 2, seed=1)
+    done = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", "http://127.0.0.1:9", "--data", str(data),
+                    "--judge", "openai/gpt-4o-mini", "--out", str(tmp_path / "run"), "--no-progress"],
+                   env=NO_KEYS, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "evalkit: error: OPENAI_API_KEY is not set (needed for --judge openai/gpt-4o-mini)"
+
+
+def test_cache_stats_on_no_cache_creates_none(tmp_path):
+    for action in ("stats", "clear", "verify"):
+        done = run_cli(["cache", action, "--cache-dir", str(tmp_path / "nothing")])
+        assert done.returncode == 0 and not (tmp_path / "nothing").exists(), done.stdout + done.stderr
