@@ -173,6 +173,8 @@ async def test_report_tokens_without_tpm_is_harmless() -> None:
 
 
 # --- pauses --------------------------------------------------------------------------------
+# Limiter.pause is kept for adaptive limits; the retry policy no longer calls it on a 429
+# (test_bounded_waits.py shows a 429 delaying only its own request).
 
 
 async def _flow_with_pauses(
@@ -307,3 +309,11 @@ async def test_real_clock_smoke() -> None:
     async with lim.slot(10) as s:
         assert s.waited_s >= 0.0
     assert lim.stats.to_dict()["requests"] == 1
+
+
+def test_pause_refuses_a_wait_without_end() -> None:
+    lim = Limiter(clock=FakeClock())
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="finite"):
+            lim.pause(bad)
+    assert lim.paused_until == float("-inf") and lim.stats.paused_s == 0.0

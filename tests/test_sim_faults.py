@@ -114,3 +114,29 @@ async def test_counters_per_key_and_in_flight():
         assert snap["in_flight"] == 0 and snap["max_in_flight"] >= 4
     finally:
         await server.close()
+
+
+@pytest.mark.parametrize("advertised, headers", [
+    ({}, {"Retry-After": "1", "retry-after-ms": "1000"}),  # the default
+    ({"retry_after": 999999}, {"Retry-After": "999999", "retry-after-ms": "999999000"}),
+    ({"retry_after": 0.05}, {"Retry-After": "1", "retry-after-ms": "50"}),
+    ({"retry_after": None}, {}),  # a bare 429
+    ({"retry_after": None, "retry_after_ms": "inf"}, {"retry-after-ms": "inf"}),
+    ({"retry_after": 2, "retry_after_ms": "nan"}, {"Retry-After": "2", "retry-after-ms": "nan"}),
+    ({"retry_after": "Wed, 21 Oct 2015 07:28:00 GMT"}, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+])
+async def test_a_429_advertises_what_the_faults_say(advertised, headers):
+    server = await start_sim(SimConfig(faults=SimFaults(rate=1.0, kinds=("429",), **advertised)))
+    try:
+        async with aiohttp.ClientSession() as s:
+            status, got, _ = await post(s, server.url, body("Q?"))
+        assert status == 429
+        assert {k: v for k, v in got.items() if k.lower() in ("retry-after", "retry-after-ms")} == headers
+    finally:
+        await server.close()
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), -1.0])
+def test_a_numeric_retry_after_must_be_finite_seconds(bad):
+    with pytest.raises(ValueError, match="retry_after"):
+        SimFaults(retry_after=bad)

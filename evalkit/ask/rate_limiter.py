@@ -4,7 +4,9 @@ Providers enforce requests-per-minute and tokens-per-minute over short windows, 
 minute's worth of burst gets 429s. The buckets here therefore hold only a small burst
 (rate * burst_s) and refill smoothly. Waiters queue on one asyncio.Lock, which keeps them
 roughly FIFO and means only the head of the queue sleeps (for exactly the computed wait,
-never a busy loop). A 429's Retry-After pauses everyone, including requests already queued.
+never a busy loop). pause() stops everyone, queued requests included, until a given time; the
+retry policy no longer calls it (a 429 delays only the refused request), it is kept for adaptive
+limits that slow the whole client down on purpose.
 
 Time comes from a Clock so tests can drive thousands of requests on virtual time.
 """
@@ -12,6 +14,7 @@ Time comes from a Clock so tests can drive thousands of requests on virtual time
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -103,7 +106,7 @@ class LimiterStats:
 
     requests: int = 0  # slots granted
     waited_s: float = 0.0  # total time requests spent waiting for a slot (pauses included)
-    paused_s: float = 0.0  # total length of Retry-After pauses (overlaps counted once)
+    paused_s: float = 0.0  # total length of pause() windows (overlaps counted once)
     max_in_flight: int = 0  # most slots held at once
 
     def to_dict(self) -> dict[str, float | int]:
@@ -129,7 +132,7 @@ class Slot:
 
 
 class Limiter:
-    """Concurrency cap + RPM and TPM token buckets + Retry-After pauses for one endpoint/model."""
+    """Concurrency cap + RPM and TPM token buckets + whole-client pauses for one endpoint/model."""
 
     def __init__(
         self,
@@ -180,7 +183,10 @@ class Limiter:
         return self._pause_until
 
     def pause(self, seconds: float) -> None:
-        """Retry-After: nobody starts before now+seconds; overlapping pauses take the max."""
+        """Nobody starts before now+seconds; overlapping pauses take the max. A wait that is not a
+        finite number (inf, nan) is refused: it would stop the client for good."""
+        if not math.isfinite(seconds):
+            raise ValueError(f"pause must be a finite number of seconds, got {seconds}")
         if seconds <= 0:
             return
         now = self.clock.now()

@@ -1,14 +1,25 @@
-"""One request under the retry policy: the single place where retries, pauses and timeouts live.
+"""One request under the retry policy: the single place where retries, waits and timeouts live.
 
-Each attempt runs inside a limiter slot and a per-request timeout. Rate limits pause the whole
-limiter for Retry-After (or default_pause_s); transient, timeout and empty-content errors back
-off with exponential jitter and retry; permanent and refused errors raise at once. Used by the
-chat runner and by the image editor alike.
+Each attempt runs inside a limiter slot and a per-request timeout. Permanent and refused errors
+raise at once; every other error is retried until max_attempts, the slot released while waiting:
+
+- a rate limit (429) makes only the refused request wait, and counts as an attempt. It waits the
+  server's Retry-After, capped at max_retry_after_s (a header of 999999 s or "inf" must not stall a
+  run, and --timeout does not cover waits between attempts), or, when the server named no usable
+  time, the same exponential-jitter backoff as other errors. Other requests go on meanwhile: one
+  429 among 128 requests in flight says little about the rest, and pausing the whole client a
+  second for each kept a faulty run at --concurrency 128 below 15 requests in flight. Slowing
+  everyone down is the job of adaptive limits (Limiter.pause stays for them), not of one refusal.
+- transient, timeout and empty-content errors back off with exponential jitter.
+
+Waits go through the limiter's clock, so tests run them on virtual time. Used by the chat runner
+and by the image editor alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,7 +39,7 @@ class RetryPolicy:
     initial_s: float = 0.5
     max_s: float = 20.0
     timeout_s: float = 120.0
-    default_pause_s: float = 1.0  # a 429 without Retry-After still pauses the limiter this long
+    max_retry_after_s: float = 60.0  # the longest Retry-After a refused request waits (--max-retry-after)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -45,6 +56,15 @@ def backoff_s(policy: RetryPolicy, attempt: int) -> float:
     return random.uniform(0, max(0.0, ceiling))
 
 
+def rate_limit_wait_s(policy: RetryPolicy, retry_after: float | None, attempt: int) -> float:
+    """How long a request refused with a 429 waits: Retry-After capped at max_retry_after_s, or the
+    backoff when there is none. Providers may hand over anything a header said (inf, nan, < 0)."""
+    if retry_after is None or math.isnan(retry_after):
+        return backoff_s(policy, attempt)
+    cap = policy.max_retry_after_s if policy.max_retry_after_s > 0 else 0.0  # nan or < 0: no wait
+    return min(max(0.0, retry_after), cap)
+
+
 async def _within(awaitable: Awaitable[T], timeout_s: float) -> T:
     """await with a timeout; asyncio.timeout (3.11+) needs no extra task per request."""
     timeout = getattr(asyncio, "timeout", None)
@@ -59,9 +79,9 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
                        on_attempt: Callable[[int], None] | None = None) -> T:
     """One request under the retry policy, each attempt inside a limiter slot and a timeout.
 
-    Rate limits pause the whole limiter for Retry-After (or default_pause_s); transient, timeout
-    and empty errors back off and retry; permanent and refused raise at once. The last
-    ProviderError is re-raised when the attempts are spent.
+    A 429 delays this request alone (capped Retry-After, else backoff); transient, timeout and
+    empty errors back off and retry; permanent and refused raise at once. The last ProviderError
+    is re-raised when the attempts are spent, without waiting first.
     """
     attempt = 0
     while True:  # a plain loop: tenacity's machinery cost more CPU per request than the request itself
@@ -75,10 +95,8 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
                 except asyncio.TimeoutError as e:
                     slot.report_tokens(0)
                     raise ProviderError("timeout", f"no answer within {policy.timeout_s:g}s") from e
-                except ProviderError as e:
+                except ProviderError:
                     slot.report_tokens(0)
-                    if e.kind == "rate_limit":
-                        limiter.pause(e.retry_after if e.retry_after is not None else policy.default_pause_s)
                     raise
                 if tokens_of is not None:
                     slot.report_tokens(tokens_of(result))
@@ -86,4 +104,6 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
         except ProviderError as e:
             if not _retryable(e) or attempt >= policy.max_attempts:
                 raise
-        await asyncio.sleep(backoff_s(policy, attempt))
+            wait = rate_limit_wait_s(policy, e.retry_after, attempt) if e.kind == "rate_limit" \
+                else backoff_s(policy, attempt)
+        await limiter.clock.sleep(wait)

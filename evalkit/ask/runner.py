@@ -54,6 +54,11 @@ class RunnerStats:
     output_tokens: int = 0
 
 
+class NotSent(Exception):
+    """The run's `stop` said so while this query waited for a request slot: it is left for a later run
+    (run() has more workers than slots, so a query may wait there after the budget is spent)."""
+
+
 def unclassified(provider: str, error: Exception) -> ProviderError:
     """An exception an adapter did not classify (an unforeseen reply, or a bug): never a dead worker with
     answers unsaved, and never retried (a bug would be paid for on every attempt)."""
@@ -81,6 +86,7 @@ class Runner:
         self.stats = RunnerStats()
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         self._writes: _Writes | None = None
+        self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
         lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
 
@@ -265,8 +271,13 @@ class Runner:
         """Send with retries; empty content is retried, and if still empty it is the answer."""
         last_empty: Response | None = None
 
+        first = True
+
         async def call() -> Response:
-            nonlocal last_empty
+            nonlocal last_empty, first
+            if first and self._stop is not None and self._stop():
+                raise NotSent
+            first = False
             try:
                 response = await self.provider.complete(query.messages, query.params, images)
             except (ProviderError, asyncio.TimeoutError):
@@ -287,6 +298,10 @@ class Runner:
             return await with_retries(call, self.policy, self.limiter, est_tokens=estimate_tokens(query),
                                       tokens_of=lambda r: r.usage.input_tokens + r.usage.output_tokens,
                                       on_attempt=on_attempt)
+        except NotSent:
+            self.stats.sent -= 1
+            self.stats.attempts -= 1
+            raise
         except ProviderError as e:
             if e.kind == "empty" and last_empty is not None:
                 return last_empty  # the model's answer after all: the benchmark's rule scores it
@@ -298,11 +313,12 @@ class Runner:
                   group_of: Callable[[Query], Hashable | None] | None = None) -> RunnerStats:
         """Ask every query; `sink` receives each outcome as soon as it is known (in completion order).
 
-        `stop` is checked before each new query (e.g. a spending budget): once it says so, no new
-        query starts, and those in flight finish and reach the sink. With `group_of`, the first
+        `stop` is checked before each new query (e.g. a spending budget), and again before its first
+        attempt: once it says so, no new query is sent, and those in flight finish and reach the sink. With `group_of`, the first
         query of a group is answered before the rest of its group is sent (prompt caching).
         """
         feed = _Feed(self, queries)
+        self._stop = stop
         primed: dict[Hashable, asyncio.Event] = {}
 
         async def ask(query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
@@ -342,7 +358,10 @@ class Runner:
                     item = await feed.next()
                     if item is None:
                         return
-                    outcome, store = await answer(*item)
+                    try:
+                        outcome, store = await answer(*item)
+                    except NotSent:
+                        continue
                     if store is not None:  # stored in the background, batched: the worker goes on at once
                         self._writer().put_then(*store, stored)
                     sink(outcome)

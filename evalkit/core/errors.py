@@ -1,10 +1,17 @@
 """Two families of failure: the user's input (exit 2, one line, no traceback) and a provider's reply.
 
 Provider errors are classified once, by the provider adapter, so the runner can decide
-retry / pause / give up without knowing any SDK.
+retry / wait / give up without knowing any SDK. The server's own retry time is read here, once for
+every provider, because what servers put in Retry-After is not always a number a client can wait.
 """
 
 from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
 
 
 class EvalkitError(Exception):
@@ -16,7 +23,8 @@ class EvalkitError(Exception):
 class ProviderError(Exception):
     """A classified failure of one request.
 
-    kind: "rate_limit" (retry after `retry_after` seconds, pausing the whole limiter),
+    kind: "rate_limit" (only this request waits: `retry_after` seconds, capped by the retry policy,
+    or its backoff when the server named no time),
     "transient" (retry with backoff), "timeout" (retry), "empty" (empty content, retry),
     "permanent" (never retried: bad request, auth), "refused" (never retried: the provider
     declined on content grounds — a safety block or content filter).
@@ -43,11 +51,64 @@ def classify_status(status: int) -> str:
     return "permanent"
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Retry-After header (seconds; HTTP dates are rare from APIs and treated as unknown)."""
-    if not value:
+# A finite bound on any wait read from a header: a 400-digit number or a date in the year 9999 must
+# never become a sleep that overflows a timer or never ends. The run's own, much lower cap
+# (RetryPolicy.max_retry_after_s) is what applies in practice.
+MAX_HEADER_WAIT_S = 24 * 3600.0
+
+_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
+def _number_s(text: str, scale: float) -> float | None:
+    """A plain non-negative decimal times scale, clamped; None for anything else (inf, nan, -1, 1e3, 0x10)."""
+    if not _SECONDS.fullmatch(text):
+        return None
+    return min(MAX_HEADER_WAIT_S, float(text) * scale)  # float() of a huge digit string is inf: clamped
+
+
+def _http_date_s(text: str, now: float | None) -> float | None:
+    """Seconds from now until an HTTP-date (IMF-fixdate, RFC 850 or asctime form); 0 if it is past."""
+    from email.utils import parsedate_tz  # lazy: only a date-valued header needs it
+
+    parts = parsedate_tz(text)
+    if parts is None:
         return None
     try:
-        return max(0.0, float(value))
-    except ValueError:
+        when = datetime(*parts[:6], tzinfo=timezone.utc).timestamp() - (parts[9] or 0)
+    except (ValueError, OverflowError, TypeError):  # hour 25, year 99999, ...
         return None
+    wait = when - (time.time() if now is None else now)
+    return min(MAX_HEADER_WAIT_S, max(0.0, wait))
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Retry-After (RFC 9110: delay-seconds or an HTTP-date) as seconds to wait, or None if unusable.
+
+    Servers and proxies send odd things, and a bad value must not stall a run: inf, nan, negative,
+    exponent or other non-numeric text is None (the caller backs off on its own); a huge number or a
+    far date is clamped to MAX_HEADER_WAIT_S; a past date is 0. Fractions are accepted. `now` is the
+    epoch time dates are measured from (default: the clock).
+    """
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    seconds = _number_s(text, 1.0)
+    return seconds if seconds is not None else _http_date_s(text, now)
+
+
+def _header(headers: Any, name: str) -> str | None:
+    """headers[name] compared case-insensitively, from aiohttp/httpx headers or a plain dict."""
+    value = headers.get(name)
+    if value is None and isinstance(headers, Mapping):
+        value = next((v for k, v in headers.items() if isinstance(k, str) and k.lower() == name), None)
+    return value if isinstance(value, str) else None
+
+
+def retry_after_from_headers(headers: Any, *, now: float | None = None) -> float | None:
+    """The server's wait from `retry-after-ms` (milliseconds, OpenAI and Anthropic send it), else
+    `retry-after`; an unusable value in one falls through to the next, None when neither is usable."""
+    if headers is None:
+        return None
+    ms = _header(headers, "retry-after-ms")
+    seconds = _number_s(ms.strip(), 0.001) if ms is not None else None
+    return seconds if seconds is not None else parse_retry_after(_header(headers, "retry-after"), now=now)

@@ -220,7 +220,8 @@ async def _evaluate(job: _Job) -> RunResult:
 
         with progress:
             if todo:
-                await runner.run(todo, sink, workers=cfg.concurrency, stop=lambda: over_budget() or bool(draining),
+                # twice as many workers as slots: a query waiting to retry holds a worker, never a slot
+                await runner.run(todo, sink, workers=2 * cfg.concurrency, stop=lambda: over_budget() or bool(draining),
                                  group_of=image_group if cfg.group_images else None)
         if draining:  # every reply that arrived is recorded (the stack flushes them): stop as Ctrl-C does
             raise KeyboardInterrupt
@@ -277,7 +278,7 @@ async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Map
     provider = create_provider(spec, env, timeout_s=cfg.timeout)
     stack.push_async_callback(provider.close)
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
-    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout)
+    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                   fingerprints=fingerprints)
 

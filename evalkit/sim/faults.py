@@ -21,13 +21,18 @@ class SimFaults:
     """What goes wrong, and how often.
 
     rate: probability that a request gets a fault; kinds: which faults (chosen uniformly);
-    retry_after: seconds advertised by a fault 429; hang_s: how long a hang lasts before a 504;
-    latency_s: added to every answer; rps: token-bucket limit (None: unlimited), burst max(1, rps/10).
+    retry_after: what a fault 429 advertises: seconds (Retry-After rounded up, and retry-after-ms),
+    a string sent as is in Retry-After only (an HTTP-date, "999999", "soon"), or None for no header;
+    retry_after_ms: if set, the retry-after-ms text sent as is instead ("inf", "nan", "-5"), so a
+    client can be shown a value no server should send;
+    hang_s: how long a hang lasts before a 504; latency_s: added to every answer;
+    rps: token-bucket limit (None: unlimited), burst max(1, rps/10).
     """
 
     rate: float = 0.0
     kinds: tuple[str, ...] = DEFAULT_KINDS
-    retry_after: float = 1.0
+    retry_after: float | str | None = 1.0
+    retry_after_ms: str | None = None
     hang_s: float = 30.0
     latency_s: float = 0.0
     rps: float | None = None
@@ -41,6 +46,17 @@ class SimFaults:
             raise ValueError("fault rate must be between 0 and 1")
         if self.rate > 0 and not self.kinds:
             raise ValueError("a fault rate needs at least one fault kind")
+        ra = self.retry_after
+        if isinstance(ra, int | float) and not (math.isfinite(ra) and ra >= 0):
+            raise ValueError(f"retry_after must be finite seconds >= 0, got {ra} (pass a string to send it as is)")
+
+    def headers_429(self) -> dict[str, str]:
+        """The headers of an injected 429."""
+        ra = self.retry_after
+        headers = retry_headers(ra) if isinstance(ra, int | float) else {} if ra is None else {"Retry-After": ra}
+        if self.retry_after_ms is not None:
+            headers["retry-after-ms"] = self.retry_after_ms
+        return headers
 
 
 class FaultDice:

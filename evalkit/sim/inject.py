@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from evalkit.sim.faults import retry_headers
-
 if TYPE_CHECKING:
     from evalkit.sim.dialects import Dialect
     from evalkit.sim.state import SimState
@@ -37,7 +35,7 @@ async def apply_fault(request: web.Request, state: SimState, dialect: Dialect,
     counters.fault(fault)
     if fault == "429":
         counters.status(429)
-        return dialect.error(429, "rate_limit", "rate limit exceeded (injected)", retry_headers(faults.retry_after))
+        return dialect.error(429, "rate_limit", "rate limit exceeded (injected)", faults.headers_429())
     if fault in ("500", "503", "400"):
         status = dialect.overloaded_status if fault == "503" else int(fault)
         counters.status(status)
