@@ -20,11 +20,11 @@ from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import parse_spec
+from evalkit.providers.gemini_reply import response_from_gemini
 from evalkit.providers.google import (
     GoogleProvider,
     gemini_contents,
     generation_settings,
-    response_from_gemini,
     thinking_mode,
 )
 from evalkit.sim import edits
@@ -100,19 +100,69 @@ def test_thinking_defaults_and_pass_through():
 
 
 def test_safety_finish_without_text_is_a_refusal_and_thoughts_are_reasoning():
-    blocked = types.GenerateContentResponse(candidates=[types.Candidate(finish_reason="SAFETY")])
     with pytest.raises(ProviderError) as info:
-        response_from_gemini(blocked)
-    assert info.value.kind == "refused"
-    mixed = types.GenerateContentResponse(
-        candidates=[types.Candidate(finish_reason="STOP", content=types.Content(role="model", parts=[
-            types.Part(text="think", thought=True), types.Part(text="B")]))],
-        usage_metadata=types.GenerateContentResponseUsageMetadata(
-            prompt_token_count=10, candidates_token_count=1, cached_content_token_count=4, thoughts_token_count=5))
+        response_from_gemini({"candidates": [{"finishReason": "SAFETY"}]})
+    assert info.value.kind == "refused" and "SAFETY" in info.value.message
+    with pytest.raises(ProviderError) as info:
+        response_from_gemini({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}})
+    assert info.value.kind == "refused" and "PROHIBITED_CONTENT" in info.value.message
+    mixed = {"candidates": [{"finishReason": "STOP", "content": {"role": "model", "parts": [
+        {"text": "think", "thought": True}, {"text": "B"}]}}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1, "cachedContentTokenCount": 4,
+                          "thoughtsTokenCount": 5}}
     out = response_from_gemini(mixed)
     assert (out.text, out.reasoning, out.finish_reason) == ("B", "think", "STOP")
     assert out.usage.to_dict() == {"input_tokens": 10, "output_tokens": 1, "cached_input_tokens": 4,
                                    "reasoning_tokens": 5}
+
+
+@pytest.mark.parametrize("reply, what", [
+    ({}, "no candidates and no block reason"),
+    ({"candidates": [], "promptFeedback": {}}, "no candidates and no block reason"),
+    ({"candidates": [{"content": {"parts": [{"text": 7}]}}]}, "parts[0].text is a number, not text"),
+    ({"candidates": [{"content": {"parts": "B"}}]}, "candidates[0].content.parts is a string, not a list"),
+    ({"candidates": ["B"]}, "candidates[0] is a string, not an object"),
+])
+def test_a_reply_without_a_usable_candidate_is_malformed_not_empty(reply, what):
+    with pytest.raises(ProviderError) as info:
+        response_from_gemini(reply)
+    assert (info.value.kind, info.value.message) == ("transient", f"malformed reply: {what}")
+
+
+def test_bad_token_counts_are_zero_and_the_answer_is_kept():
+    reply = {"candidates": [{"content": {"parts": [{"text": "C"}]}, "finishReason": "STOP"}],
+             "usageMetadata": {"promptTokenCount": "12", "candidatesTokenCount": -3, "cachedContentTokenCount": 2.5,
+                               "thoughtsTokenCount": True}}
+    out = response_from_gemini(reply)
+    assert out.text == "C" and out.usage.to_dict() == {"input_tokens": 0, "output_tokens": 0,
+                                                       "cached_input_tokens": 0, "reasoning_tokens": 0}
+    assert response_from_gemini({**reply, "usageMetadata": "lots"}).text == "C"
+
+
+async def test_an_unfinished_answer_is_resumed_with_its_continuation_token():
+    """The provider reads raw bodies, so it resumes a CONTINUATION reply itself, as the SDK would: texts
+    joined, counts added, the last hop's finish reason."""
+    hops = [{"candidates": [{"content": {"parts": [{"text": "The answer "}]}, "finishReason": "CONTINUATION",
+                             "continuationToken": "dG9rZW4tMQ=="}],
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 3}},
+            {"candidates": [{"content": {"parts": [{"text": "is B."}]}, "finishReason": "STOP"}],
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2}}]
+    tokens = []
+
+    async def generate_content(*, model, contents, config):
+        tokens.append(config.continuation_token)
+        assert config.should_return_http_response is True
+        return SimpleNamespace(sdk_http_response=SimpleNamespace(body=json.dumps(hops[len(tokens) - 1])))
+
+    p = provider("http://127.0.0.1:9")
+    p._client.aio.models.generate_content = generate_content  # no server: the two hops above
+    try:
+        out = await p.complete([Message.user("Which?")], GenParams(max_tokens=8), [])
+    finally:
+        await p.close()
+    assert tokens == [None, b"token-1"]
+    assert (out.text, out.finish_reason) == ("The answer is B.", "STOP")
+    assert (out.usage.input_tokens, out.usage.output_tokens) == (20, 5)
 
 
 def test_retry_after_header_wins_over_retry_info():

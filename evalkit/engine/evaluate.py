@@ -275,7 +275,7 @@ async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, 
 async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
                   cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True) -> Runner:
     """A runner whose provider the stack closes."""
-    provider = create_provider(spec, env, timeout_s=cfg.timeout)
+    provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
     stack.push_async_callback(provider.close)
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)

@@ -70,20 +70,22 @@ def api_key_for(spec: ProviderSpec, env: Mapping[str, str], flag: str = "--model
     return env.get("OPENAI_API_KEY") or None
 
 
-def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: float = 120.0) -> Provider:
+def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: float = 120.0,
+                    max_response_bytes: int = 32 * 1024 * 1024) -> Provider:
     key = api_key_for(spec, env)
+    limits = {"timeout_s": timeout_s, "max_response_bytes": max_response_bytes}
     if spec.provider == "openai":
         from evalkit.providers.openai_api import openai_provider
 
-        return openai_provider(spec, api_key=key or "", env=env, timeout_s=timeout_s)
+        return openai_provider(spec, api_key=key or "", env=env, **limits)
     if spec.provider == "anthropic":
         from evalkit.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(spec, api_key=key or "", timeout_s=timeout_s)
+        return AnthropicProvider(spec, api_key=key or "", **limits)
     if spec.provider == "google":
         from evalkit.providers.google import GoogleProvider
 
-        return GoogleProvider(spec, api_key=key or "", timeout_s=timeout_s)
+        return GoogleProvider(spec, api_key=key or "", **limits)
     from evalkit.providers.openai_compat import OpenAICompatProvider
 
-    return OpenAICompatProvider(spec, api_key=key, timeout_s=timeout_s)
+    return OpenAICompatProvider(spec, api_key=key, **limits)

@@ -6,21 +6,37 @@ has those arguments: they are sent only through an older SDK that still accepts 
 2023-06-01). Prompt caching on Anthropic is explicit: nothing is cached unless a block
 carries `cache_control`, so by default the last image of a request is marked, and every
 query on the same image(s) reads the image prefix from the cache instead of paying again.
+
+The SDK's HTTP client follows no redirect and caps replies (sdk_http); the reply's raw body is
+checked by evalkit (reply_json) rather than trusted to the SDK's lenient models, and anything
+the SDK raises becomes a classified ProviderError whose message never holds the key.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import time
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, Message, Response, Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
+from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
+from evalkit.providers.redact import Redactor, url_credentials
+from evalkit.providers.reply_json import (
+    json_object,
+    list_of,
+    malformed,
+    member,
+    optional_text,
+    string_of,
+    token_count,
+)
 from evalkit.providers.sdk_errors import sdk_error
+from evalkit.providers.sdk_http import guarded_client_kwargs, httpx_module_of
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -91,40 +107,61 @@ def request_args(model: str, messages: Sequence[Message], params: GenParams, ima
     return args
 
 
-def response_from_anthropic(d: dict[str, Any]) -> Response:
-    """Messages JSON -> Response; a refusal raises ProviderError("refused"), a malformed body KeyError/TypeError.
+def response_from_anthropic(d: Any) -> Response:
+    """Messages JSON -> Response; a refusal raises ProviderError("refused"), a body without usable
+    content blocks ProviderError("transient", "malformed reply: ...").
 
     Anthropic's input_tokens counts only what follows the last cache breakpoint, so the total
     input is that plus the cache reads and writes.
     """
-    stop_reason = d.get("stop_reason")
-    blocks = d["content"]
-    text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
+    blocks = list_of(member(d, "content", "reply"), "content blocks")
+    texts: list[str] = []
+    thoughts: list[str] = []
+    for i, block in enumerate(blocks):
+        kind = member(block, "type", f"content[{i}]")
+        if kind == "text":
+            texts.append(string_of(block.get("text"), f"content[{i}].text"))
+        elif kind == "thinking":
+            thoughts.append(optional_text(block.get("thinking")) or "")
+    stop_reason = optional_text(d.get("stop_reason"))
     if stop_reason == "refusal":
         raise ProviderError("refused", "content refused (stop_reason refusal)")
-    thinking = "".join(b.get("thinking") or "" for b in blocks if b.get("type") == "thinking")
-    u = d.get("usage") or {}
-    read = int(u.get("cache_read_input_tokens") or 0)
-    written = int(u.get("cache_creation_input_tokens") or 0)
-    usage = Usage(input_tokens=int(u.get("input_tokens") or 0) + read + written,
-                  output_tokens=int(u.get("output_tokens") or 0), cached_input_tokens=read)
-    return Response(text=text, usage=usage, finish_reason=stop_reason, reasoning=thinking or None)
+    u = d.get("usage")
+    read = token_count(u, "cache_read_input_tokens")
+    written = token_count(u, "cache_creation_input_tokens")
+    usage = Usage(input_tokens=token_count(u, "input_tokens") + read + written,
+                  output_tokens=token_count(u, "output_tokens"), cached_input_tokens=read)
+    return Response(text="".join(texts), usage=usage, finish_reason=stop_reason, reasoning="".join(thoughts) or None)
+
+
+def guarded_http_client(anthropic: ModuleType, timeout_s: float, max_response_bytes: int) -> Any:
+    """The SDK's own client class (aiohttp transport when installed with it), following no redirect and
+    capping replies at `max_response_bytes`."""
+    for name in ("DefaultAioHttpClient", "DefaultAsyncHttpxClient"):
+        cls = getattr(anthropic, name, None)
+        if cls is None:
+            continue
+        try:
+            return cls(timeout=timeout_s, **guarded_client_kwargs(httpx_module_of(cls), max_response_bytes))
+        except RuntimeError:  # the SDK was installed without its aiohttp extra
+            continue
+    raise RuntimeError("this anthropic SDK has no configurable HTTP client (DefaultAsyncHttpxClient)")
 
 
 class AnthropicProvider:
     """One AsyncAnthropic client (aiohttp transport when the SDK ships it) shared by all requests."""
 
-    def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0, cache_marker: bool = True):
+    def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0, cache_marker: bool = True,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
         import anthropic  # lazy: only when this provider is used
 
         self._anthropic = anthropic
         self.spec = spec
         self.cache_marker = cache_marker
-        kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s}
-        aio = getattr(anthropic, "DefaultAioHttpClient", None)
-        if aio is not None:
-            with contextlib.suppress(RuntimeError):  # the SDK was installed without its aiohttp extra
-                kwargs["http_client"] = aio(timeout=timeout_s)
+        self.max_response_bytes = max_response_bytes
+        self._redact = Redactor([api_key, *(s for u in spec.base_urls for s in url_credentials(u))])
+        kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s,
+                                  "http_client": guarded_http_client(anthropic, timeout_s, max_response_bytes)}
         if spec.base_urls:
             kwargs["base_url"] = spec.base_urls[0]
         self._client = anthropic.AsyncAnthropic(**kwargs)
@@ -149,18 +186,18 @@ class AnthropicProvider:
         args = request_args(self.spec.model, messages, params, images, cache_marker=self.cache_marker,
                             sampling=self.sampling)
         start = time.perf_counter()
-        an = self._anthropic
         try:
-            message = await self._client.messages.create(**args)
-        except Exception as e:  # classified by sdk_error; anything else is re-raised
-            err = sdk_error(an, e)
-            if err is None:
-                raise
-            raise err from e
+            raw = await self._client.messages.with_raw_response.create(**args)
+            body = raw.http_response.content
+        except Exception as e:  # whatever the SDK raises while sending, reading or parsing: classified
+            err = sdk_error(self._anthropic, e) or malformed(f"unreadable ({type(e).__name__})")
+            raise self._redact.error(err) from e
         try:
-            out = response_from_anthropic(message.model_dump())
-        except (KeyError, IndexError, TypeError, AttributeError) as e:
-            raise ProviderError("transient", "malformed response body") from e
+            out = response_from_anthropic(json_object(body))
+        except ProviderError as e:
+            self._redact.error(e)
+            raise
+        out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
         out.latency_s = time.perf_counter() - start
         return out
 

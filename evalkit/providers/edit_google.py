@@ -12,11 +12,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.errors import ProviderError, classify_status
+from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers
 from evalkit.core.types import Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.openai_compat import retry_after_from_headers
 
 _BLOCKED = {"SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "IMAGE_PROHIBITED_CONTENT", "BLOCKLIST", "SPII",
             "RECITATION", "IMAGE_RECITATION"}

@@ -12,11 +12,10 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.errors import ProviderError, classify_status
+from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers
 from evalkit.core.types import Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.openai_compat import retry_after_from_headers
 
 # Parameters `images.edit` takes by name; anything else goes to the form as extra_body.
 _KNOWN = ("background", "input_fidelity", "n", "output_compression", "output_format", "quality",

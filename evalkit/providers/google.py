@@ -1,8 +1,10 @@
 """`google/<model>`: the Gemini API through the official google-genai SDK's async client.
 
-Retries are off: `retry_options` with one attempt, which also stops the SDK's hidden retry of
-aiohttp connection errors (it sleeps 1-10 s and tries again unless retry options are set);
-retries live once, in the runner. Thinking is off by default where the model lets it be
+Retries are off: `retry_options` with one attempt, which also stops the SDK's hidden retries;
+retries live once, in the runner. The SDK is given its HTTP client (httpx2, or httpx): one that
+follows no redirect (aiohttp, the SDK's default transport, followed them with x-goog-api-key)
+and caps replies at `max_response_bytes` decompressed (sdk_http). It hands back the raw body,
+which evalkit reads itself (gemini_reply), resuming an unfinished answer as the SDK would. Thinking is off by default where the model lets it be
 switched off (`thinking_budget=0` on 2.5/3.x Flash models); "pro" models cannot turn it off,
 so nothing is sent and the output limit is raised to at least 8192 tokens, because Gemini
 counts thoughts against `max_output_tokens` and a small limit would cut the answer. Models
@@ -13,24 +15,34 @@ API rejects one there.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.core.errors import ProviderError, classify_status
-from evalkit.core.types import GenParams, ImagePart, Message, Response, Usage
+from evalkit.core.errors import (
+    MAX_HEADER_WAIT_S,
+    ProviderError,
+    classify_status,
+    parse_retry_after,
+    retry_after_from_headers,
+)
+from evalkit.core.types import GenParams, ImagePart, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.openai_compat import retry_after_from_headers
+from evalkit.providers.gemini_reply import GeminiReply, joined, reply_from_gemini
+from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
+from evalkit.providers.redact import Redactor, url_credentials
+from evalkit.providers.reply_json import json_object, malformed
+from evalkit.providers.sdk_errors import provider_error_in
+from evalkit.providers.sdk_http import guarded_client_kwargs
 
 PRO_MIN_OUTPUT_TOKENS = 8192
+MAX_CONTINUATIONS = 8  # hops of one unfinished answer, at most
 _THINKING_MODEL = re.compile(r"gemini-(2\.5|[3-9](\.\d+)?)-")
 _PRO = re.compile(r"(^|-)pro($|-)")
-# finish reasons that mean the model declined on content grounds (a refusal when no text came back)
-BLOCKED = frozenset({"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY",
-                     "IMAGE_PROHIBITED_CONTENT"})
-_TRANSPORT_MODULES = ("aiohttp", "httpx", "httpcore")
+_TRANSPORT_MODULES = ("aiohttp", "httpx", "httpcore", "httpx2", "httpcore2")
 
 
 def thinking_mode(model: str) -> str:
@@ -43,19 +55,15 @@ def thinking_mode(model: str) -> str:
     return "none" if "image" in name else "off"
 
 
-def _name(value: Any) -> str:
-    """An SDK enum or plain string as its bare name ("SAFETY")."""
-    return str(getattr(value, "name", value) or "")
-
-
 def _duration(value: Any) -> float | None:
     """A google.protobuf.Duration as JSON ("2s", "0.5s") or {seconds, nanos} -> seconds."""
     try:
         if isinstance(value, str) and value.endswith("s"):
-            return max(0.0, float(value[:-1]))
+            return parse_retry_after(value[:-1])  # "infs", "nans", "-1s" read as the headers are
         if isinstance(value, dict):
-            return max(0.0, float(value.get("seconds") or 0) + float(value.get("nanos") or 0) / 1e9)
-    except ValueError:
+            seconds = float(value.get("seconds") or 0) + float(value.get("nanos") or 0) / 1e9
+            return min(seconds, MAX_HEADER_WAIT_S) if seconds >= 0 else None
+    except (TypeError, ValueError):
         return None
     return None
 
@@ -128,40 +136,31 @@ def gemini_contents(messages: Sequence[Message], images: Sequence[PreparedImage]
     return ("\n\n".join(s for s in system if s) or None), contents
 
 
-def response_from_gemini(resp: Any) -> Response:
-    """GenerateContentResponse -> Response; a safety block raises ProviderError("refused")."""
-    meta = resp.usage_metadata
-    usage = Usage(input_tokens=int(getattr(meta, "prompt_token_count", 0) or 0),
-                  output_tokens=int(getattr(meta, "candidates_token_count", 0) or 0),
-                  cached_input_tokens=int(getattr(meta, "cached_content_token_count", 0) or 0),
-                  reasoning_tokens=int(getattr(meta, "thoughts_token_count", 0) or 0))
-    feedback = resp.prompt_feedback
-    if feedback is not None and feedback.block_reason:
-        raise ProviderError("refused", f"prompt blocked: {_name(feedback.block_reason)}")
-    candidates = resp.candidates or []
-    if not candidates:
-        return Response(text="", usage=usage)  # empty: the runner retries it
-    cand = candidates[0]
-    finish = _name(cand.finish_reason) or None
-    parts = (cand.content.parts if cand.content is not None else None) or []
-    text = "".join(p.text for p in parts if p.text and not p.thought)
-    thoughts = "".join(p.text for p in parts if p.text and p.thought)
-    if finish in BLOCKED and not text.strip():
-        raise ProviderError("refused", f"blocked: finish_reason {finish}")
-    return Response(text=text, usage=usage, finish_reason=finish, reasoning=thoughts or None)
+def _httpx() -> Any:
+    """httpx2 where installed (the SDK's own preference), else httpx."""
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:
+        return importlib.import_module("httpx")
 
 
 class GoogleProvider:
     """One genai.Client (its aio side) shared by all requests of a run."""
 
-    def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0):
+    def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
         from google import genai  # lazy: only when this provider is used
         from google.genai import errors, types
 
         self._types, self._errors = types, errors
         self.spec = spec
-        self._key = api_key
-        options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1))
+        self.max_response_bytes = max_response_bytes
+        self._redact = Redactor([api_key, *(s for u in spec.base_urls for s in url_credentials(u))])
+        httpx = _httpx()
+        self._http = httpx.AsyncClient(timeout=timeout_s, limits=httpx.Limits(max_connections=None),
+                                       **guarded_client_kwargs(httpx, max_response_bytes))
+        options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1),
+                                    httpx_async_client=self._http)
         if spec.base_urls:
             options.base_url = spec.base_urls[0]
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
@@ -188,32 +187,52 @@ class GoogleProvider:
         settings = generation_settings(self.spec.model, params)
         if system:
             settings["system_instruction"] = system
+        settings["should_return_http_response"] = True  # the raw body: evalkit reads it (gemini_reply)
         try:
             config = self._types.GenerateContentConfig(**settings)
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
             raise ProviderError("permanent", f"bad Gemini parameters: {self._clean(str(e))}") from e
         start = time.perf_counter()
+        reply = await self._ask(contents, config)
+        out = reply.response
+        for _ in range(MAX_CONTINUATIONS):
+            if reply.continuation is None:
+                break
+            reply = await self._ask(contents, config.model_copy(update={"continuation_token": reply.continuation}))
+            out = joined(out, reply.response)
+        out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
+        out.latency_s = time.perf_counter() - start
+        return out
+
+    async def _ask(self, contents: list[Any], config: Any) -> GeminiReply:
+        """One generateContent request, its reply read; every failure a classified ProviderError."""
         try:
             resp = await self._client.aio.models.generate_content(model=self.spec.model, contents=contents,
                                                                   config=config)
+            raw = resp.sdk_http_response
+            reply = reply_from_gemini(json_object(raw.body if raw is not None and raw.body is not None else b""))
+        except ProviderError as e:  # evalkit's own: the reply's checks, the size cap, a redirect
+            self._redact.error(e)
+            raise
         except self._errors.APIError as e:
             raise self._classify(e) from e
         except (asyncio.TimeoutError, TimeoutError) as e:
             raise ProviderError("timeout", "request timed out") from e
         except (ConnectionError, OSError) as e:
             raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
-        except ValueError as e:  # an unreadable body (JSON or pydantic)
-            raise ProviderError("transient", "malformed response body") from e
-        except Exception as e:  # the transport's own errors (aiohttp / httpx), whichever the SDK used
-            if type(e).__module__.split(".")[0] in _TRANSPORT_MODULES:
-                raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
-            raise
-        try:
-            out = response_from_gemini(resp)
-        except (KeyError, IndexError, TypeError, AttributeError) as e:
-            raise ProviderError("transient", "malformed response body") from e
-        out.latency_s = time.perf_counter() - start
-        return out
+        except Exception as e:  # the transport's errors, or anything the SDK raised while reading the reply
+            raise self._unexpected(e) from e
+        return reply
+
+    def _unexpected(self, e: Exception) -> ProviderError:
+        own = provider_error_in(e)
+        if own is not None:
+            return self._redact.error(own)
+        if type(e).__module__.split(".")[0] in _TRANSPORT_MODULES:
+            if "Timeout" in type(e).__name__:
+                return ProviderError("timeout", "request timed out")
+            return ProviderError("transient", f"connection error: {type(e).__name__}")
+        return malformed(f"unreadable ({type(e).__name__})")
 
     def _classify(self, e: Any) -> ProviderError:
         """HTTP status -> kind; the wait from Retry-After if sent, else from RetryInfo."""
@@ -228,8 +247,10 @@ class GoogleProvider:
 
     def _clean(self, text: str) -> str:
         """One line, bounded, and never the key (an echoing proxy must not leak it into records)."""
-        text = " ".join(text.split())[:300]
-        return text.replace(self._key, "***") if self._key else text
+        return self._redact(" ".join(text.split()))[:300]
 
     async def close(self) -> None:
-        await self._client.aio.aclose()
+        try:
+            await self._client.aio.aclose()
+        finally:
+            await self._http.aclose()  # the SDK leaves a client it was given to its owner

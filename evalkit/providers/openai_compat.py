@@ -2,7 +2,9 @@
 one pooled aiohttp session.
 
 Raw aiohttp rather than an SDK because local servers are fast and the client must not be
-the bottleneck (bench/throughput.py measures it against a bare aiohttp loop).
+the bottleneck (bench/throughput.py measures it against a bare aiohttp loop). Replies are read
+within the size cap and checked before they become a Response (http_limits, reply_json);
+redirects are not followed; the key never leaves in a message (redact).
 """
 
 from __future__ import annotations
@@ -12,16 +14,24 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import aiohttp
 
-from evalkit.core.errors import EvalkitError, ProviderError, classify_status, parse_retry_after
+from evalkit.core.errors import EvalkitError, ProviderError, classify_status, retry_after_from_headers
 from evalkit.core.types import GenParams, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
+from evalkit.providers.http_limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    is_redirect,
+    read_capped,
+    read_prefix,
+    redirect_refused,
+)
 from evalkit.providers.openai_format import chat_body, openai_messages, response_from_openai
+from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.replicas import Replica, ReplicaPool
+from evalkit.providers.reply_json import json_object
 
 
 def normalise_base_url(url: str) -> str:
@@ -29,16 +39,6 @@ def normalise_base_url(url: str) -> str:
     url = url.rstrip("/")
     path = url.split("://", 1)[-1].partition("/")[2]
     return url if path else url + "/v1"
-
-
-def retry_after_from_headers(headers: Any) -> float | None:
-    ms = headers.get("retry-after-ms") if headers is not None else None
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    return parse_retry_after(headers.get("retry-after") if headers is not None else None)
 
 
 def proxy_for(url: str) -> str | None:
@@ -52,8 +52,10 @@ def proxy_for(url: str) -> str | None:
     return None if not proxy or proxy_bypass(parts.hostname or "") else proxy
 
 
-def error_message(status: int, body: str) -> str:
+def error_message(status: int, body: str | bytes) -> str:
     """A one-line message from an error body (OpenAI-style JSON or text), trimmed."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
     try:
         err = json.loads(body).get("error")
         msg = err.get("message") if isinstance(err, dict) else str(err)
@@ -68,14 +70,16 @@ class OpenAICompatProvider:
     def __init__(self, spec: ProviderSpec, *, api_key: str | None = None, timeout_s: float = 120.0,
                  connections: int = 256, urls: Sequence[str] | None = None, max_tokens_field: str = "max_tokens",
                  send_temperature: bool = True, headers: Mapping[str, str] | None = None,
-                 env_proxy: bool = False):
+                 env_proxy: bool = False, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
         self.spec = spec
+        self.max_response_bytes = max_response_bytes
         self.pool = ReplicaPool([normalise_base_url(u) for u in (urls or spec.base_urls)])
         self._max_tokens_field = max_tokens_field
         self._send_temperature = send_temperature
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._redact = Redactor([api_key, *(s for r in self.pool.replicas for s in url_credentials(r.url))])
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
@@ -111,28 +115,34 @@ class OpenAICompatProvider:
                     self.pool.failed(replica, unreachable=unreachable)
                 if unreachable and len(tried) < len(self.pool):
                     continue  # nothing was delivered: another replica takes it within this attempt
+                self._redact.error(e)
                 raise
             self.pool.succeeded(replica)
+            out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
             return out
 
     async def _post(self, base: str, payload: bytes) -> Response:
         url = base + "/chat/completions"
         start = time.perf_counter()
         try:
-            async with self._get_session().post(url, data=payload, proxy=self._proxies.get(base)) as resp:
-                text = await resp.text()
+            async with self._get_session().post(url, data=payload, proxy=self._proxies.get(base),
+                                                allow_redirects=False) as resp:
+                if is_redirect(resp.status):
+                    raise redirect_refused(resp.status, resp.headers.get("Location"), url)
                 if resp.status != 200:
                     kind = classify_status(resp.status)
-                    raise ProviderError(kind, error_message(resp.status, text), status=resp.status,
+                    raise ProviderError(kind, error_message(resp.status, await read_prefix(resp)), status=resp.status,
                                         retry_after=retry_after_from_headers(resp.headers))
+                body = await read_capped(resp, self.max_response_bytes)
         except asyncio.TimeoutError as e:
             raise ProviderError("timeout", "request timed out") from e
+        except aiohttp.ClientPayloadError as e:  # cut short, or a body that does not decompress
+            raise ProviderError("transient", f"reply body unreadable: {type(e).__name__}") from e
         except aiohttp.ClientError as e:
             raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
-        try:
-            out = response_from_openai(json.loads(text))
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-            raise ProviderError("transient", "malformed response body") from e
+        except ValueError as e:  # aiohttp refused to send it (a key and URL credentials both given)
+            raise ProviderError("permanent", f"request not sent: {e}") from e
+        out = response_from_openai(json_object(body))
         out.latency_s = time.perf_counter() - start
         return out
 
@@ -158,10 +168,14 @@ async def served_models(base_url: str, api_key: str | None = None, timeout_s: fl
     url = normalise_base_url(base_url) + "/models"
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
-                session.get(url, headers=headers) as resp:
+                session.get(url, headers=headers, allow_redirects=False) as resp:
             if resp.status != 200:
                 raise EvalkitError(f"{url}: HTTP {resp.status} while listing served models")
-            data = await resp.json(content_type=None)
+            data = json_object(await read_capped(resp, DEFAULT_MAX_RESPONSE_BYTES))
+    except ProviderError as e:
+        raise EvalkitError(f"cannot list served models at {url}: {e.message}") from e
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
         raise EvalkitError(f"cannot list served models at {url}: {type(e).__name__}") from e
-    return [m["id"] for m in data.get("data", []) if isinstance(m, dict) and "id" in m]
+    listed = data.get("data")
+    return [m["id"] for m in listed if isinstance(m, dict) and isinstance(m.get("id"), str)] \
+        if isinstance(listed, list) else []

@@ -8,6 +8,7 @@ from typing import Any
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, Message, Response, TextPart, Usage
 from evalkit.images.pipeline import PreparedImage
+from evalkit.providers.reply_json import first_of, member, optional_text, text_of, token_count
 
 
 def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage] | Sequence[str]
@@ -51,29 +52,28 @@ def chat_body(model: str, messages: list[dict[str, Any]], params: GenParams, *, 
     return body
 
 
-def usage_from_openai(u: dict[str, Any] | None) -> Usage:
-    u = u or {}
-    prompt_details = u.get("prompt_tokens_details") or {}
-    completion_details = u.get("completion_tokens_details") or {}
+def usage_from_openai(u: Any) -> Usage:
+    """Token counts; any that is not a non-negative integer (or a usage that is not an object) is 0."""
+    prompt_details = u.get("prompt_tokens_details") if isinstance(u, dict) else None
+    completion_details = u.get("completion_tokens_details") if isinstance(u, dict) else None
     return Usage(
-        input_tokens=int(u.get("prompt_tokens") or 0),
-        output_tokens=int(u.get("completion_tokens") or 0),
-        cached_input_tokens=int(prompt_details.get("cached_tokens") or 0),
-        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        input_tokens=token_count(u, "prompt_tokens"),
+        output_tokens=token_count(u, "completion_tokens"),
+        cached_input_tokens=token_count(prompt_details, "cached_tokens"),
+        reasoning_tokens=token_count(completion_details, "reasoning_tokens"),
     )
 
 
-def response_from_openai(d: dict[str, Any]) -> Response:
-    """Chat-completion JSON -> Response. Raises KeyError/TypeError on a malformed body,
-    ProviderError("refused") when the content filter or the model's refusal replaced the answer."""
-    choice = d["choices"][0]
-    msg = choice["message"]
-    if not msg.get("content") and (choice.get("finish_reason") == "content_filter" or msg.get("refusal")):
-        raise ProviderError("refused", f"content refused ({msg.get('refusal') or 'content_filter'})")
-    reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-    return Response(
-        text=msg.get("content") or "",
-        usage=usage_from_openai(d.get("usage")),
-        finish_reason=choice.get("finish_reason"),
-        reasoning=reasoning if isinstance(reasoning, str) else None,
-    )
+def response_from_openai(d: Any) -> Response:
+    """Chat-completion JSON -> Response. ProviderError("transient", "malformed reply: ...") when the body
+    holds no usable answer, ProviderError("refused") when the content filter or the model's refusal
+    replaced the answer."""
+    choice = first_of(member(d, "choices", "reply"), "choices")
+    msg = member(choice, "message", "choices[0]")
+    text = text_of(member(msg, "content", "choices[0].message"), "message.content")
+    finish = optional_text(choice.get("finish_reason"))
+    refusal = optional_text(msg.get("refusal"))
+    if not text and (finish == "content_filter" or refusal):
+        raise ProviderError("refused", f"content refused ({refusal or 'content_filter'})")
+    reasoning = optional_text(msg.get("reasoning_content")) or optional_text(msg.get("reasoning"))
+    return Response(text=text, usage=usage_from_openai(d.get("usage")), finish_reason=finish, reasoning=reasoning)

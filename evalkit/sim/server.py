@@ -1,7 +1,8 @@
-"""`evalkit sim`: an aiohttp server speaking the OpenAI / vLLM chat-completions wire format.
+"""`evalkit sim`: an aiohttp server speaking the OpenAI / vLLM, Anthropic and Gemini wire formats.
 
-The real `openai` SDK and plain HTTP clients both work against it, so tests exercise the
-real client code paths. The simulated model sees only the request body.
+The real SDKs and plain HTTP clients all work against it, so tests exercise the real client
+code paths. The simulated model sees only the request body. Every route also answers under
+`/hostile/<behaviour>` with a named defect (evalkit.sim.hostile).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
 from evalkit.sim.faults import retry_headers
+from evalkit.sim.hostile import add_hostile_routes
+from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
 from evalkit.sim.model import estimate_tokens, image_tokens
 from evalkit.sim.state import STATE, SimConfig, SimState
@@ -39,7 +42,8 @@ def dialect_handler(dialect: Dialect) -> Callable[[web.Request], Awaitable[web.S
     return handle
 
 
-async def _serve(request: web.Request, state: SimState, dialect: Dialect) -> web.StreamResponse:
+async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
+                 count_completion: bool = True) -> web.StreamResponse:
     counters, config = state.counters, state.config
     try:
         body = json.loads(await request.read())
@@ -79,7 +83,7 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect) -> web
         content = ""
     prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
     usage = Usage(max(prompt_tokens, cached), estimate_tokens(content) + 1, cached)
-    if content:
+    if content and count_completion:
         counters.completed(request_key(body))
     return dialect.ok(state, req, content, finish, usage)
 
@@ -96,8 +100,14 @@ async def handle_counters(request: web.Request) -> web.Response:
     return web.json_response(request.app[STATE].counters.snapshot())
 
 
+async def serve_quietly(request: web.Request, state: SimState, dialect: Dialect) -> web.StreamResponse:
+    """A reply as the route would send it, not counted as a completion (a hostile route spoils it)."""
+    return await _serve(request, state, dialect, count_completion=False)
+
+
 async def handle_reset(request: web.Request) -> web.Response:
     request.app[STATE].counters.reset()
+    request.app[STATE].hostile.reset()
     return web.json_response({"ok": True})
 
 
@@ -109,9 +119,12 @@ def build_app(config: SimConfig) -> web.Application:
     """The aiohttp application; call inside a running loop (its state owns an asyncio.Event)."""
     app = web.Application(client_max_size=256 * 1024 * 1024)
     app[STATE] = SimState(config)
+    handlers = {}
     for dialect in DIALECTS:
         for route in dialect.routes:
-            app.router.add_post(route, dialect_handler(dialect))
+            handlers[route] = dialect_handler(dialect)
+            app.router.add_post(route, handlers[route])
+    add_hostile_routes(app, handlers, serve_quietly)
     app.router.add_post("/v1/images/edits", handle_image_edit)
     app.router.add_get("/v1/models", handle_models)
     app.router.add_get("/sim/counters", handle_counters)
@@ -132,6 +145,11 @@ class SimServer:
     @property
     def counters(self) -> SimCounters:
         return self._state.counters
+
+    @property
+    def hostile(self) -> HostileLog:
+        """What the hostile routes spoiled and what the redirect sink received."""
+        return self._state.hostile
 
     async def close(self) -> None:
         """Stop serving; hanging requests are released at once instead of after hang_s."""
@@ -205,6 +223,13 @@ class SimThread:
         if self._server is None:
             raise RuntimeError("SimThread is not running")
         return self._server.counters
+
+    @property
+    def hostile(self) -> HostileLog:
+        """The hostile routes' log; use .snapshot(), safe from this thread."""
+        if self._server is None:
+            raise RuntimeError("SimThread is not running")
+        return self._server.hostile
 
     def close(self) -> None:
         if self._thread is None or self._loop is None:

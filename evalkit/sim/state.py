@@ -23,6 +23,7 @@ from evalkit.core import fingerprint
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters
 from evalkit.sim.faults import FaultDice, SimFaults, TokenBucket
+from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.model import SimModel, SimParams
 from evalkit.sim.prompt_cache import PrefixCache
 from evalkit.sim.wire import BadRequest
@@ -65,6 +66,7 @@ class SimState:
         self.dice = FaultDice(config.faults)
         self.bucket = TokenBucket(config.faults.rps) if config.faults.rps else None
         self.counters = SimCounters()
+        self.hostile = HostileLog()
         self.prefix_cache = PrefixCache()
         self.latency_s = config.latency_s + config.faults.latency_s
         self.closing = asyncio.Event()
