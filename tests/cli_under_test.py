@@ -29,8 +29,20 @@ def checkout_under_test() -> Path:
     return Path(os.environ.get("EVALKIT_UNDER_TEST") or REPO)
 
 
+def _argv(args: Sequence[str], plots: bool) -> list[str]:
+    """`run` gets --no-plots unless the test wants plots (or the checkout under test has no such flag):
+    these tests look at records, counts and messages, and a plot process per run costs a core-second."""
+    argv = list(map(str, args))
+    settings = checkout_under_test() / "evalkit" / "core" / "settings.py"
+    if (argv[:1] == ["run"] and not plots and "--no-plots" not in argv and settings.is_file()
+            and '"--no-plots"' in settings.read_text(encoding="utf-8")):
+        argv.append("--no-plots")
+    return argv
+
+
 def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120.0,
-            cwd: str | Path | None = None, max_file_bytes: int | None = None) -> subprocess.CompletedProcess[str]:
+            cwd: str | Path | None = None, max_file_bytes: int | None = None,
+            plots: bool = False) -> subprocess.CompletedProcess[str]:
     """`evalkit ARGS` in a child process; stdout and stderr captured as text. `env` adds to os.environ
     (matplotlib, if a plot is drawn, without a display). `max_file_bytes`: no file the child writes may
     grow past it (RLIMIT_FSIZE): a disk that fills up, on any machine and without root."""
@@ -41,13 +53,13 @@ def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeou
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
 
     child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
-    return subprocess.run([sys.executable, "-c", _MAIN, *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", _MAIN, *_argv(args, plots)], capture_output=True, text=True,
                           env=child_env, timeout=timeout, cwd=cwd, preexec_fn=limit_files)
 
 
 def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None,
-              cwd: str | Path | None = None) -> subprocess.Popen[str]:
+              cwd: str | Path | None = None, plots: bool = False) -> subprocess.Popen[str]:
     """`evalkit ARGS` started in a child process (to be signalled); stdout and stderr piped as text."""
     child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
-    return subprocess.Popen([sys.executable, "-c", _MAIN, *map(str, args)], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-c", _MAIN, *_argv(args, plots)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=child_env, cwd=cwd)

@@ -67,3 +67,14 @@ def test_rereport_rebuilds_report_and_plots(tmp_path):
     assert "## Reliability over variant groups" in text
     assert {"plots/variants.png", "plots/reliability.png"} <= set(linked)
     assert all((result.out_dir / rel).exists() for rel in linked)
+
+
+def test_no_plots_writes_the_report_without_figures(tmp_path):
+    key = answer_key_for("mcq", {})
+    with SimThread(SimConfig(answer_key=key)) as sim:
+        result = run("mcq", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "run"),
+                     cache_dir=str(tmp_path / "cache"), progress=False, plots=False)
+    text, linked = _linked_plots(result.out_dir)
+    assert result.exit_code == 0 and "## Official metrics" in text
+    assert linked == [] and "## Plots" not in text and not (result.out_dir / "plots").exists()
+    assert result.summary["headline"]["value"] == result.summary["metrics"]["accuracy"]

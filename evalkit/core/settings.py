@@ -92,6 +92,8 @@ class RunConfig:
                                   at_least=1)
     max_pixels: int | None = option(help="downscale images to at most N pixels", role="generation", at_least=1)
     progress: bool = option(True, help="no live progress bar", role="operational", flag="--no-progress")
+    plots: bool = option(True, help="draw no plots (summary.json and report.md only)", role="operational",
+                         flag="--no-plots")
     dry_run: bool = option(False, help="count queries and cached answers, estimate tokens and cost; send nothing",
                            role="operational")
     max_cost: float | None = option(help="stop sending new queries once this run has spent USD", role="operational",

@@ -200,7 +200,8 @@ async def _evaluate(job: _Job) -> RunResult:
         records.update(resume.current)
         waiting = resume.waiting  # their old answers stay on disk until a new answer replaces them
         todo = [q for q in queries if q.id not in records]
-        plotter = s.hooks.get("plotter")  # the CLI's plot process: it imports matplotlib while we ask
+        plotter = s.hooks.get("plotter") if cfg.plots else None  # the CLI's plot process: it imports
+        # matplotlib while we ask
         if todo and plotter is not None:
             plotter.start()
         if cfg.group_images:
@@ -242,11 +243,13 @@ async def _evaluate(job: _Job) -> RunResult:
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
         summary["stopped"] = "max_cost"
-    analysis = publish(rundir, summary, bench, ordered, bench_opts, plots=False)  # summary.json, report.md
+    analysis = publish(rundir, summary, bench, ordered, bench_opts, plots=False,  # summary.json, report.md
+                       figures=cfg.plots)
     rundir.rewrite_records(resume.final_lines(by_id, ordered))  # then the records in query order
     # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
-    draw_plots(rundir, summary, analysis, plotter)
+    if cfg.plots:
+        draw_plots(rundir, summary, analysis, plotter)
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 

@@ -78,15 +78,17 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
 
 
 def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult | None = None, *,
-                 draw: bool = True, rewrite: bool = True, plotter: Plotter | None = None) -> Path:
+                 draw: bool = True, rewrite: bool = True, plotter: Plotter | None = None,
+                 figures: bool = True) -> Path:
     """report.md, then with an analysis its plots in plots/ (report.md comes first and names the
     planned figures; the plots are not redrawn when what they show has not changed).
-    draw=False: report.md only; rewrite=False: the plots only (report.md is already there)."""
+    draw=False: report.md only; rewrite=False: the plots only (report.md is already there);
+    figures=False: report.md naming no figure, and no plots."""
     from evalkit.report import figures as figs
 
     run_dir = Path(run_dir)
     path = run_dir / "report.md"
-    if analysis is None or not analysis.records:
+    if analysis is None or not analysis.records or not figures:
         if rewrite:
             path.write_text(render_report(summary, analysis, []), encoding="utf-8")
         return path

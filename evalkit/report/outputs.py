@@ -24,17 +24,17 @@ class RunFolder(Protocol):
 
 
 def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, records: Sequence[Record],
-            options: dict[str, Any], *, plots: bool = True) -> ModelResult:
+            options: dict[str, Any], *, plots: bool = True, figures: bool = True) -> ModelResult:
     """Analyse the graded records, add the headline's interval to the summary, write all three.
 
     summary.json and report.md come first; the plots follow (not redrawn when what they show is
     unchanged). With plots=False only the first two are written and the caller draws the plots
     later with draw_plots (report.md already names them), e.g. after other work that must not
-    delay the summary."""
+    delay the summary. figures=False (--no-plots): no plots now or later, and report.md names none."""
     analysis = analyze(summary["model"], bench, records, options)
     summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)
-    write_report(rundir.path, summary, analysis, draw=plots)
+    write_report(rundir.path, summary, analysis, draw=plots and figures, figures=figures)
     return analysis
 
 
