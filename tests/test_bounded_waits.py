@@ -224,8 +224,9 @@ def large_set(tmp_path_factory) -> tuple[Path, object]:
 
 
 HUGE = [(p, {"retry_after": 999999.0}) for p in sorted(KEYS)] + [
-    # retry-after-ms: inf, as a misbehaving proxy sends it; Gemini's wire carries no such header
-    (p, {"retry_after": None, "retry_after_ms": "inf"}) for p in ("anthropic", "openai", "vllm")]
+    # retry-after-ms: inf, as a misbehaving proxy sends it (each provider's header reading is unit-tested
+    # above and in test_providers; Gemini's wire carries no such header)
+    ("vllm", {"retry_after": None, "retry_after_ms": "inf"})]
 
 
 @pytest.mark.parametrize("provider, advertised", HUGE, ids=[f"{p}-{a.get('retry_after_ms') or 'huge'}"
@@ -244,7 +245,7 @@ def test_a_huge_retry_after_is_capped(tmp_path, small_set, provider, advertised)
     assert elapsed < 30, f"{elapsed:.1f}s"
 
 
-@pytest.mark.parametrize("provider", sorted(KEYS))
+@pytest.mark.parametrize("provider", ["vllm", "google"])  # the policy is the runner's; a 429 is one per wire
 def test_a_429_without_retry_after_delays_only_its_request(tmp_path, large_set, provider):
     """400 queries at 32 in flight, 100 ms each, 10 % refused with a bare 429. Only the refused
     request backs off, so the server sees about half of the 32 in flight on average (0.1.0 paused
