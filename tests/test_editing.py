@@ -16,7 +16,7 @@ from PIL import Image
 from evalkit.ask.cache import NullCache, ResponseCache
 from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, create_editor, run_edits
 from evalkit.ask.rate_limiter import Limiter
-from evalkit.core.errors import EvalkitError
+from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import ImagePart, ImageRef
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim import SimConfig, SimFaults, SimServer, start_sim
@@ -209,3 +209,19 @@ async def test_duplicate_ids_are_rejected(tmp_path: Path) -> None:
                         pipeline=pipeline)
     await editor.close()
     pipeline.close()
+
+
+async def test_the_google_editor_follows_no_redirect_and_sends_its_key_nowhere_else(sim: SimServer,
+                                                                                    tmp_path: Path) -> None:
+    src = write_images(tmp_path / "in", 1)[0].read_bytes()
+    editor = create_editor("google/gemini-2.5-flash-image", [sim.url + "/hostile/redirect-307"], ENV)
+    pipeline = ImagePipeline()
+    try:
+        image = pipeline.prepare(ImagePart(ImageRef.from_bytes(src)))
+        with pytest.raises(ProviderError) as info:
+            await editor.edit(image, GENVIP_INSTRUCTION)
+    finally:
+        await editor.close()
+        pipeline.close()
+    assert info.value.kind == "permanent" and "redirect" in info.value.message
+    assert sim.hostile.snapshot()["sink"] == []  # nothing, and so no key, reached the other origin

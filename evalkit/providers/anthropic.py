@@ -17,7 +17,6 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any
 
 from evalkit.core.errors import ProviderError
@@ -36,7 +35,7 @@ from evalkit.providers.reply_json import (
     token_count,
 )
 from evalkit.providers.sdk_errors import sdk_error
-from evalkit.providers.sdk_http import guarded_client_kwargs, httpx_module_of
+from evalkit.providers.sdk_http import guarded_sdk_client
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -134,20 +133,6 @@ def response_from_anthropic(d: Any) -> Response:
     return Response(text="".join(texts), usage=usage, finish_reason=stop_reason, reasoning="".join(thoughts) or None)
 
 
-def guarded_http_client(anthropic: ModuleType, timeout_s: float, max_response_bytes: int) -> Any:
-    """The SDK's own client class (aiohttp transport when installed with it), following no redirect and
-    capping replies at `max_response_bytes`."""
-    for name in ("DefaultAioHttpClient", "DefaultAsyncHttpxClient"):
-        cls = getattr(anthropic, name, None)
-        if cls is None:
-            continue
-        try:
-            return cls(timeout=timeout_s, **guarded_client_kwargs(httpx_module_of(cls), max_response_bytes))
-        except RuntimeError:  # the SDK was installed without its aiohttp extra
-            continue
-    raise RuntimeError("this anthropic SDK has no configurable HTTP client (DefaultAsyncHttpxClient)")
-
-
 class AnthropicProvider:
     """One AsyncAnthropic client (aiohttp transport when the SDK ships it) shared by all requests."""
 
@@ -161,7 +146,7 @@ class AnthropicProvider:
         self.max_response_bytes = max_response_bytes
         self._redact = Redactor([api_key, *(s for u in spec.base_urls for s in url_credentials(u))])
         kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s,
-                                  "http_client": guarded_http_client(anthropic, timeout_s, max_response_bytes)}
+                                  "http_client": guarded_sdk_client(anthropic, timeout_s, max_response_bytes)}
         if spec.base_urls:
             kwargs["base_url"] = spec.base_urls[0]
         self._client = anthropic.AsyncAnthropic(**kwargs)

@@ -16,10 +16,12 @@ from evalkit.core.errors import ProviderError, classify_status, retry_after_from
 from evalkit.core.types import Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
+from evalkit.providers.google import genai_httpx
+from evalkit.providers.sdk_http import EDIT_MAX_BYTES, guarded_client_kwargs
 
 _BLOCKED = {"SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "IMAGE_PROHIBITED_CONTENT", "BLOCKLIST", "SPII",
             "RECITATION", "IMAGE_RECITATION"}
-_TRANSPORT_MODULES = ("aiohttp", "httpx", "httpcore")
+_TRANSPORT_MODULES = ("aiohttp", "httpx", "httpcore", "httpx2", "httpcore2")
 
 
 def _name(value: Any) -> str:
@@ -34,7 +36,10 @@ class GoogleImageEditor:
 
         self._types, self._errors = types, errors
         self.spec = spec
-        options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1))
+        httpx = genai_httpx()  # the SDK's client held to the wire rules: no redirect, a size cap
+        self._http = httpx.AsyncClient(timeout=timeout_s, **guarded_client_kwargs(httpx, EDIT_MAX_BYTES))
+        options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1),
+                                    httpx_async_client=self._http)
         if spec.base_urls:
             options.base_url = spec.base_urls[0]
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
@@ -70,7 +75,10 @@ class GoogleImageEditor:
         return _image_of(resp)
 
     async def close(self) -> None:
-        await self._client.aio.aclose()
+        try:
+            await self._client.aio.aclose()
+        finally:
+            await self._http.aclose()  # the SDK leaves a client it was given to its owner
 
 
 def _image_of(resp: Any) -> tuple[bytes, str, Usage]:

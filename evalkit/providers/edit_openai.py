@@ -16,6 +16,7 @@ from evalkit.core.errors import ProviderError, classify_status, retry_after_from
 from evalkit.core.types import Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
+from evalkit.providers.sdk_http import EDIT_MAX_BYTES, guarded_sdk_client
 
 # Parameters `images.edit` takes by name; anything else goes to the form as extra_body.
 _KNOWN = ("background", "input_fidelity", "n", "output_compression", "output_format", "quality",
@@ -31,7 +32,7 @@ class OpenAIImageEditor:
         self._openai = openai
         self.spec = spec
         kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s,
-                                  "http_client": openai.DefaultAioHttpClient(timeout=timeout_s)}
+                                  "http_client": guarded_sdk_client(openai, timeout_s, EDIT_MAX_BYTES)}
         if spec.base_urls:
             kwargs["base_url"] = spec.base_urls[0]
         self._client = openai.AsyncOpenAI(**kwargs)

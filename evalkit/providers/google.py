@@ -136,7 +136,7 @@ def gemini_contents(messages: Sequence[Message], images: Sequence[PreparedImage]
     return ("\n\n".join(s for s in system if s) or None), contents
 
 
-def _httpx() -> Any:
+def genai_httpx() -> Any:
     """httpx2 where installed (the SDK's own preference), else httpx."""
     try:
         return importlib.import_module("httpx2")
@@ -156,7 +156,7 @@ class GoogleProvider:
         self.spec = spec
         self.max_response_bytes = max_response_bytes
         self._redact = Redactor([api_key, *(s for u in spec.base_urls for s in url_credentials(u))])
-        httpx = _httpx()
+        httpx = genai_httpx()
         self._http = httpx.AsyncClient(timeout=timeout_s, limits=httpx.Limits(max_connections=None),
                                        **guarded_client_kwargs(httpx, max_response_bytes))
         options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1),

@@ -67,6 +67,9 @@ class _Inflater:
             raise malformed("compressed body is truncated")
 
 
+# Image edits answer with whole images (base64 in JSON): a larger cap than replies of text.
+EDIT_MAX_BYTES = 256 * 1024 * 1024
+
 def _check_utf8(decoder: codecs.IncrementalDecoder | None, piece: bytes, final: bool = False) -> None:
     if decoder is None:
         return
@@ -141,3 +144,17 @@ def httpx_module_of(client_class: type) -> ModuleType:
         if root in ("httpx", "httpx2"):
             return importlib.import_module(root)
     raise TypeError(f"{client_class.__name__} is not an httpx client")
+
+
+def guarded_sdk_client(sdk: ModuleType, timeout_s: float, max_response_bytes: int) -> Any:
+    """The HTTP client of a Stainless-built SDK (anthropic, openai) in its own class (aiohttp transport
+    when installed with it), following no redirect and capping replies at `max_response_bytes`."""
+    for name in ("DefaultAioHttpClient", "DefaultAsyncHttpxClient"):
+        cls = getattr(sdk, name, None)
+        if cls is None:
+            continue
+        try:
+            return cls(timeout=timeout_s, **guarded_client_kwargs(httpx_module_of(cls), max_response_bytes))
+        except RuntimeError:  # the SDK was installed without its aiohttp extra
+            continue
+    raise RuntimeError(f"this {sdk.__name__} SDK has no configurable HTTP client (DefaultAsyncHttpxClient)")
