@@ -96,6 +96,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_process(proc: subprocess.Popen | None) -> None:
+    """Terminate a child still running (kill it if it does not go within 5 s)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 def http_json(url: str, method: str = "GET", timeout: float = 10.0) -> Any:
     req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
     with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -144,14 +156,7 @@ class SimProcess:
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc)
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import env_without_keys, free_port, http_json
+from _common import env_without_keys, free_port, http_json, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = "500,503,drop,hang,malformed"
@@ -160,14 +160,7 @@ class Server:
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc)
 
     def __exit__(self, *exc: object) -> None:
         self.close()

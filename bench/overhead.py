@@ -52,7 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import bare_loop, chat_body, env_without_keys, free_port
+from _common import bare_loop, chat_body, env_without_keys, free_port, stop_process
 
 # the evalkit this script imports (PYTHONPATH may point at another checkout, e.g. to measure a
 # baseline); `python -m evalkit.cli` runs from there, since -m puts the working directory first
@@ -125,13 +125,7 @@ class CannedServer:
 
     def __exit__(self, *exc: object) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        stop_process(proc)
 
 
 # ------------------------------------------------------------------ the data set

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
-from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from evalkit.ask.cache import CacheLike, request_key
+from evalkit.ask.cache_writes import CacheWrites
+from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import EvalkitError, ProviderError
@@ -35,14 +35,6 @@ from evalkit.images.provider_limits import (
 from evalkit.providers.base import Provider
 
 T = TypeVar("T")
-LOOKUP_CHUNK = 512  # queries looked up in the cache per thread hop (the first chunks are smaller)
-FIRST_CHUNK = 32
-
-# What the feed found for one query: (request key, cached value or None, fingerprints of a hit),
-# or None when the lookup failed for this query alone (ask() then reports the error itself).
-Looked = tuple[str, dict | None, list[str]] | None
-
-
 @dataclass
 class RunnerStats:
     sent: int = 0
@@ -85,7 +77,7 @@ class Runner:
         self.drain_s = drain_s  # after a fatal error, how long requests in flight may take to finish
         self.stats = RunnerStats()
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
-        self._writes: _Writes | None = None
+        self._writes: CacheWrites | None = None
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
         lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
@@ -234,9 +226,9 @@ class Runner:
             await self._writer().put(*store)
         return outcome
 
-    def _writer(self) -> _Writes:
+    def _writer(self) -> CacheWrites:
         if self._writes is None:
-            self._writes = _Writes(self)
+            self._writes = CacheWrites(self)
         return self._writes
 
     async def _ask(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
@@ -317,7 +309,7 @@ class Runner:
         attempt: once it says so, no new query is sent, and those in flight finish and reach the sink. With `group_of`, the first
         query of a group is answered before the rest of its group is sent (prompt caching).
         """
-        feed = _Feed(self, queries)
+        feed = Feed(self, queries)
         self._stop = stop
         primed: dict[Hashable, asyncio.Event] = {}
 
@@ -388,119 +380,3 @@ class Runner:
         if failure:
             raise failure[0]
         return self.stats
-
-
-class _Feed:
-    """The queries in order, each with what the cache holds for it, looked up a chunk at a time.
-
-    One thread hop computes a chunk's keys and asks the cache for all of them at once
-    (Runner.lookup_many); the next chunk is looked up while the workers drain this one, so
-    they wait only at the start. Chunks grow from FIRST_CHUNK to LOOKUP_CHUNK queries.
-    """
-
-    def __init__(self, runner: Runner, queries: Iterable[Query]):
-        self._runner = runner
-        self._it: Iterator[Query] = iter(queries)
-        self._buf: deque[tuple[Query, Looked]] = deque()
-        self._size = FIRST_CHUNK
-        self._done = False
-        self._filling: asyncio.Task[None] | None = None
-
-    async def next(self) -> tuple[Query, Looked] | None:
-        """The next query and its lookup; None when all were handed out."""
-        while True:
-            if not self._done and self._filling is None and len(self._buf) <= self._size // 2:
-                self._filling = asyncio.ensure_future(self._fill())
-            if self._buf:
-                return self._buf.popleft()
-            if self._filling is None:
-                return None
-            await asyncio.shield(self._filling)
-
-    async def _fill(self) -> None:
-        try:
-            chunk = list(itertools.islice(self._it, self._size))
-            if not chunk:
-                self._done = True
-                return
-            self._size = min(self._size * 2, LOOKUP_CHUNK)
-            looked = await self._runner.in_cache_thread(self._runner.lookup_many, chunk)
-            self._buf.extend(zip(chunk, looked, strict=True))
-        finally:
-            self._filling = None
-
-    async def aclose(self) -> None:
-        task, self._filling = self._filling, None
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-
-class _Writes:
-    """Answers on their way into the cache: whatever arrives while one batch is being written
-    goes in the next, each batch in one thread hop and one transaction (group commit). put()
-    waits until its answer is stored; put_then() returns at once and calls `then` (with the
-    write's error, if any) once it is.
-
-    In run() the sink gets an answer as soon as it arrives (the spending budget sees it at once)
-    and its store follows within a batch, milliseconds later: well inside the 100 ms for which
-    the run directory buffers the record (rundir.py), so a killed run loses no answer that is
-    neither in records.jsonl nor in the cache but those of that last moment."""
-
-    def __init__(self, runner: Runner):
-        self._runner = runner
-        self._cache = runner.cache
-        self._batch: list[tuple[str, dict, asyncio.Future[None] | None,
-                                Callable[[BaseException | None], None] | None]] = []
-        self._task: asyncio.Task[None] | None = None
-        self._idle = asyncio.Event()
-        self._idle.set()
-
-    def _enqueue(self, key: str, value: dict, fut: asyncio.Future[None] | None,
-                 then: Callable[[BaseException | None], None] | None) -> None:
-        self._batch.append((key, value, fut, then))
-        self._idle.clear()
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._drain())
-
-    async def put(self, key: str, value: dict) -> None:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._enqueue(key, value, fut, None)
-        await asyncio.shield(fut)
-
-    def put_then(self, key: str, value: dict, then: Callable[[BaseException | None], None]) -> None:
-        self._enqueue(key, value, None, then)
-
-    async def idle(self) -> None:
-        """Until every answer handed over is stored and its `then` called."""
-        await self._idle.wait()
-
-    def _write(self, items: list[tuple[str, dict]]) -> None:
-        set_many = getattr(self._cache, "set_many", None)
-        if set_many is not None:
-            set_many(items)
-        else:
-            for key, value in items:
-                self._cache.set(key, value)
-
-    async def _drain(self) -> None:
-        try:
-            while self._batch:
-                batch, self._batch = self._batch, []
-                error: Exception | None = None
-                try:
-                    await self._runner.in_cache_thread(self._write, [(k, v) for k, v, _, _ in batch])
-                except Exception as e:  # every answer of the batch learns it; the records keep them
-                    error = e
-                for _, _, fut, then in batch:
-                    if fut is not None and not fut.done():
-                        if error is None:
-                            fut.set_result(None)
-                        else:
-                            fut.set_exception(error)
-                    if then is not None:
-                        then(error)
-        finally:
-            self._task = None
-            if not self._batch:
-                self._idle.set()
