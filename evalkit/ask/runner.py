@@ -79,6 +79,10 @@ class Runner:
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         self._writes: CacheWrites | None = None
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
+        # the endpoint in request keys, spelled once (not per request), and 0.1.0's spelling where it differs
+        self._endpoint = provider.spec.endpoint
+        self._old_endpoint = provider.spec.legacy_endpoint
+        self._legacy = self._old_endpoint != self._endpoint
         lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
 
@@ -112,16 +116,11 @@ class Runner:
 
     def _key(self, fitted: Query, endpoint: str | None = None) -> str:
         spec = self.provider.spec
-        return request_key(provider=spec.provider, model=spec.model, endpoint=endpoint or spec.endpoint,
+        return request_key(provider=spec.provider, model=spec.model, endpoint=endpoint or self._endpoint,
                            params=fitted.params, messages=fitted.messages, source_hash=self.pipeline.source_hash)
 
-    @property
-    def _legacy(self) -> bool:
-        spec = self.provider.spec
-        return spec.legacy_endpoint != spec.endpoint
-
     def _legacy_key(self, fitted: Query) -> str:
-        return self._key(fitted, self.provider.spec.legacy_endpoint)
+        return self._key(fitted, self._old_endpoint)
 
     def _get_legacy(self, fitted: Query, key: str) -> tuple[str, dict | None]:
         """A miss under today's key may be a 0.1.0 answer under the endpoint as it was typed then."""
