@@ -57,6 +57,29 @@ def _ask(case: dict, extra: list[str] | None = None) -> int:
     return main(case["run_argv"][1:] + (extra or []))
 
 
+class _Fitted:
+    """Any value: the maximum-likelihood reliability fit (`reliability_ml*`) is an optimizer's answer
+    and moves with the scipy release installed; where r = g its theta is not identifiable at all
+    (0.29 with one release, 0.54 with the next). The fit is tested on synthetic data elsewhere."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, dict)
+
+    def __repr__(self) -> str:
+        return "<ML fit: any>"
+
+
+def approx_tree(value):
+    """`value` with floats compared to 1e-6 relative, and the ML fit left out (see _Fitted)."""
+    if isinstance(value, dict):
+        return {k: _Fitted() if k.startswith("reliability_ml") else approx_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [approx_tree(v) for v in value]
+    if isinstance(value, float):
+        return pytest.approx(value, rel=1e-6, abs=1e-9)
+    return value
+
+
 def _metrics(path: Path) -> dict:
     return json.loads((path / "summary.json").read_text())["metrics"]
 
@@ -72,7 +95,7 @@ def test_v010_run_directory_and_cache_resume_free(name, monkeypatch, tmp_path, c
 
     untouched = tmp_path / "old-run"  # `evalkit report` on the run exactly as 0.1.0 left it
     shutil.copytree(old_dir, untouched)
-    assert rereport_metrics(untouched) == expected
+    assert rereport_metrics(untouched) == approx_tree(expected)
 
     with _sim(case) as sim:
         assert _ask(case) == 0
@@ -81,7 +104,7 @@ def test_v010_run_directory_and_cache_resume_free(name, monkeypatch, tmp_path, c
         new_dir = sim.counters.snapshot()["requests"] - same_dir
     assert same_dir == 0
     assert sorted(p.name for p in (where / "runs").iterdir()) == [old_dir.name]  # resumed, not a new folder
-    assert _metrics(old_dir) == expected
+    assert _metrics(old_dir) == approx_tree(expected)
     config = json.loads((old_dir / "config.json").read_text())
     assert config["identity"]["identity_version"] == 1 and config["identity"]["benchmark"] == case["bench"]
     assert "written by evalkit 0.1.0" in capsys.readouterr().err
@@ -89,7 +112,7 @@ def test_v010_run_directory_and_cache_resume_free(name, monkeypatch, tmp_path, c
     assert new_dir == case["rerun_requests_new_dir"]
     assert new_dir == {"mcq-nocache": case["summary"]["n_queries"], "mcq-empty": 1}.get(name, 0)
     if new_dir == 0:
-        assert _metrics(tmp_path / "new") == expected
+        assert _metrics(tmp_path / "new") == approx_tree(expected)
 
     again = _ask(case)  # and once more: now in today's form, still the same directory, still free
     assert again == 0 and sorted(p.name for p in (where / "runs").iterdir()) == [old_dir.name]
