@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from evalkit.ask.breaker import Breaker
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.core.errors import ProviderError
 
@@ -76,15 +77,19 @@ async def _within(awaitable: Awaitable[T], timeout_s: float) -> T:
 
 async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, limiter: Limiter, *,
                        est_tokens: int = 0, tokens_of: Callable[[T], int] | None = None,
-                       on_attempt: Callable[[int], None] | None = None) -> T:
+                       on_attempt: Callable[[int], None] | None = None, breaker: Breaker | None = None) -> T:
     """One request under the retry policy, each attempt inside a limiter slot and a timeout.
 
     A 429 delays this request alone (capped Retry-After, else backoff); transient, timeout and
     empty errors back off and retry; permanent and refused raise at once. The last ProviderError
-    is re-raised when the attempts are spent, without waiting first.
+    is re-raised when the attempts are spent, without waiting first. Every attempt is shown to the
+    `breaker`; once it has tripped, the last error is re-raised instead of another attempt.
     """
     attempt = 0
+    last: ProviderError | None = None
     while True:  # a plain loop: tenacity's machinery cost more CPU per request than the request itself
+        if last is not None and breaker is not None and breaker.tripped:
+            raise last  # it tripped while this request waited to retry
         attempt += 1
         if on_attempt is not None:
             on_attempt(attempt)
@@ -100,9 +105,14 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
                     raise
                 if tokens_of is not None:
                     slot.report_tokens(tokens_of(result))
+                if breaker is not None:
+                    breaker.success()
                 return result
         except ProviderError as e:
-            if not _retryable(e) or attempt >= policy.max_attempts:
+            last = e
+            if breaker is not None:
+                breaker.failure(e)
+            if not _retryable(e) or attempt >= policy.max_attempts or (breaker is not None and breaker.tripped):
                 raise
             wait = rate_limit_wait_s(policy, e.retry_after, attempt) if e.kind == "rate_limit" \
                 else backoff_s(policy, attempt)

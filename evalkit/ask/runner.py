@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from evalkit.ask.breaker import Breaker
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.cache_writes import CacheWrites
 from evalkit.ask.feed import Feed, Looked
@@ -35,6 +36,9 @@ from evalkit.images.provider_limits import (
 from evalkit.providers.base import Provider
 
 T = TypeVar("T")
+HALT_DRAIN_S = 2.0  # after the breaker trips, how long requests in flight may take to come back
+
+
 @dataclass
 class RunnerStats:
     sent: int = 0
@@ -67,7 +71,8 @@ def estimate_tokens(query: Query) -> int:
 
 class Runner:
     def __init__(self, provider: Provider, *, limiter: Limiter, cache: CacheLike, pipeline: ImagePipeline,
-                 policy: RetryPolicy | None = None, fingerprints: bool = True, drain_s: float = 30.0):
+                 policy: RetryPolicy | None = None, fingerprints: bool = True, drain_s: float = 30.0,
+                 breaker: Breaker | None = None, gate: Callable[[], Awaitable[None]] | None = None):
         self.provider = provider
         self.limiter = limiter
         self.cache = cache
@@ -76,6 +81,8 @@ class Runner:
         self.fingerprints = fingerprints
         self.drain_s = drain_s  # after a fatal error, how long requests in flight may take to finish
         self.stats = RunnerStats()
+        self.breaker = breaker if breaker is not None else Breaker()  # .tripped: why the run stopped sending
+        self.gate = gate  # awaited before the first request run() must send (the preflight); may raise
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         self._writes: CacheWrites | None = None
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
@@ -266,7 +273,7 @@ class Runner:
 
         async def call() -> Response:
             nonlocal last_empty, first
-            if first and self._stop is not None and self._stop():
+            if first and (self.breaker.tripped or (self._stop is not None and self._stop())):
                 raise NotSent
             first = False
             try:
@@ -288,7 +295,7 @@ class Runner:
         try:
             return await with_retries(call, self.policy, self.limiter, est_tokens=estimate_tokens(query),
                                       tokens_of=lambda r: r.usage.input_tokens + r.usage.output_tokens,
-                                      on_attempt=on_attempt)
+                                      on_attempt=on_attempt, breaker=self.breaker)
         except NotSent:
             self.stats.sent -= 1
             self.stats.attempts -= 1
@@ -310,6 +317,7 @@ class Runner:
         """
         feed = Feed(self, queries)
         self._stop = stop
+        self.breaker.success()  # its quiet time counts from the start of the run
         primed: dict[Hashable, asyncio.Event] = {}
 
         async def ask(query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
@@ -333,6 +341,8 @@ class Runner:
         async def answer(query: Query, looked: Looked) -> tuple[Outcome, tuple[str, dict] | None]:
             if looked is not None and looked[1] is not None:  # a cache hit: nothing to wait for
                 return self.cached_outcome(query, looked), None  # type: ignore[arg-type]
+            if self.gate is not None:  # its error is the run's, not this query's: outside the try
+                await self.gate()
             try:
                 return await ask(query, looked[0] if looked is not None else None)
             except EvalkitError as e:  # this query's input is bad (an unreadable image): its own error
@@ -344,7 +354,7 @@ class Runner:
                 failure.append(error)
 
         async def worker() -> None:
-            while not failure and not (stop is not None and stop()):
+            while not failure and not self.breaker.tripped and not (stop is not None and stop()):
                 try:
                     item = await feed.next()
                     if item is None:
@@ -361,13 +371,20 @@ class Runner:
                     return
 
         tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, workers))]
+        loop = asyncio.get_running_loop()
+        halted_at: float | None = None
         try:
             while tasks:
-                done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED,
-                                                   timeout=self.drain_s if failure else None)
+                self.breaker.check()
+                if self.breaker.tripped and halted_at is None:
+                    halted_at = loop.time()
+                timeout = self.drain_s if failure else HALT_DRAIN_S if halted_at is not None else 0.5
+                done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED, timeout=timeout)
                 tasks = list(pending)
                 if failure and not done:  # the drain deadline passed: give up on what is still in flight
                     break
+                if halted_at is not None and loop.time() - halted_at >= HALT_DRAIN_S:
+                    break  # the breaker tripped: what is still in flight is abandoned (asked on resume)
         finally:
             for task in tasks:
                 task.cancel()

@@ -27,7 +27,7 @@ from evalkit.grading.extract import (
 )
 from evalkit.metrics.basic import accuracy, accuracy_by
 from evalkit.protocols.circular import all_shifts, circular_summary
-from evalkit.protocols.rotation import rotation_queries, rotation_summary
+from evalkit.protocols.rotation import PlaceholderError, render, rotation_queries, rotation_summary
 
 
 def build_prompt(template: str, question: str, options: Mapping[str, str], hint: str = "") -> str:
@@ -38,6 +38,15 @@ def build_prompt(template: str, question: str, options: Mapping[str, str], hint:
         question=question,
         options=render_options(options),
     )
+
+
+def unrotated(item: Item) -> tuple[str, dict[str, str]]:
+    """The question and options as they read for the image as stored: direction placeholders
+    (`<dir:top-left>`, see protocols.rotation) rendered for 0 degrees, never sent raw."""
+    try:
+        return render(item.question, 0), {k: render(v, 0) for k, v in item.options.items()}
+    except PlaceholderError as e:
+        raise EvalkitError(f"item {item.id}: {e}") from e
 
 
 class MCQ(Benchmark):
@@ -80,14 +89,17 @@ class MCQ(Benchmark):
                 params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
                 yield from rotation_queries(item, lambda q, o, h=hint: build_prompt(template, q, o, h), transform,
                                             params, rotations=int(options["rotations"]))
-            elif options.get("circular"):
-                for shift, shown, gold in all_shifts(item.options, item.answer):
-                    yield self.make_query(item, options, build_prompt(template, item.question, shown, hint),
-                                          variant={"shift": shift}, gold=gold, shown=shown, meta={"hint": hint},
+                continue
+            question, opts = unrotated(item)
+            if options.get("circular"):
+                for shift, shown, gold in all_shifts(opts, item.answer):
+                    yield self.make_query(item, options, build_prompt(template, question, shown, hint),
+                                          variant={"shift": shift}, gold=gold, shown=shown,
+                                          meta={"hint": hint, "question": question},
                                           query_id=f"{item.id}|s{shift}")
             else:
-                yield self.make_query(item, options, build_prompt(template, item.question, item.options, hint),
-                                      meta={"hint": hint})
+                yield self.make_query(item, options, build_prompt(template, question, opts, hint),
+                                      meta={"hint": hint, "question": question}, shown=opts)
 
     def parse(self, query: Query, text: str, mode: str) -> Parsed:
         text = strip_reasoning(text)

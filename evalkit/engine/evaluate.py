@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import GenParams, Outcome, Query, Record
+from evalkit.engine.gate import Preflight
 from evalkit.engine.identity import (
     DataFingerprint,
     FileHashes,
@@ -38,13 +39,14 @@ from evalkit.engine.identity import (
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
-from evalkit.engine.rundir import RunDir, default_run_dir
+from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.engine.shutdown import on_signals
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, plan_dry_run, records_cost
 from evalkit.money.pricing import Price, load_prices
 from evalkit.providers import ProviderSpec, api_key_for, create_provider, parse_spec
+from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
@@ -84,27 +86,43 @@ class _Located:
     legacy: dict[str, Any]
     note: str | None  # set when a 0.1.0 run directory is resumed
     data: DataFingerprint
+    created: tuple[Path, ...] = ()  # folders this run makes (the cache's, the run directory's parent)
 
 
 def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> _Located:
     """The run identity (with the data's content fingerprint) and the run directory: --out, else the
     default for this identity, else the directory 0.1.0 used for the same command if that exists."""
     cfg = s.config
-    hashes = FileHashes(None if cfg.no_cache else Path(cfg.cache_path(env)) / FILE_HASHES)
+    cache_dir = Path(cfg.cache_path(env))
+    fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir,)
+    hashes = FileHashes(None if cfg.no_cache else cache_dir / FILE_HASHES)
     data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
     if not cfg.dry_run:
         hashes.save()
     identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data.sha256)
     legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
     if cfg.out:
-        return _Located(RunDir(Path(cfg.out)), identity, legacy, None, data)
+        out = Path(cfg.out)
+        return _Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)))
     new = default_run_dir(s.bench_name, spec.label, identity)
     old = default_run_dir(s.bench_name, spec.label, legacy)
     if not new.exists() and (old / "config.json").exists():
         return _Located(RunDir(old), identity, legacy,
                         f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "
-                        f"runs of these settings that do not find it go to {new})", data)
-    return _Located(RunDir(new), identity, legacy, None, data)
+                        f"runs of these settings that do not find it go to {new})", data, fresh_cache)
+    return _Located(RunDir(new), identity, legacy, None, data, (*fresh_cache, *_absent_parents(new)))
+
+
+def _absent_parents(path: Path) -> tuple[Path, ...]:
+    """The parents of `path` that do not exist yet, innermost first."""
+    return tuple(p for p in path.absolute().parents if not p.exists())
+
+
+def _forget(created: tuple[Path, ...]) -> None:
+    """Remove the folders a run that received nothing made: the cache's (with its empty database and
+    the data's file hashes) and the run directory's parents, each only while it holds nothing else."""
+    for path in created:
+        remove_own_dir(path, {"cache.db", "cache.db-wal", "cache.db-shm", FILE_HASHES})
 
 
 @dataclass(frozen=True)
@@ -133,7 +151,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
-    where = _locate(s, spec, prepared, env)
+    where = _locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
     config = {**where.identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
               "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
@@ -141,8 +159,14 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
         return await _dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
-    with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
-        return await _evaluate(_Job(s, spec, judge_spec, prepared, price, where, config, env, console))
+    fresh = not where.rundir.path.exists()
+    try:
+        with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
+            return await _evaluate(_Job(s, spec, judge_spec, prepared, price, where, config, env, console))
+    except EvalkitError:
+        if fresh and where.rundir.remove_if_empty():  # e.g. the endpoint cannot be reached: a run that
+            _forget(where.created)  # received nothing leaves nothing, not even the folders it made
+        raise
 
 
 async def _evaluate(job: _Job) -> RunResult:
@@ -184,7 +208,9 @@ async def _evaluate(job: _Job) -> RunResult:
 
         # SIGINT/SIGTERM: flush, drain, then KeyboardInterrupt (exit 130)
         stack.enter_context(on_signals(rundir.flush, drain=drain, drain_s=DRAIN_S))
-        runner = await _runner(stack, spec, job.env, cfg, cache, pipeline)
+        preflight = Preflight(spec, job.judge_spec, job.env, say)
+        stack.callback(preflight.cancel)
+        runner = await _runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model)
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
             rundir.write_config(identity, config)
@@ -226,19 +252,29 @@ async def _evaluate(job: _Job) -> RunResult:
                                  group_of=image_group if cfg.group_images else None)
         if draining:  # every reply that arrived is recorded (the stack flushes them): stop as Ctrl-C does
             raise KeyboardInterrupt
+        mismatch = await preflight.simulator_mismatch()
+        if mismatch:  # said with the results (the CLI prints messages after them), not during the run
+            messages.append(mismatch)
         # records of this run were graded in the sink; only those resumed from disk need it
         ordered = [records[qid] if qid in fresh else grade(bench, by_id[qid], records[qid], cfg.mode)
                    for qid in by_id if qid in records]
         if job.judge_spec:
             judge_config = replace(cfg, rpm=None, tpm=None)
             judge_runner = await _runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
-                                         fingerprints=False)
+                                         fingerprints=False, gate=preflight.judge)
             await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency)
+            if judge_runner.breaker.tripped:
+                messages.append(f"the judge stopped: {judge_runner.breaker.tripped}; every answer is kept, and "
+                                f"`evalkit report {rundir.path} --judge {job.judge_spec.label}` judges the rest "
+                                "later (or re-run the same command)")
     bench_opts = s.bench_dict()
     summary = summarize(bench, ordered, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(queries),
                         options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
                         queries=by_id, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
+    if runner.breaker.tripped:  # the error banner leads with it
+        summary["stopped"] = "errors"
+        summary["stopped_reason"] = runner.breaker.tripped
     if over_budget():
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
@@ -265,25 +301,28 @@ async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, 
     spec = parse_spec(cfg.model, cfg.base_url, env)
     if cfg.cache_tag:
         spec = replace(spec, cache_tag=cfg.cache_tag)
-    if not cfg.dry_run:
-        api_key_for(spec, env)
-    spec = await resolve_auto(spec, env)
+    check_setup(spec, sdk=not cfg.dry_run)
     judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
     judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
-    if judge_spec and not cfg.dry_run:
-        api_key_for(judge_spec, env, flag="--judge")
-    return spec, judge_spec
+    if judge_spec:
+        check_setup(judge_spec, "--judge", sdk=not cfg.dry_run)
+    if not cfg.dry_run:
+        api_key_for(spec, env)
+        if judge_spec:
+            api_key_for(judge_spec, env, flag="--judge")
+    return await resolve_auto(spec, env), judge_spec
 
 
 async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
-                  cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True) -> Runner:
+                  cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True,
+                  gate: Callable[[], Awaitable[None]] | None = None) -> Runner:
     """A runner whose provider the stack closes."""
     provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
     stack.push_async_callback(provider.close)
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
-                  fingerprints=fingerprints)
+                  fingerprints=fingerprints, gate=gate)
 
 
 async def _dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],

@@ -52,6 +52,20 @@ def _flush_all_at_exit() -> None:
             rundir.close()
 
 
+def remove_own_dir(path: Path, own: set[str]) -> bool:
+    """rmdir `path` after unlinking its files named in `own`, only when it holds nothing else."""
+    try:
+        entries = list(path.iterdir())
+        if any(p.name not in own or not p.is_file() for p in entries):
+            return False
+        for p in entries:
+            p.unlink()
+        path.rmdir()
+        return True
+    except OSError:
+        return False  # best effort: what is left is harmless
+
+
 def settings_hash(settings: dict[str, Any]) -> str:
     """Short stable hash of the output-affecting settings: the default run directory's suffix."""
     blob = json.dumps(settings, sort_keys=True, separators=(",", ":"), default=str)
@@ -127,6 +141,16 @@ class RunDir:
                 note = f"resuming {self.path}, written by evalkit 0.1.0 (config.json rewritten in today's form)"
         self.write_config(identity, config)
         return note
+
+    def remove_if_empty(self) -> bool:
+        """Remove a directory this run created when it holds no answer (only config.json, the lock
+        file, an empty records file): a run that could not start leaves nothing behind. True if removed."""
+        from evalkit.engine.lock import LOCK_FILE
+
+        self.close()
+        if self.records_path.exists() and self.records_path.stat().st_size:
+            return False
+        return remove_own_dir(self.path, {CONFIG, LOCK_FILE, RECORDS})
 
     def write_config(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
         saved: dict[str, Any] = {"identity": identity, "config": config}

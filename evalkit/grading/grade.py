@@ -14,6 +14,7 @@ from evalkit.ask.runner import Runner
 from evalkit.core.types import GenParams, Message, Outcome, Parsed, Query, Record
 from evalkit.core.version import __version__
 from evalkit.grading.extract import JudgeRequest, parse_judge_reply
+from evalkit.grading.failures import digest
 from evalkit.metrics.basic import counts as count_records
 from evalkit.metrics.basic import usage_totals
 
@@ -138,6 +139,8 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
     usage = usage_totals(records)
     usage["cost_usd"] = None  # prices: see the providers issue
     unparsed = counts.get("unparsed", 0)
+    failures = digest(records)
+    answered = [r for r in records if not r.error] if failures else records
     hint = None
     if unparsed and not judge:
         hint = (f"{unparsed} answers could not be parsed by rules; "
@@ -152,7 +155,9 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "missing": missing,
         "not_in_run": not_in_run,
         "unscored_ids": sorted(unscored),
-        "metrics": bench.aggregate(records, options),
+        "metrics": bench.aggregate(records, options),  # official denominators: a failed query is wrong
+        "failures": failures,  # the error banner's digest (None: nothing failed)
+        "metrics_answered": bench.aggregate(answered, options) if failures and answered else None,
         "counts": counts,
         "error_kinds": _tally(r.error for r in records if r.error),
         "parse_methods": _tally(r.parse_method or "error" for r in records),

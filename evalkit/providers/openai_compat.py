@@ -20,7 +20,8 @@ import aiohttp
 from evalkit.core.errors import EvalkitError, ProviderError, classify_status, retry_after_from_headers
 from evalkit.core.types import GenParams, Message, Response
 from evalkit.images.pipeline import PreparedImage
-from evalkit.providers.base import ProviderSpec
+from evalkit.providers.base import ProviderSpec, public_url
+from evalkit.providers.connect import connect_cause
 from evalkit.providers.http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     is_redirect,
@@ -138,6 +139,8 @@ class OpenAICompatProvider:
             raise ProviderError("timeout", "request timed out") from e
         except aiohttp.ClientPayloadError as e:  # cut short, or a body that does not decompress
             raise ProviderError("transient", f"reply body unreadable: {type(e).__name__}") from e
+        except aiohttp.ClientConnectorError as e:  # nothing was delivered
+            raise ProviderError("transient", f"{connect_cause(e)} ({public_url(base)})") from e
         except aiohttp.ClientError as e:
             raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
         except ValueError as e:  # aiohttp refused to send it (a key and URL credentials both given)

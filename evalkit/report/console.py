@@ -7,24 +7,39 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from evalkit.grading.failures import banner
 from evalkit.report.tables import count_rows, fmt, metric_rows, pct_ci, pvalue
 
 if TYPE_CHECKING:
     from evalkit.analysis.comparison import Leaderboard
 
 
+def _metrics_table(title: str, metrics: dict[str, Any]) -> Table:
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in metric_rows(metrics):
+        table.add_row(k, v)
+    return table
+
+
 def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None = None) -> None:
+    """The error banner first when queries failed (and no metric at all when nothing was answered),
+    then the official metrics, the metrics over answered queries, and the counts."""
     title = f"{summary['benchmark']} · {summary['model']} · {summary['mode']}"
-    metrics = Table(title=title, show_header=True, header_style="bold")
-    metrics.add_column("metric")
-    metrics.add_column("value", justify="right")
-    for k, v in metric_rows(summary["metrics"]):
-        metrics.add_row(k, v)
-    console.print(metrics)
-    h = summary.get("headline")
-    if h:
-        console.print(f"{h['metric']} = {fmt(h['value'])}, 95% CI {pct_ci(*h['ci95'])} "
-                      f"(bootstrap over {h['n_units']} items)", highlight=False)
+    failures = summary.get("failures")
+    for line in banner(summary):
+        console.print(line, style="bold red", markup=False, highlight=False)
+    if not failures or failures["answered"]:
+        official = title + (" · failed queries count as wrong" if failures else "")
+        console.print(_metrics_table(official, summary["metrics"]))
+        h = summary.get("headline")
+        if h:
+            console.print(f"{h['metric']} = {fmt(h['value'])}, 95% CI {pct_ci(*h['ci95'])} "
+                          f"(bootstrap over {h['n_units']} items)", highlight=False)
+    if summary.get("metrics_answered"):
+        console.print(_metrics_table(f"metrics_answered · over the {failures['answered']:,} answered queries only",
+                                     summary["metrics_answered"]))
     counts = Table(show_header=False, box=None)
     for k, v in count_rows(summary):
         counts.add_row(k, v)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalkit.grading.failures import banner
 from evalkit.report.tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, pct_ci, reliability_rows
 
 if TYPE_CHECKING:
@@ -59,10 +60,18 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     lines = [f"# {summary['benchmark']} — {summary['model']}", "",
              f"Mode: **{summary['mode']}** · items {summary['n_items']} · queries {summary['n_queries']}"
              f" · evalkit {summary['evalkit_version']}", ""]
-    if not summary.get("complete", True):
+    failures = summary.get("failures")
+    lead = banner(summary)
+    if lead:
+        lines += [f"> **{lead[0]}**  ", *(f"> {line.strip()}  " for line in lead[1:]), ""]
+    elif not summary.get("complete", True):
         lines += ["> **Incomplete run**: some queries are missing or failed; re-run the same command to resume.", ""]
-    lines += ["## Official metrics", "", *_headline(summary),
-              *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
+    if not failures or failures["answered"]:
+        lines += ["## Official metrics" + (" (failed queries count as wrong)" if failures else ""), "",
+                  *_headline(summary), *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
+    if summary.get("metrics_answered"):
+        lines += [f"## metrics_answered: over the {failures['answered']:,} answered queries only", "",
+                  *md_table(("metric", "value"), metric_rows(summary["metrics_answered"])), ""]
     lines += _counts(summary) + _parsing(summary) + _cost(summary)
     if summary.get("hint"):
         lines += [f"> {summary['hint']}", ""]

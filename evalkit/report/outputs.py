@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evalkit.analysis.result import ModelResult, analyze
 from evalkit.benchmarks.base import Benchmark
 from evalkit.core.types import Record
+from evalkit.grading.failures import nothing_answered
 from evalkit.report.markdown import write_report
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, record
     unchanged). With plots=False only the first two are written and the caller draws the plots
     later with draw_plots (report.md already names them), e.g. after other work that must not
     delay the summary. figures=False (--no-plots): no plots now or later, and report.md names none."""
+    figures = figures and not nothing_answered(summary)
     analysis = analyze(summary["model"], bench, records, options)
     summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)
@@ -41,4 +43,5 @@ def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, record
 def draw_plots(rundir: RunFolder, summary: dict[str, Any], analysis: ModelResult,
                plotter: Plotter | None = None) -> None:
     """The plots of a `publish(..., plots=False)`, by `plotter` when one is given."""
-    write_report(rundir.path, summary, analysis, draw=True, rewrite=False, plotter=plotter)
+    if not nothing_answered(summary):
+        write_report(rundir.path, summary, analysis, draw=True, rewrite=False, plotter=plotter)

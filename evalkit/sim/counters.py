@@ -35,7 +35,9 @@ def request_key(body: dict[str, Any]) -> str:
 class SimCounters:
     """Counters of one server. Mutated on the server's loop; a lock makes snapshots safe from any thread.
 
-    completions: successful non-empty answers; per_key: request key -> successful completions.
+    completions: successful non-empty answers; per_key: request key -> successful completions;
+    unkeyed: questions the answer key does not hold (answered at chance: a run asked with other
+    benchmark flags than the server was started with).
     """
 
     requests: int = 0
@@ -47,6 +49,7 @@ class SimCounters:
     in_flight: int = 0
     max_in_flight: int = 0
     per_key: dict[str, int] = field(default_factory=dict)
+    unkeyed: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def start(self) -> None:
@@ -63,6 +66,10 @@ class SimCounters:
         with self._lock:
             self.completions += 1
             self.per_key[key] = self.per_key.get(key, 0) + 1
+
+    def unkeyed_request(self) -> None:
+        with self._lock:
+            self.unkeyed += 1
 
     def status(self, code: int) -> None:
         """Count an error status sent back."""
@@ -82,6 +89,7 @@ class SimCounters:
         """Zero everything but in_flight (requests still running will finish and decrement it)."""
         with self._lock:
             self.requests = self.completions = self.rate_limited = self.errors_5xx = self.bad_requests = 0
+            self.unkeyed = 0
             self.faults = {}
             self.per_key = {}
             self.max_in_flight = self.in_flight
@@ -98,6 +106,7 @@ class SimCounters:
                 "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight,
                 "per_key": dict(self.per_key),
+                "unkeyed": self.unkeyed,
             }
 
     def __getitem__(self, name: str) -> Any:

@@ -78,6 +78,8 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
 
     fps = [fp for fp, _, _ in fps_info]
     reply = state.model.reply(req.text, fps)
+    if reply.source == "unknown" and config.answer_key is not None and len(config.answer_key):
+        counters.unkeyed_request()  # asked what its key does not hold: answered at chance
     content, finish = shape_reply(reply.content, reply.answer, req)
     if fault == "empty":
         content = ""
@@ -88,12 +90,29 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     return dialect.ok(state, req, content, finish, usage)
 
 
+SIM_OWNER = "evalkit-sim"  # what the model list and lookups say in owned_by: the simulator, by name
+
+
 async def handle_models(request: web.Request) -> web.Response:
-    name = request.app[STATE].config.served_model_name
-    created = int(time.time())
-    return web.json_response(
-        {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "evalkit-sim"}]}
-    )
+    """vLLM's model list; `evalkit_sim` says whether other names are served too (not strict_model)."""
+    config = request.app[STATE].config
+    entry = {"id": config.served_model_name, "object": "model", "created": int(time.time()), "owned_by": SIM_OWNER}
+    return web.json_response({"object": "list", "data": [entry],
+                              "evalkit_sim": {"strict_model": config.strict_model}})
+
+
+async def handle_model_lookup(request: web.Request) -> web.Response:
+    """One model's metadata, as OpenAI (`GET /v1/models/{id}`), Anthropic (the same path) and Gemini
+    (`GET /v1beta/models/{model}`) answer it: the fields of all three in one object. 404 for a name
+    it does not serve (only with strict_model)."""
+    config = request.app[STATE].config
+    name = request.match_info["model"]
+    if config.strict_model and name != config.served_model_name:
+        return web.json_response({"error": {"code": 404, "type": "not_found_error", "status": "NOT_FOUND",
+                                            "message": f"model: {name}"}}, status=404)
+    return web.json_response({"id": name, "object": "model", "type": "model", "display_name": name,
+                              "created": int(time.time()), "created_at": "2026-01-01T00:00:00Z",
+                              "name": f"models/{name}", "displayName": name, "owned_by": SIM_OWNER})
 
 
 async def handle_counters(request: web.Request) -> web.Response:
@@ -127,6 +146,7 @@ def build_app(config: SimConfig) -> web.Application:
     add_hostile_routes(app, handlers, serve_quietly)
     app.router.add_post("/v1/images/edits", handle_image_edit)
     app.router.add_get("/v1/models", handle_models)
+    app.router.add_get(r"/{version:v1|v1beta|v1alpha}/models/{model:[^/:]+}", handle_model_lookup)
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)
     app.router.add_get("/health", handle_health)

@@ -1,0 +1,63 @@
+"""The run's preflight, held until the first query that must really be sent (see providers/preflight.py).
+
+A fully cached re-run never calls it, so it works offline; a run that needs the network probes the
+model's endpoint and the judge's at once, before its first request, and stops with exit 2 and the
+cause when either cannot answer. It also remembers whether the endpoint is the simulated server,
+so that the end of the run can warn when the simulator was asked questions its key does not hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from evalkit.providers import ProviderSpec, api_key_for
+from evalkit.providers.preflight import Reachable, probe_all, sim_unkeyed
+
+
+class Preflight:
+    def __init__(self, spec: ProviderSpec, judge: ProviderSpec | None, env: Mapping[str, str],
+                 say: Callable[[str], None]):
+        self._spec, self._judge, self._env, self._say = spec, judge, env, say
+        self._tasks: dict[str, asyncio.Task[Reachable]] = {}
+        self._unkeyed_before: dict[str, int] = {}
+
+    def _probe(self, spec: ProviderSpec, flag: str) -> asyncio.Task[Reachable]:
+        task = self._tasks.get(flag)
+        if task is None:
+            task = self._tasks[flag] = asyncio.ensure_future(self._reach(spec, flag))
+        return task
+
+    async def _reach(self, spec: ProviderSpec, flag: str) -> Reachable:
+        reached = await probe_all(spec, api_key_for(spec, self._env, flag=flag), flag)
+        for note in reached.notes():
+            self._say(note)
+        for url in reached.simulator_urls:
+            self._unkeyed_before[url] = await sim_unkeyed(url) or 0
+        return reached
+
+    async def model(self) -> None:
+        """Before the model's first request: its endpoint and the judge's answer (EvalkitError if not)."""
+        waits = [self._probe(self._spec, "--model")]
+        if self._judge is not None:
+            waits.append(self._probe(self._judge, "--judge"))
+        await asyncio.shield(asyncio.gather(*waits))
+
+    async def judge(self) -> None:
+        """Before the judge's first request (a run whose answers were all cached probes it only now)."""
+        if self._judge is not None:
+            await asyncio.shield(self._probe(self._judge, "--judge"))
+
+    async def simulator_mismatch(self) -> str | None:
+        """A warning when the simulated server answered questions its answer key does not hold."""
+        for url, before in self._unkeyed_before.items():
+            now = await sim_unkeyed(url)
+            if now is not None and now > before:
+                return (f"the simulated server at {url} was asked {now - before} questions its answer key does "
+                        "not hold and answered them at chance: was it started with other benchmark flags "
+                        "(--circular, --rotations, --lang, --data) than this run?")
+        return None
+
+    def cancel(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()

@@ -1,0 +1,198 @@
+"""Preflight: before a run pays for anything, check it can be answered at all.
+
+0.1.0 met a dead server with a minute of silent retries and then a table of zeros. Now:
+
+- `check_setup` (no network, before anything is written): the provider's SDK is installed, and
+  every base URL is an http(s) URL. A one-line error naming the fix, exit 2.
+- `probe_all` (only once a query must really be sent: a fully cached re-run stays offline): one
+  free metadata call per endpoint — `GET …/v1/models` on chat-completions servers, the model
+  lookup `GET /v1/models/{model}` on Anthropic, `GET /v1beta/models/{model}` on Gemini — never a
+  generation. A refused connection, DNS or TLS failure, timeout, 401/403 or an unknown model on
+  every replica is one line naming the URL and the cause, exit 2; with replicas, those that fail
+  are named and the run goes on with the rest. Other statuses (a 5xx, a 429, a server without a
+  model list) are left to the runner's retries.
+
+The probe also learns whether the endpoint is evalkit's simulated server (its model list says
+`owned_by: evalkit-sim`), so the run can read the simulator's mismatch counter at the end.
+Wire formats read on 2026-11-23: OpenAI and vLLM `GET /v1/models`; Anthropic "Get a Model"
+(`GET /v1/models/{model_id}`, headers `x-api-key`, `anthropic-version`); Gemini `models.get`
+(`GET /v1beta/models/{model}`, header `x-goog-api-key`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from evalkit.core.errors import EvalkitError
+from evalkit.providers.base import ProviderSpec, canonical_url, public_url
+from evalkit.providers.connect import connect_cause
+from evalkit.providers.redact import Redactor, url_credentials
+
+SDKS = {"anthropic": ("anthropic", "anthropic"), "google": ("google.genai", "google")}  # module, extra
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
+                "google": "https://generativelanguage.googleapis.com"}
+ANTHROPIC_VERSION = "2023-06-01"
+SIM_OWNER = "evalkit-sim"
+PROBE_TIMEOUT_S = 10.0
+_BODY_BYTES = 1024 * 1024
+
+
+def check_setup(spec: ProviderSpec, flag: str = "--model", *, sdk: bool = True) -> None:
+    """Every base URL is http(s), and (with `sdk`) the SDK the provider needs is installed: else
+    EvalkitError. A dry run checks the URLs only: it computes request keys without a client."""
+    module, extra = SDKS.get(spec.provider, (None, None))
+    if sdk and module is not None and not _installed(module):
+        raise EvalkitError(f"{flag} {spec.label} needs the {spec.provider} SDK, which is not installed: "
+                           f"pip install 'evalkit[{extra}]'")
+    for url in spec.base_urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise EvalkitError(f"{flag} {spec.label}: base URL '{public_url(url)}' is not an http(s) URL "
+                               "(e.g. http://127.0.0.1:8000/v1)")
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a broken install
+        return False
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one endpoint said to its metadata call."""
+
+    url: str  # the base URL, without credentials
+    cause: str | None  # None: it answers and serves the model
+    simulator: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.cause is None
+
+
+@dataclass(frozen=True)
+class Reachable:
+    """The outcome of probing one spec: its replicas that answer, and notes on those that do not."""
+
+    spec: ProviderSpec
+    probes: tuple[Probe, ...]
+
+    @property
+    def simulator_urls(self) -> tuple[str, ...]:
+        return tuple(p.url for p in self.probes if p.ok and p.simulator)
+
+    def notes(self) -> list[str]:
+        return [f"{self.spec.label}: replica {p.url} does not answer ({p.cause}); the run goes on without it"
+                for p in self.probes if not p.ok]
+
+
+def _request(spec: ProviderSpec, base: str, key: str | None) -> tuple[str, dict[str, str]]:
+    """The metadata call for one base URL: (url, headers)."""
+    if spec.provider == "anthropic":
+        headers = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
+        return f"{base.rstrip('/')}/v1/models/{spec.model}", headers
+    if spec.provider == "google":
+        return f"{base.rstrip('/')}/v1beta/models/{spec.model}", ({"x-goog-api-key": key} if key else {})
+    return canonical_url(spec.provider, base) + "/models", ({"Authorization": f"Bearer {key}"} if key else {})
+
+
+def _listed(body: object) -> tuple[list[str], bool, bool]:
+    """(model ids, listed by the simulator, the simulator serves any name) from a /v1/models body."""
+    data = body.get("data") if isinstance(body, dict) else None
+    entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+    ids = [m["id"] for m in entries if isinstance(m.get("id"), str)]
+    simulator = any(m.get("owned_by") == SIM_OWNER for m in entries)
+    sim_info = body.get("evalkit_sim") if isinstance(body, dict) else None
+    any_name = isinstance(sim_info, dict) and sim_info.get("strict_model") is False
+    return ids, simulator, any_name
+
+
+def _names_the_model(body: object, model: str) -> bool:
+    """A 404 that is the API's own "no such model" (a JSON error naming it), not a path nobody serves."""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return isinstance(message, str) and model in message
+
+
+def judge_reply(spec: ProviderSpec, status: int, body: object) -> tuple[str | None, bool]:
+    """(cause or None, is the simulator) from the metadata call's status and JSON body. Pure."""
+    if status in (401, 403):
+        return f"HTTP {status}: the API key was refused", False
+    if spec.provider in ("anthropic", "google"):
+        simulator = isinstance(body, dict) and body.get("owned_by") == SIM_OWNER
+        if status == 404 and _names_the_model(body, spec.model):  # else a proxy without the lookup: go on
+            return f"HTTP 404: unknown model '{spec.model}'", False
+        if status == 400 and spec.provider == "google":  # Gemini answers a bad key with 400 INVALID_ARGUMENT
+            message = body.get("error", {}).get("message") if isinstance(body, dict) else None
+            return f"HTTP 400: {message if isinstance(message, str) else 'bad request'}", False
+        return None, simulator
+    if status != 200:
+        return None, False  # no model list here (404), or a server error the runner's retries handle
+    ids, simulator, any_name = _listed(body)
+    if ids and spec.model not in ids and not any_name:
+        return f"model '{spec.model}' is not served there (it serves: {', '.join(ids[:5])})", simulator
+    return None, simulator
+
+
+async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
+    """One endpoint's metadata call; every failure becomes a cause (never an exception)."""
+    import aiohttp
+
+    from evalkit.providers.openai_compat import proxy_for
+
+    url, headers = _request(spec, base, key)
+    redact = Redactor([key, *url_credentials(base)])
+    shown = public_url(base)
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
+                session.get(url, headers=headers, allow_redirects=False, proxy=proxy_for(url)) as resp:
+            raw = await resp.content.read(_BODY_BYTES)
+            status = resp.status
+    except asyncio.TimeoutError:
+        return Probe(shown, f"no answer within {timeout_s:g} s")
+    except aiohttp.ClientConnectorError as e:
+        return Probe(shown, redact(connect_cause(e)))
+    except aiohttp.ClientError as e:
+        return Probe(shown, redact(f"{type(e).__name__}: {e}"))
+    if 300 <= status < 400:
+        return Probe(shown, f"HTTP {status} redirect (not followed); check the base URL")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        body = None
+    cause, simulator = judge_reply(spec, status, body)
+    return Probe(shown, redact(cause) if cause else None, simulator)
+
+
+async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model") -> Reachable:
+    """Probe every replica at once; EvalkitError when none answers."""
+    bases: Sequence[str] = spec.base_urls or (DEFAULT_URLS.get(spec.provider, ""),)
+    probes = tuple(await asyncio.gather(*(probe(spec, b, key) for b in bases)))
+    if not any(p.ok for p in probes):
+        detail = "; ".join(f"{p.url}: {p.cause}" for p in probes)
+        raise EvalkitError(f"{flag} {spec.label} cannot be reached: {detail}")
+    return Reachable(spec, probes)
+
+
+async def sim_unkeyed(url: str) -> int | None:
+    """How many requests the simulated server at base URL `url` could not find in its answer key
+    (GET /sim/counters), or None if it does not say."""
+    import aiohttp
+
+    parts = urlsplit(url)
+    counters = f"{parts.scheme}://{parts.netloc}/sim/counters"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session, \
+                session.get(counters, allow_redirects=False) as resp:
+            body = json.loads((await resp.content.read(_BODY_BYTES)).decode("utf-8"))
+    except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError, ValueError):
+        return None
+    value = body.get("unkeyed") if isinstance(body, dict) else None
+    return value if isinstance(value, int) else None
+
