@@ -23,6 +23,8 @@ from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 
+DEMO_OUT = Path("runs") / "demo"  # `evalkit demo` keeps its files here unless --out says otherwise
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2 like every other bad input."""
@@ -115,7 +117,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     add_derive_parser(sub)
     _add_translate_parser(sub.add_parser("translate", help="GenViP: translate infrared images to RGB with an editor"))
     dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
-    dp.add_argument("--out", default=None, help="run directory (default: a temporary folder)")
+    dp.add_argument("--out", default=str(DEMO_OUT), help=f"where the demo writes its run and cache (default {DEMO_OUT})")
     return parser
 
 
@@ -293,24 +295,17 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
-    import shutil
-    import tempfile
-
+    """The demo's files stay where it says (default runs/demo: report.md and plots to read after);
+    run again, it resumes there and sends nothing."""
     from evalkit.report.plot_process import PlotProcess
 
-    tmp = None
-    out = Path(args.out) if args.out else Path(tmp := tempfile.mkdtemp(prefix="evalkit-demo-"))
-    try:
-        with PlotProcess() as plotter:  # first: it imports matplotlib while this process loads the rest
-            from evalkit.demo import run_demo
-            from evalkit.report.console import print_summary
+    with PlotProcess() as plotter:  # first: it imports matplotlib while this process loads the rest
+        from evalkit.demo import run_demo
+        from evalkit.report.console import print_summary
 
-            result = run_demo(out, console, plotter=plotter)
-        print_summary(result.summary, console, str(result.out_dir))
-    finally:
-        if tmp and not args.out:
-            console.print("(demo files were written to a temporary folder, now removed; use --out DIR to keep them)")
-            shutil.rmtree(tmp, ignore_errors=True)
+        result = run_demo(Path(args.out), console, plotter=plotter)
+    print_summary(result.summary, console, str(result.out_dir))
+    console.print(f"report: {result.out_dir / 'report.md'}")
     return result.exit_code
 
 

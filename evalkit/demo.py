@@ -27,6 +27,8 @@ def run_demo(out: Path, console: Console, *, params: SimParams | None = None, pl
     console.print(f"evalkit demo: simulated model (theta={sim_params.theta}, r={sim_params.r}, "
                   f"style={sim_params.style}) on the bundled mcq sample, {len(key)} queries")
     with SimThread(config) as sim:
-        return run("mcq", DEMO_MODEL, base_url=sim.url, judge=DEMO_MODEL, judge_base_url=sim.url,
+        # the simulator's port changes from run to run: a cache tag keeps the run's identity, so a second
+        # demo in the same folder resumes there and sends nothing
+        return run("mcq", DEMO_MODEL, base_url=sim.url, judge=DEMO_MODEL, judge_base_url=sim.url, cache_tag="evalkit-demo",
                    out=str(out / "run"), cache_dir=str(out / "cache"), console=console, progress=False,
                    plotter=plotter)

@@ -40,3 +40,5 @@ def test_wheel_from_fresh_clone_runs_demo(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "VLLM", "PYTHON"))}
     out = _run([str(venv / "bin" / "evalkit"), "demo"], cwd=workdir, env=env)
     assert "accuracy" in out.stdout and "24 (0 missing)" in out.stdout
+    report = workdir / "runs" / "demo" / "run" / "report.md"  # where the demo says it is, and kept
+    assert f"report: {report.relative_to(workdir)}" in " ".join(out.stdout.split()) and report.is_file()

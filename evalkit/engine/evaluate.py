@@ -258,12 +258,14 @@ async def _evaluate(job: _Job) -> RunResult:
         # records of this run were graded in the sink; only those resumed from disk need it
         ordered = [records[qid] if qid in fresh else grade(bench, by_id[qid], records[qid], cfg.mode)
                    for qid in by_id if qid in records]
+        judge_stopped = None
         if job.judge_spec:
             judge_config = replace(cfg, rpm=None, tpm=None)
             judge_runner = await _runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
                                          fingerprints=False, gate=preflight.judge)
             await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency)
-            if judge_runner.breaker.tripped:
+            judge_stopped = judge_runner.breaker.tripped
+            if judge_stopped:
                 messages.append(f"the judge stopped: {judge_runner.breaker.tripped}; every answer is kept, and "
                                 f"`evalkit report {rundir.path} --judge {job.judge_spec.label}` judges the rest "
                                 "later (or re-run the same command)")
@@ -275,6 +277,9 @@ async def _evaluate(job: _Job) -> RunResult:
     if runner.breaker.tripped:  # the error banner leads with it
         summary["stopped"] = "errors"
         summary["stopped_reason"] = runner.breaker.tripped
+    elif judge_stopped:  # every answer is in; some wait for the judge: a re-run judges them
+        summary["stopped"] = "judge"
+        summary["complete"] = False
     if over_budget():
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")

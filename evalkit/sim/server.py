@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -134,9 +135,28 @@ async def handle_health(request: web.Request) -> web.Response:
     return web.Response(text="")
 
 
+def key_check(key: str) -> Any:
+    """Middleware: 401 for an API request without `key` (as a bearer token, x-api-key or x-goog-api-key),
+    as `vllm serve --api-key` does; the simulator's own /sim and /health routes stay open."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path.startswith(("/sim/", "/health")):
+            return await handler(request)
+        given = {request.headers.get("Authorization", ""), request.headers.get("x-api-key", ""),
+                 request.headers.get("x-goog-api-key", "")}
+        if f"Bearer {key}" not in given and key not in given:
+            return web.json_response({"error": {"message": "Unauthorized", "type": "authentication_error",
+                                                "code": 401}}, status=401)
+        return await handler(request)
+
+    return check
+
+
 def build_app(config: SimConfig) -> web.Application:
     """The aiohttp application; call inside a running loop (its state owns an asyncio.Event)."""
-    app = web.Application(client_max_size=256 * 1024 * 1024)
+    middlewares = [key_check(config.api_key)] if config.api_key else []
+    app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
     app[STATE] = SimState(config)
     handlers = {}
     for dialect in DIALECTS:

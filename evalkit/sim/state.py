@@ -39,6 +39,7 @@ class SimConfig:
     served_model_name: str = "sim-model"
     latency_s: float = 0.0
     strict_model: bool = False  # 404 for model names other than served_model_name, like vLLM
+    api_key: str | None = None  # when set, 401 for API requests that do not carry it (vllm serve --api-key)
     fp_cache_size: int = 4096
 
 

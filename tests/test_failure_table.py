@@ -1,0 +1,9 @@
+"""docs/failures.md is the table of the failure tests as they are (see tests/failure_table.py)."""
+
+from __future__ import annotations
+
+from failure_table import DOC, render
+
+
+def test_docs_failures_is_generated_from_the_tests():
+    assert DOC.read_text(encoding="utf-8") == render(), "run `python tests/failure_table.py` to rewrite it"
