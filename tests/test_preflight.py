@@ -46,3 +46,24 @@ async def test_with_replicas_the_dead_one_is_named_and_the_run_goes_on():
     assert [p.ok for p in reached.probes] == [True, False]
     assert reached.notes() == [f"vllm/sim-model: replica {dead} does not answer (connection refused); "
                                "the run goes on without it"]
+
+
+def test_a_cached_rerun_needs_no_server(tmp_path):
+    """The preflight waits for the first request that must be sent: with every answer cached, a run
+    into a new directory works with the server gone (and sends nothing)."""
+    from conftest import make_mcq_jsonl
+
+    from evalkit import run
+    from evalkit.sim.from_bench import answer_key_for
+    from evalkit.sim.server import SimThread
+
+    data = make_mcq_jsonl(tmp_path / "ds", 8, seed=2)
+    opts = {"data": str(data), "cache_dir": str(tmp_path / "cache"), "progress": False, "plots": False,
+            "cache_tag": "the-sim"}
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        first = run("mcq", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "a"), **opts)
+    assert first.exit_code == 0
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    again = run("mcq", "vllm/sim-model", base_url=dead, out=str(tmp_path / "b"), **opts)
+    assert again.exit_code == 0 and again.summary["cache"]["hits"] == 8
+    assert again.summary["metrics"] == first.summary["metrics"]
