@@ -15,26 +15,19 @@ faults completes. Pure state over an injected clock, so tests need no waiting.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from evalkit.core.errors import ProviderError
+from evalkit.core.errors import ProviderError, cause_of
 
 ALIVE_KINDS = frozenset({"rate_limit", "refused", "empty"})
 QUIET_S = 8.0  # a dead server ends the run within ~QUIET_S + the runner's halt drain of the last success
 BURST = 8
 
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
-_NUMBER = re.compile(r"\d+")
-
-
 def signature(error: ProviderError) -> str:
-    """What makes two failures "the same": class, status and message with addresses and numbers
-    blanked (replicas, ports and request ids differ; the cause does not)."""
-    text = _NUMBER.sub("#", _URL.sub("URL", error.message))
-    return f"{error.kind}|{error.status}|{text}"
+    """What makes two failures "the same" (core.errors.cause_of)."""
+    return cause_of(error.kind, error.message)
 
 
 @dataclass

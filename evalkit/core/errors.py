@@ -42,6 +42,17 @@ class ProviderError(Exception):
         return self.kind not in ("permanent", "refused")
 
 
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
+_NUMBER = re.compile(r"\d+")
+
+
+def cause_of(kind: str | None, message: str | None) -> str:
+    """What makes two failures "the same cause": their kind and message with addresses and numbers
+    blanked (replicas, ports and request ids differ; the cause does not). The circuit breaker counts
+    streaks by it, the error banner groups by it."""
+    return f"{kind}|{_NUMBER.sub('#', _URL.sub('URL', message or ''))}"
+
+
 def classify_status(status: int) -> str:
     """HTTP status -> error kind, shared by every HTTP-speaking provider."""
     if status == 429:

@@ -7,20 +7,13 @@ this digest, before any metric. Causes are grouped as the circuit breaker groups
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from evalkit.core.errors import cause_of
 from evalkit.core.types import Record
 
 TOP_CAUSES = 3
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
-_NUMBER = re.compile(r"\d+")
-
-
-def _group(record: Record) -> str:
-    text = _NUMBER.sub("#", _URL.sub("URL", record.error_message or ""))
-    return f"{record.error}|{text}"
 
 
 def digest(records: Sequence[Record]) -> dict[str, Any] | None:
@@ -29,7 +22,7 @@ def digest(records: Sequence[Record]) -> dict[str, Any] | None:
     groups: dict[str, list[Record]] = {}
     for r in records:
         if r.error:
-            groups.setdefault(_group(r), []).append(r)
+            groups.setdefault(cause_of(r.error, r.error_message), []).append(r)
     if not groups:
         return None
     ranked = sorted(groups.values(), key=len, reverse=True)
