@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
-from evalkit.grading.extract import JudgeRequest
+from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,13 @@ class Benchmark:
     def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
         """The LLM-extractor prompt for an answer the rules could not parse (None: no judge)."""
         return None
+
+    def judge_verdict(self, query: Query, response: str, reply: str, valid: Sequence[str], mode: str) -> Parsed:
+        """What the extractor's `reply` about `response` makes the answer. Default: its first valid
+        answer token ("llm"), else unresolved ("llm_unresolved", answer None). A benchmark whose
+        official code reads the reply its own way overrides this (IF-Bench)."""
+        answer = parse_judge_reply(reply, valid)
+        return Parsed(answer, "llm") if answer is not None else Parsed(None, "llm_unresolved")
 
     def score(self, query: Query, parsed: Parsed) -> bool | None:
         """Correctness of one parsed answer; None when there is nothing to score."""

@@ -263,7 +263,7 @@ async def _evaluate(job: _Job) -> RunResult:
             judge_config = replace(cfg, rpm=None, tpm=None)
             judge_runner = await _runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
                                          fingerprints=False, gate=preflight.judge)
-            await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency)
+            await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency, mode=cfg.mode)
             judge_stopped = judge_runner.breaker.tripped
             if judge_stopped:
                 messages.append(f"the judge stopped: {judge_runner.breaker.tripped}; every answer is kept, and "

@@ -71,7 +71,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
             concurrency = int(config.get("concurrency") or 32)
             runner = Runner(judge_provider, limiter=Limiter(concurrency=concurrency), cache=cache, pipeline=pipeline,
                             policy=RetryPolicy(), fingerprints=False)
-            await judge_records(bench, by_id, ordered, runner, workers=concurrency)
+            await judge_records(bench, by_id, ordered, runner, workers=concurrency, mode=mode)
             config = {**config, "judge": judge_spec.label}
     for message in _notes(damaged, len(resume.changed)):
         console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)

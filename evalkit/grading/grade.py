@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from evalkit.ask.runner import Runner
 from evalkit.core.types import GenParams, Message, Outcome, Parsed, Query, Record
 from evalkit.core.version import __version__
-from evalkit.grading.extract import JudgeRequest, parse_judge_reply
+from evalkit.grading.extract import JudgeRequest
 from evalkit.grading.failures import digest
 from evalkit.metrics.basic import counts as count_records
 from evalkit.metrics.basic import usage_totals
@@ -31,6 +31,8 @@ class BenchmarkRules(Protocol):
     def parse(self, query: Query, text: str, mode: str) -> Parsed: ...
 
     def judge_request(self, query: Query, text: str) -> JudgeRequest | None: ...
+
+    def judge_verdict(self, query: Query, response: str, reply: str, valid: Sequence[str], mode: str) -> Parsed: ...
 
     def score(self, query: Query, parsed: Parsed) -> bool | None: ...
 
@@ -69,8 +71,9 @@ def needs_judge(record: Record) -> bool:
 
 
 async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], records: list[Record],
-                        runner: Runner, *, workers: int) -> int:
-    """Resolve unparsed answers with the LLM extractor, in place. Returns how many it resolved."""
+                        runner: Runner, *, workers: int, mode: str = "official") -> int:
+    """Resolve unparsed answers with the LLM extractor, in place. Returns how many it resolved.
+    How a reply is read is the benchmark's (`judge_verdict`), in the run's mode."""
     jobs: dict[str, tuple[int, tuple[str, ...]]] = {}
     judge_queries: list[Query] = []
     for i, rec in enumerate(records):
@@ -91,12 +94,12 @@ async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], rec
         i, valid = jobs[outcome.query.id]
         if not outcome.response.ok:
             return
-        answer = parse_judge_reply(outcome.response.text, valid)
-        if answer is None:
+        query = queries[records[i].query_id]
+        parsed = bench.judge_verdict(query, records[i].response or "", outcome.response.text, valid, mode)
+        if parsed.answer is None and parsed.method == "llm_unresolved":
             records[i] = replace(records[i], parse_method="llm_unresolved")
             return
-        query = queries[records[i].query_id]
-        records[i] = _apply(bench, query, records[i], Parsed(answer, "llm"))
+        records[i] = _apply(bench, query, records[i], parsed)
         resolved += 1
 
     if judge_queries:
