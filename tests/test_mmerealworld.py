@@ -81,7 +81,8 @@ def test_prompt_english_and_chinese_endings():
     folder = REPO / "datasets" / "mme-realworld"
     en = next(iter(bench.expand(bench.load(folder / "MME_RealWorld.json", None, {})[:1], {})))
     rec = json.loads((folder / "MME_RealWorld.json").read_text())[0]
-    expected = (rec["Text"] + " The choices are listed below:\n" + "\n".join(rec["Answer choices"]) + "\n"
+    # the official construction (yfzhang114/MME-RealWorld@87096fc): a space before the newline
+    expected = (rec["Text"] + " The choices are listed below: \n" + "\n".join(rec["Answer choices"]) + "\n"
                 "Select the best answer to the above multiple-choice question based on the image. Respond with "
                 "only the letter (A, B, C, D, or E) of the correct option.\nThe best answer is:")
     assert en.prompt_text() == expected

@@ -81,7 +81,9 @@ def parse_robust(response: str | None, choices: Sequence[tuple[str, str]]) -> st
     return parse_letter(text, letters=tuple(options) or tuple(LETTERS), options=options)
 
 
-_MARKERS = ("The choices are listed below:\n", "选项如下所示:\n")
+# the official prompt has a space before the newline (yfzhang114/MME-RealWorld@87096fc, model_vqa.py);
+# evalkit 0.1 sent none: records of both are read back
+_MARKERS = ("The choices are listed below: \n", "The choices are listed below:\n", "选项如下所示:\n")
 _CHOICE_LINE = re.compile(r"^\(([A-Z])\)")
 
 
