@@ -26,6 +26,8 @@ from evalkit.engine.rereport import rereport
 from evalkit.sim.server import SimThread
 
 FIXTURES = Path(__file__).parent / "fixtures" / "v010"
+# benchmarks whose official requests differ from what 0.1.0 sent (its own prompt wording or image sizes)
+OFFICIAL_REQUESTS_CHANGED = {"mme-realworld"}
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").is_file())
 
 
@@ -108,9 +110,18 @@ def test_v010_run_directory_and_cache_resume_free(name, monkeypatch, tmp_path, c
     config = json.loads((old_dir / "config.json").read_text())
     assert config["identity"]["identity_version"] == 1 and config["identity"]["benchmark"] == case["bench"]
     assert "written by evalkit 0.1.0" in capsys.readouterr().err
-    # a new directory on the old cache: free, except what 0.1.0 never cached
-    assert new_dir == case["rerun_requests_new_dir"]
-    assert new_dir == {"mcq-nocache": case["summary"]["n_queries"], "mcq-empty": 1}.get(name, 0)
+    summary = json.loads((old_dir / "summary.json").read_text())
+    if name in OFFICIAL_REQUESTS_CHANGED:
+        # 0.1.0 asked these with its own prompts: the paid answers are kept and graded, the run says so;
+        # a new directory asks the official requests (an answer to another request is not theirs)
+        assert summary["requests"] == "evalkit-0.1 (not official)", summary.get("requests")
+        assert summary["older_requests"]["queries"] == case["summary"]["n_queries"]
+        assert new_dir == case["summary"]["n_queries"]
+    else:
+        # a new directory on the old cache: free, except what 0.1.0 never cached
+        assert "requests" not in summary
+        assert new_dir == case["rerun_requests_new_dir"]
+        assert new_dir == {"mcq-nocache": case["summary"]["n_queries"], "mcq-empty": 1}.get(name, 0)
     if new_dir == 0:
         assert _metrics(tmp_path / "new") == approx_tree(expected)
 
@@ -140,3 +151,19 @@ def test_compare_accepts_v010_runs_next_to_todays(tmp_path, monkeypatch):
     assert len(comparison.ranking) == 3
     assert {round(r.estimate, 6) for r in comparison.results} == {round(_case("mcq")["summary"]["metrics"]["accuracy"],
                                                                         6)}
+
+
+def test_reask_asks_a_v010_run_again_with_the_official_requests(monkeypatch):
+    """`--reask`: the paid 0.1.0 answers to non-official requests are replaced by official ones."""
+    case = _case("mme-realworld")
+    where = _install("mme-realworld")
+    monkeypatch.chdir(where)
+    run_dir = where / case["run_dir"]
+    with _sim(case) as sim:
+        assert _ask(case) == 0 and sim.counters.snapshot()["requests"] == 0
+        report = (run_dir / "report.md").read_text()
+        assert "Requests: **evalkit-0.1 (not official)**" in report
+        assert _ask(case, ["--reask"]) == 0
+        assert sim.counters.snapshot()["requests"] == case["summary"]["n_queries"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert "requests" not in summary and summary["missing"] == 0

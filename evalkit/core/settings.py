@@ -77,6 +77,8 @@ class RunConfig:
                                     role="operational", above=0)
     reask_changed: bool = option(False, help="re-ask queries whose data, images or prompt changed since they were "
                                  "answered (with --out)", role="operational")
+    reask: bool = option(False, help="ask again, with today's requests, the queries this run directory answered "
+                         "with an earlier evalkit's (0.1's non-official prompts)", role="operational")
     allow_outside_images: bool = option(False, help="read image paths that lead outside the data and --images "
                                         "folders (absolute, ../, symlinks)", role="operational")
     cache_dir: str | None = option(help="response cache folder (default ./cache or EVALKIT_CACHE_DIR)",

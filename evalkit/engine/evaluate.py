@@ -38,12 +38,12 @@ from evalkit.engine.identity import (
 )
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import damaged_note
-from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
+from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.engine.shutdown import on_signals
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.money.costs import CostMeter, plan_dry_run, records_cost
+from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run, records_cost
 from evalkit.money.pricing import Price, load_prices
 from evalkit.providers import ProviderSpec, api_key_for, create_provider, parse_spec
 from evalkit.providers.preflight import check_setup
@@ -220,6 +220,11 @@ async def _evaluate(job: _Job) -> RunResult:
             rundir.rewrite_records(kept)  # drop errors and duplicates; damaged lines go to records.damaged.jsonl
         if damaged:
             say(damaged_note(damaged, saved=True, then="their queries are asked again"))
+        older = {} if cfg.reask or rundir.data_changed else resume.keep_older(by_id)
+        reask_plan = await asyncio.to_thread(plan_dry_run, [by_id[q] for q in older], runner, job.price) \
+            if older else None
+        if reask_plan is not None:
+            say(older_note(len(older), reask_plan))
         if resume.changed:
             say(f"{len(resume.changed)} answered queries were asked differently then (question, images or prompt "
                 "changed); asking them again")
@@ -274,6 +279,10 @@ async def _evaluate(job: _Job) -> RunResult:
                         options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
                         queries=by_id, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
+    if reask_plan is not None:
+        summary["requests"] = OLDER_REQUESTS
+        summary["older_requests"] = {"queries": len(older), "reask_requests": reask_plan.to_send,
+                                     "reask_cost_usd": [reask_plan.cost_low_usd, reask_plan.cost_high_usd]}
     if runner.breaker.tripped:  # the error banner leads with it
         summary["stopped"] = "errors"
         summary["stopped_reason"] = runner.breaker.tripped
@@ -293,6 +302,13 @@ async def _evaluate(job: _Job) -> RunResult:
         draw_plots(rundir, summary, analysis, plotter)
     code = 0 if summary["complete"] else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
+
+
+def older_note(n: int, plan: DryRunPlan) -> str:
+    cost = "" if plan.cost_low_usd is None else f", est. ${plan.cost_low_usd:,.2f}–${plan.cost_high_usd:,.2f}"
+    return (f"{n:,} answers were asked with evalkit 0.1's requests, not the official ones: kept and graded "
+            f"(the run is marked requests: {OLDER_REQUESTS}); --reask asks them again officially "
+            f"({plan.to_send:,} requests{cost})")
 
 
 def _open_cache(cfg: RunConfig, env: Mapping[str, str]) -> contextlib.AbstractContextManager[CacheLike]:

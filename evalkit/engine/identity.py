@@ -34,7 +34,10 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".we
 # 0.1.0's operational keys (evalkit/evaluate.py OPERATIONAL_KEYS at 881f989): never in its identity.
 _LEGACY_OPERATIONAL = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "cache_dir", "no_cache", "out",
                        "judge", "judge_base_url", "progress", "env", "console", "base_url", "on_record",
-                       "dry_run", "max_cost", "prices", "group_images", "data"}
+                       "dry_run", "max_cost", "prices", "group_images", "data",
+                       # operational flags added since 0.1.0: giving one must not hide a 0.1.0 directory
+                       "max_retry_after", "max_response_mb", "reask_changed", "reask", "allow_outside_images",
+                       "plots"}
 # Protocol defaults that 0.1.0 wrote out (or that a user may have typed): equal to today's defaults.
 _DEFAULTS_FOR_VIEW = {"mode": "official", "rotations": 1, "circular": False, "td_any_category": False,
                       "genvip": False, "prior": False, "translated": False, "skip_missing": False}

@@ -24,7 +24,7 @@ from evalkit.core.settings import RunConfig
 from evalkit.engine.identity import saved_settings
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import DamagedLine, damaged_note
-from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop, spec_of_identity
+from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records_off_loop, spec_of_identity
 from evalkit.engine.rundir import RunDir
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
@@ -61,6 +61,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         provider: Any = KeyOnlyProvider(spec_of_identity(identity))  # keys only: never asked
         keys = Runner(provider, limiter=Limiter(concurrency=1), cache=NullCache(), pipeline=pipeline)
         resume = await sort_records_off_loop(by_id, existing, keys.keys_of)
+        older = resume.keep_older(by_id)  # an earlier evalkit's answers to the same questions: graded
         # an answer whose key cannot be checked now (an image gone since) is scored as the run scored it
         scored = {**resume.errors, **resume.unchecked, **resume.current}
         ordered = [grade(bench, by_id[qid], scored[qid], mode) for qid in by_id if qid in scored]
@@ -80,6 +81,9 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
                         n_queries=len(queries), options=bench_opts, config=config,
                         judge=judge_spec.label if judge_spec else config.get("judge"), queries=by_id,
                         not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
+    if older:
+        summary["requests"] = OLDER_REQUESTS
+        summary["older_requests"] = {"queries": len(older)}
     publish(rundir, summary, bench, ordered, bench_opts)
     return summary
 

@@ -11,6 +11,10 @@ interrupted or failed re-ask loses nothing (a failure counts in this run's summa
 answer is kept but never scored). A gold answer or category edited in the data changes no
 request: the answer still stands and is graded against the new gold.
 
+An answer to an earlier evalkit's request for the same question (0.1 worded some prompts its own
+way) was paid for: it is kept and graded, the run is marked as not asked with the official
+requests, and `--reask` asks again (`older_requests`).
+
 Records of queries that are not in this run (an item skipped under --skip-missing, a shorter
 --limit, an emptied file) are *outside*: kept in records.jsonl untouched, left out of every score,
 and counted in the summary (`not_in_run`). Nothing is deleted because an input is missing.
@@ -27,6 +31,7 @@ from evalkit.core.types import Query, Record
 from evalkit.providers.base import ProviderSpec
 
 KeysOf = Callable[[Query], Sequence[str]]
+OLDER_REQUESTS = "evalkit-0.1 (not official)"  # summary["requests"] of a run keeping 0.1's paid answers
 
 
 @dataclass
@@ -38,6 +43,16 @@ class Resume:
     unchecked: dict[str, Record] = field(default_factory=dict)  # answered, but the key could not be computed
     outside: list[Record] = field(default_factory=list)  # queries not in this run: kept, not scored
     errors: dict[str, Record] = field(default_factory=dict)  # failed queries of this run: a run asks them again
+
+    def keep_older(self, queries: Mapping[str, Query]) -> dict[str, Record]:
+        """Move the changed answers that are an earlier evalkit's requests for today's question
+        (`older_requests`) to `current`, graded against today's gold; returns them."""
+        older = older_requests(self.changed, queries)
+        for qid, record in older.items():
+            del self.changed[qid]
+            query = queries[qid]
+            self.current[qid] = replace(record, gold=query.gold, category=query.category)
+        return older
 
     @property
     def waiting(self) -> dict[str, Record]:
@@ -63,6 +78,19 @@ class Resume:
         answers that no new answer replaced."""
         answered = {r.query_id for r in scored if r.error is None}
         return [r.query_id for r in self.outside] + [qid for qid in self.waiting if qid not in answered]
+
+
+def older_requests(changed: Mapping[str, Record], queries: Mapping[str, Query]) -> dict[str, Record]:
+    """The changed answers whose question is the one asked today, only worded or prepared differently:
+    answers to an earlier evalkit's requests (0.1 sent its own prompt layouts, translations and image
+    sizes), paid for and kept unless the user asks again (--reask). A record whose prompt does not
+    hold today's question text answered another question: it is asked again."""
+    out = {}
+    for qid, record in changed.items():
+        question = queries[qid].meta.get("question")
+        if isinstance(question, str) and question.strip() and question.strip() in record.prompt:
+            out[qid] = record
+    return out
 
 
 def sort_records(queries: Mapping[str, Query], existing: Mapping[str, Record], keys_of: KeysOf) -> Resume:

@@ -91,6 +91,7 @@ class RunDir:
         self._clean = False  # the last load_records() found every line valid, once, newline-terminated
         self._data: dict[str, str] | None = None  # halves of the data fingerprint, kept in config.json
         self.damaged: list[DamagedLine] = []  # found by the last load_records(), not yet saved by a rewrite
+        self.data_changed = False  # bind() took a new data fingerprint (--reask-changed)
         self._due = 0.0  # when the oldest buffered line must be written
         self._lock = threading.Lock()  # guards _pending, _due and the flusher's state
         self._wake = threading.Condition(self._lock)
@@ -134,6 +135,7 @@ class RunDir:
                                        "since); add --reask-changed to ask the changed queries again, or choose "
                                        "another --out")
                 note = f"{what} changed since {self.path} was written: asking the changed queries again"
+                self.data_changed = True
             elif diff:
                 raise EvalkitError(f"run directory {self.path} holds a run with different settings "
                                    f"({', '.join(diff)}); choose another --out")
