@@ -35,6 +35,10 @@ class Benchmark:
     Options: ClassVar[type] = NoOptions
     #: the metric that ranks models (the key in `aggregate`'s dict, and `score_table().metric`)
     headline_metric: ClassVar[str] = ""
+    # the code `--mode official` reproduces (repository@commit), named in every summary and report
+    official_source: ClassVar[str | None] = None
+    # where official mode deliberately departs from that code, one line each (listed in every report)
+    deviations: ClassVar[tuple[str, ...]] = ()
 
     def headline_for(self, options: dict[str, Any]) -> str:
         """The headline metric under these options (a benchmark whose protocol switches change

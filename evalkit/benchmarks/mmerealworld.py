@@ -227,6 +227,7 @@ class MMERealWorld(Benchmark):
     name = "mme-realworld"
     default_data = "mme-realworld/MME_RealWorld.json"
     headline_metric = "Avg"
+    official_source = "yfzhang114/MME-RealWorld@87096fc (evaluation/model_vqa.py, eval_your_results.py)"
 
     @dataclass(frozen=True)
     class Options:

@@ -185,6 +185,8 @@ class RGBThBench(Benchmark):
     name = "rgb-th-bench"
     default_data = "rgb-th-bench"
     headline_metric = "QAcc"
+    official_source = ("huhanwj/RGB-Th-Benchmark@3250d05 (third-party scripts that scored the recorded answers; "
+                       "the paper's authors released no code)")
 
     @dataclass(frozen=True)
     class Options:

@@ -158,6 +158,8 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "missing": missing,
         "not_in_run": not_in_run,
         "unscored_ids": sorted(unscored),
+        "official_source": getattr(bench, "official_source", None),
+        "deviations": list(getattr(bench, "deviations", ())),
         "metrics": bench.aggregate(records, options),  # official denominators: a failed query is wrong
         "failures": failures,  # the error banner's digest (None: nothing failed)
         "metrics_answered": bench.aggregate(answered, options) if failures and answered else None,

@@ -60,6 +60,10 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     lines = [f"# {summary['benchmark']} — {summary['model']}", "",
              f"Mode: **{summary['mode']}** · items {summary['n_items']} · queries {summary['n_queries']}"
              f" · evalkit {summary['evalkit_version']}", ""]
+    if summary.get("official_source"):
+        lines += [f"Official mode follows {summary['official_source']}."
+                  + (" Deliberate deviations:" if summary.get("deviations") else ""), ""]
+        lines += [f"- {d}" for d in summary.get("deviations") or []] + ([""] if summary.get("deviations") else [])
     if summary.get("requests"):
         n = (summary.get("older_requests") or {}).get("queries")
         lines += [f"> Requests: **{summary['requests']}** — {n} answers were asked with an earlier evalkit's "
