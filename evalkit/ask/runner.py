@@ -46,6 +46,7 @@ class RunnerStats:
     cache_hits: int = 0
     errors: int = 0
     retries: int = 0
+    rate_limited: int = 0  # 429s received (each retried), counted as they come
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -278,7 +279,10 @@ class Runner:
             first = False
             try:
                 response = await self.provider.complete(query.messages, query.params, images)
-            except (ProviderError, asyncio.TimeoutError):
+            except ProviderError as e:
+                self.stats.rate_limited += e.kind == "rate_limit"
+                raise
+            except asyncio.TimeoutError:
                 raise
             except Exception as e:  # noqa: BLE001 - the adapter let something through: this query's error
                 raise unclassified(self.provider.spec.provider, e) from e

@@ -237,7 +237,8 @@ async def _evaluate(job: _Job) -> RunResult:
             plotter.start()
         if cfg.group_images:
             todo = list(group_by_image(todo, window=cfg.concurrency))
-        progress = RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=cfg.progress)
+        progress = RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=cfg.progress,
+                               counters=runner.stats, spent=(lambda: meter.spent_usd) if job.price else None)
 
         def sink(outcome: Outcome) -> None:
             rec = grade(bench, outcome.query, make_record(outcome, spec.label), cfg.mode)
@@ -268,7 +269,9 @@ async def _evaluate(job: _Job) -> RunResult:
             judge_config = replace(cfg, rpm=None, tpm=None)
             judge_runner = await _runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
                                          fingerprints=False, gate=preflight.judge)
-            await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency, mode=cfg.mode)
+            await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency, mode=cfg.mode,
+                                track=lambda n: RunProgress(n, f"judge · {job.judge_spec.label}", console,
+                                                            enabled=cfg.progress, counters=judge_runner.stats))
             judge_stopped = judge_runner.breaker.tripped
             if judge_stopped:
                 messages.append(f"the judge stopped: {judge_runner.breaker.tripped}; every answer is kept, and "

@@ -6,7 +6,8 @@ Pure functions except `judge_records`, which asks the judge model through a Runn
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -19,6 +20,16 @@ from evalkit.metrics.basic import counts as count_records
 from evalkit.metrics.basic import usage_totals
 
 JUDGE_PARAMS = GenParams(temperature=0.0, max_tokens=64)
+
+
+class Tracker(Protocol):
+    """Progress of the judge phase (report.progress.RunProgress): entered, advanced per outcome."""
+
+    def advance(self, outcome: Outcome) -> None: ...
+
+    def __enter__(self) -> Tracker: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 class BenchmarkRules(Protocol):
@@ -71,7 +82,8 @@ def needs_judge(record: Record) -> bool:
 
 
 async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], records: list[Record],
-                        runner: Runner, *, workers: int, mode: str = "official") -> int:
+                        runner: Runner, *, workers: int, mode: str = "official",
+                        track: Callable[[int], Tracker] | None = None) -> int:
     """Resolve unparsed answers with the LLM extractor, in place. Returns how many it resolved.
     How a reply is read is the benchmark's (`judge_verdict`), in the run's mode."""
     jobs: dict[str, tuple[int, tuple[str, ...]]] = {}
@@ -89,8 +101,12 @@ async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], rec
                                    messages=(Message.user(jr.prompt),), gold="", params=JUDGE_PARAMS))
     resolved = 0
 
+    tracker = track(len(judge_queries)) if track is not None and judge_queries else None
+
     def sink(outcome: Outcome) -> None:
         nonlocal resolved
+        if tracker is not None:
+            tracker.advance(outcome)
         i, valid = jobs[outcome.query.id]
         if not outcome.response.ok:
             return
@@ -103,7 +119,8 @@ async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], rec
         resolved += 1
 
     if judge_queries:
-        await runner.run(judge_queries, sink, workers=workers)
+        with tracker if tracker is not None else contextlib.nullcontext():
+            await runner.run(judge_queries, sink, workers=workers)
     return resolved
 
 

@@ -1,0 +1,112 @@
+"""The live display tells the truth at any width: count, ETA and elapsed survive 80 columns, retries
+and 429s are counted as they happen, and a run whose stderr is not a terminal prints plain lines."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+from cli_under_test import REPO, checkout_under_test, run_cli
+from conftest import make_mcq_jsonl
+from rich.console import Console
+
+from evalkit.core.types import Outcome, Query, Response, Usage
+from evalkit.report.progress import Field, RunProgress, fit_fields
+from evalkit.sim.faults import SimFaults
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+
+class Clock:
+    t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Stats:
+    retries = 12
+    rate_limited = 5
+
+
+def _outcome(cached: bool = False) -> Outcome:
+    q = Query(id="q", item_id="q", base_id="q", variant={}, messages=(), gold="A")
+    return Outcome(q, Response(text="A", usage=Usage(100, 2)), "k", cached)
+
+
+def test_at_80_columns_count_eta_and_elapsed_survive():
+    clock = Clock()
+    p = RunProgress(5440, "if-bench · openai/gpt-4o-2024-08-06", Console(width=80), False, counters=Stats(),
+                    spent=lambda: 1.2345, clock=clock)
+    for _ in range(1234):
+        clock.t += 0.05
+        p.advance(_outcome())
+    line = p.line(80)
+    assert len(line) <= 80
+    assert "1,234/5,440" in line and "ETA 3:30" in line and "1:01 elapsed" in line, line
+    wide = p.line(200)
+    assert "retries 12 (429: 5)" in wide and "$1.2345" in wide and "if-bench" in wide and "━" in wide
+
+
+def test_fields_are_dropped_least_important_first():
+    fields = [Field("label", 9), Field("1/2", 0), Field("ETA 0:01", 1)]
+    assert fit_fields(fields, 14) == "1/2 · ETA 0:01"
+    assert fit_fields(fields, 5) == "1/2"
+
+
+def test_a_redirected_run_prints_plain_progress_lines(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 20, seed=4)
+    config = SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), latency_s=0.05,
+                       faults=SimFaults(rate=0.3, kinds=("429",), retry_after=0.0, seed=2))
+    with SimThread(config) as sim:
+        done = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
+                        "--out", str(tmp_path / "run"), "--concurrency", "2"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("evalkit: mcq · vllm/sim-model · ")]
+    assert len(lines) >= 5, done.stderr  # every 10%, and the end
+    assert "20/20" in lines[-1] and "ETA 0:00" in lines[-1]
+    assert any("(429: 0)" not in ln for ln in lines), "rate limits are counted as they come"
+
+
+def test_a_terminal_at_80_columns_shows_count_and_eta(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 30, seed=4)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), latency_s=0.1)) as sim:
+        main, child = pty.openpty()
+        fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "TERM": "xterm-256color", "COLUMNS": "80"}
+        env.pop("NO_COLOR", None)
+        code = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+                "from evalkit.cli import main; sys.exit(main(sys.argv[1:]))")
+        proc = subprocess.Popen([sys.executable, "-c", code, "run", "mcq", "--model", "vllm/sim-model", "--base-url",
+                                 sim.url, "--data", str(data), "--out", str(tmp_path / "run"), "--concurrency", "2",
+                                 "--no-plots"], stdin=child, stdout=child, stderr=child, env=env, cwd=REPO)
+        os.close(child)
+        seen = b""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(main, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+        proc.wait(timeout=10)
+        os.close(main)
+    text = seen.decode("utf-8", "replace")
+    assert proc.returncode == 0, text[-2000:]
+    import re
+
+    shown = re.findall(r"(\d+)/30 · [^\r\n]*ETA \d+:\d\d", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text))
+    assert shown and any(0 < int(n) < 30 for n in shown), text[-2000:]
