@@ -177,6 +177,7 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "unscored_ids": sorted(unscored),
         "official_source": getattr(bench, "official_source", None),
         "deviations": list(getattr(bench, "deviations", ())),
+        "chance_pct": chance_pct(queries.values()) if queries is not None else None,
         "metrics": bench.aggregate(records, options),  # official denominators: a failed query is wrong
         "failures": failures,  # the error banner's digest (None: nothing failed)
         "metrics_answered": bench.aggregate(answered, options) if failures and answered else None,
@@ -191,6 +192,14 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "config": config,
         "evalkit_version": __version__,
     }
+
+
+def chance_pct(queries: Iterable[Query]) -> float | None:
+    """Accuracy (%) of answering at random among each query's options: 25 for 4 options, 20 for 5,
+    50 for yes/no (options, or a Yes/No gold); the mean when sets mix them; None for free answers."""
+    shares = [1.0 / len(q.options) if q.options else 0.5 for q in queries
+              if q.options or str(q.gold).lower() in ("yes", "no")]
+    return round(100.0 * sum(shares) / len(shares), 4) if shares else None
 
 
 def _tally(values: Iterable[str]) -> dict[str, int]:
