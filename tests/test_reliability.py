@@ -152,3 +152,57 @@ def test_category_table_means_over_solvable():
     assert table["per_category"]["z"] is None
     assert table["mean"]["theta"] == pytest.approx(0.6, abs=1e-6)
     assert table["mean"]["A_adj"] == pytest.approx((0.8 * 0.95 + 0.4 * 0.9) / 2, abs=1e-6)
+
+
+# ---- one θ/r/g story: undefined parameters are None, the paper's estimator leads the report ----
+
+
+def test_a_perfect_model_has_no_lucky_guess_rate():
+    fit = fit_histogram([0, 0, 0, 0, 50], n_boot=20).as_dict()
+    assert fit["theta"] == pytest.approx(1.0, abs=1e-6) and fit["r"] == pytest.approx(1.0, abs=1e-6)
+    assert fit["g"] is None and fit["g_ci"] is None and "no question was guessed" in fit["note"]
+
+
+def test_where_r_equals_g_theta_is_not_identifiable():
+    # what one category of the TDBench fixture fitted to (scipy 1.17: theta 0.54; an earlier release: 0.29)
+    from evalkit.metrics.reliability import MixtureFit
+
+    fit = MixtureFit(0.5375, 0.5000000019949915, 0.5000000002151184, 0.2688, 4, 24, -30.0, {}).as_dict()
+    assert fit["theta"] is None and fit["A_adj"] is None and fit["g"] is None and "not identifiable" in fit["note"]
+    assert fit["r"] == pytest.approx(0.5)
+
+
+def test_the_report_leads_with_the_papers_estimator_and_shows_a_dash_for_g():
+    from run_factory import record
+
+    from evalkit.report.markdown import reliability_section
+
+    records = [record(f"q{i}|s{s}", True, base=f"q{i}", variant={"shift": s}, category=f"c{i % 2}")
+               for i in range(40) for s in range(4)]
+    rel = reliability_summary(records, n_boot=20)
+    assert rel["paper_by_category"] == {"per_category": {"c0": None, "c1": None}, "mean": None,
+                                        "solved": 0, "unsolved": 2}
+    text = "\n".join(reliability_section(rel))
+    assert text.index("The paper's estimator") < text.index("evalkit's estimate")
+    assert "the 0 of 2 categories that have one (2 have none)" in text
+    assert "| 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] | — | 1.00 [1.00, 1.00] |" in text
+    assert "no question was guessed" in text
+
+
+def test_the_papers_mean_is_over_the_solvable_categories():
+    rng = np.random.default_rng(3)
+    records = []
+    for cat, (theta, r, g) in {"a": (0.6, 0.95, 0.3), "b": (0.5, 0.9, 0.4), "c": (1.0, 1.0, 1.0)}.items():
+        for i in range(4000):
+            known = rng.random() < theta
+            for s in range(4):
+                ok = rng.random() < (r if known else g)
+                records.append(Record(query_id=f"{cat}{i}|{s}", item_id=f"{cat}{i}", base_id=f"{cat}{i}",
+                                      variant={"rot": s}, model="m", request_key="k", response="A", gold="A",
+                                      parsed="A" if ok else "B", parse_method="rule", correct=bool(ok),
+                                      category=cat))
+    by_cat = reliability_summary(records, n_boot=0)["paper_by_category"]
+    assert by_cat["solved"] == 2 and by_cat["unsolved"] == 1 and by_cat["per_category"]["c"] is None
+    a, b = by_cat["per_category"]["a"], by_cat["per_category"]["b"]
+    assert by_cat["mean"]["theta"] == pytest.approx((a["theta"] + b["theta"]) / 2)
+    assert a["theta"] == pytest.approx(0.6, abs=0.08) and b["g"] == pytest.approx(0.4, abs=0.08)

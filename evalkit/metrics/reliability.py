@@ -163,11 +163,34 @@ class MixtureFit:
     log_likelihood: float
     ci: dict[str, tuple[float, float]]
 
+    @property
+    def guessed(self) -> bool:
+        """Some group was guessed: fewer than half a group expected unknown leaves g undefined."""
+        return (1.0 - self.theta) * self.n >= 0.5
+
+    @property
+    def separable(self) -> bool:
+        """r and g differ: where they meet, known and guessed groups look alike and θ is arbitrary
+        (the optimizer lands anywhere; two scipy releases gave 0.29 and 0.54 for one histogram)."""
+        return abs(self.r - self.g) >= 1e-3
+
     def as_dict(self) -> dict[str, Any]:
+        """The fit as summary.json keeps it; a parameter the data cannot identify is None ("—" in
+        reports) with a note saying why, never a number that means nothing."""
         out: dict[str, Any] = {"theta": self.theta, "r": self.r, "g": self.g, "A_adj": self.a_adj,
                                "k": self.k, "n": self.n}
         for name, (lo, hi) in self.ci.items():
             out[f"{name}_ci"] = [lo, hi]
+        undefined = []
+        if not self.guessed:
+            undefined, out["note"] = ["g"], "no question was guessed: g (the lucky-guess rate) is undefined"
+        elif not self.separable:
+            undefined = ["theta", "g", "A_adj"]
+            out["note"] = "r = g: known and guessed questions look alike, so θ (and θ·r) is not identifiable"
+        for name in undefined:
+            out[name] = None
+            if f"{name}_ci" in out:
+                out[f"{name}_ci"] = None
         return out
 
 
@@ -337,9 +360,31 @@ def reliability_summary(records: Sequence[Any], key: Any = None, *, n_boot: int 
     return {
         "k": k, "groups": len(full), **stats,
         "paper": sol.as_dict() if sol else None,
+        "paper_by_category": paper_by_category(records, k, key),
         "ml": fit.as_dict() if fit else None,
         "hist": histogram((c for c, _ in full.values()), k),
     }
+
+
+def paper_by_category(records: Sequence[Any], k: int, key: Any = None) -> dict[str, Any] | None:
+    """The paper's estimator (TDBench §4.3): the moment solution per category, then the mean over the
+    categories that have one, with how many had none. None when records have no categories."""
+    by_cat: dict[str, list[Any]] = defaultdict(list)
+    for rec in records:
+        if getattr(rec, "category", None):
+            by_cat[rec.category].append(rec)
+    if not by_cat:
+        return None
+    per: dict[str, dict[str, float] | None] = {}
+    for cat, recs in sorted(by_cat.items()):
+        full = {g: v for g, v in group_counts(recs, key).items() if v[1] == k}
+        stats = consistency(full) if full else None
+        sol = decompose(stats["RE"], stats["VE"], stats["MA"], k) if stats else None
+        per[cat] = sol.as_dict() if sol else None
+    solved = [v for v in per.values() if v is not None]
+    mean = {name: sum(v[name] for v in solved) / len(solved) for name in ("theta", "r", "g", "A_adj")} \
+        if solved else None
+    return {"per_category": per, "mean": mean, "solved": len(solved), "unsolved": len(per) - len(solved)}
 
 
 def binomial_hist_pmf(theta: float, r: float, g: float, k: int) -> np.ndarray:

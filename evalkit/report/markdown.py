@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.grading.failures import banner
-from evalkit.report.tables import RELIABILITY_HEAD, fmt, md_table, metric_rows, pct_ci, reliability_rows
+from evalkit.report.tables import fmt, md_table, metric_rows, pct_ci
 
 if TYPE_CHECKING:
     from evalkit.analysis.result import ModelResult
@@ -55,6 +55,45 @@ def _cost(summary: dict[str, Any]) -> list[str]:
     return ["## Cost and cache", "", *md_table(("what", "value"), rows), ""]
 
 
+def _with_ci(fit: dict[str, Any], name: str) -> str:
+    ci = fit.get(f"{name}_ci")
+    return fmt(fit.get(name)) + (f" {pct_ci(*ci)}" if ci else "")
+
+
+def reliability_section(rel: dict[str, Any]) -> list[str]:
+    """θ, r, g told once: the paper's estimator first (moment solution per category, mean over the
+    solvable ones, how many had none), then evalkit's maximum-likelihood estimate with intervals;
+    a parameter the data cannot identify is "—" with the reason."""
+    lines = ["## Reliability over variant groups (θ known, r right when known, g lucky guess)", "",
+             f"{rel['groups']} questions asked in k = {rel['k']} variants: RE {fmt(rel['RE'])}, "
+             f"VE {fmt(rel['VE'])}, MA {fmt(rel['MA'])}.", ""]
+    by_cat = rel.get("paper_by_category")
+    if by_cat:
+        n = by_cat["solved"] + by_cat["unsolved"]
+        lines += [f"**The paper's estimator** (TDBench §4.3): the moment solution per category, averaged over "
+                  f"the {by_cat['solved']} of {n} categories that have one ({by_cat['unsolved']} have none).", ""]
+        rows = [[cat, *(sol[k] for k in ("theta", "r", "g", "A_adj"))] if sol else [cat, "no solution", "", "", ""]
+                for cat, sol in by_cat["per_category"].items()]
+        mean = by_cat["mean"]
+        rows.append(["**mean**", *(mean[k] for k in ("theta", "r", "g", "A_adj"))] if mean
+                    else ["**mean**", "no category has a solution", "", "", ""])
+        lines += md_table(("category", "θ", "r", "g", "A_adj = θ·r"), rows) + [""]
+    else:
+        paper = rel.get("paper")
+        lines += ["**The paper's estimator** (TDBench §4.3, moment solution over all questions): "
+                  + (" · ".join(f"{k} {fmt(paper[k])}" for k in ("theta", "r", "g", "A_adj")) if paper
+                     else "no solution for these RE/VE/MA."), ""]
+    ml = rel.get("ml")
+    if ml:
+        lines += ["**evalkit's estimate**: maximum likelihood over the histogram of right variants per question, "
+                  "with 95% bootstrap intervals.", "",
+                  *md_table(("θ", "r", "g", "A_adj = θ·r"), [[_with_ci(ml, k) for k in ("theta", "r", "g", "A_adj")]]),
+                  ""]
+        if ml.get("note"):
+            lines += [f"— {ml['note']}.", ""]
+    return lines
+
+
 def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
                   figures: list[tuple[str, str]] | None = None) -> str:
     lines = [f"# {summary['benchmark']} — {summary['model']}", "",
@@ -84,8 +123,7 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     if summary.get("hint"):
         lines += [f"> {summary['hint']}", ""]
     if analysis is not None and analysis.reliability:
-        lines += ["## Reliability over variant groups", "",
-                  *md_table(RELIABILITY_HEAD, [reliability_rows(analysis.label, analysis.reliability)]), ""]
+        lines += reliability_section(analysis.reliability)
     if figures:
         lines += ["## Plots", ""]
         for title, rel in figures:
