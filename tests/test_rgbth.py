@@ -352,3 +352,38 @@ def test_replay_through_pipeline(real_key, replay_queries, recorded, tmp_path, m
     res = _real_run(real_key, tmp_path, "replay", key=key, skills="all")
     assert res.summary["n_queries"] == 1856 and res.summary["counts"]["errors"] == 0
     _check_against_files(model, res.records, outputs[model], table[model])
+
+
+def test_duplicate_questions_are_findings_beside_the_scores():
+    """A question asked twice on one scene: an error finding when the golds contradict (no model can
+    get both), a warning when they agree; in summary.json, report.md and a console line."""
+    import io
+
+    from rich.console import Console
+
+    from evalkit.grading.grade import summarize
+    from evalkit.report.console import print_summary
+    from evalkit.report.markdown import render_report
+
+    ctx = "Based on this image, answer ...\n"
+
+    def rec(qid: str, question: str, gold: str) -> Record:
+        return Record(query_id=qid, item_id=qid, base_id=qid, variant={}, model="m", request_key="k", response=gold,
+                      gold=gold, parsed=gold, parse_method="rule", correct=True, category="Object Counting",
+                      prompt=ctx + question)
+
+    records = [rec("Source 2/1/b01/q1", "Is there a car?", "Yes"), rec("Source 2/1/b01/q2", "Is there a car?", "No"),
+               rec("Source 2/3/b02/q1", "Is it hot?", "Yes"), rec("Source 2/3/b05/q1", "Is it hot?", "Yes"),
+               rec("Source 2/4/b01/q1", "Is it hot?", "No")]
+    bench = get_benchmark("rgb-th-bench")
+    summary = summarize(bench, records, model="m", mode="official", n_items=5, n_queries=5, options={}, config={},
+                        judge=None)
+    assert [(f["severity"], f["kind"], f["file"], f["items"]) for f in summary["findings"]] == [
+        ("error", "duplicate-question", "Source 2/1/questions.json", ["Source 2/1/b01/q1", "Source 2/1/b01/q2"]),
+        ("warning", "duplicate-question", "Source 2/3/questions.json", ["Source 2/3/b02/q1", "Source 2/3/b05/q1"])]
+    report = render_report(summary)
+    assert report.index("## Data findings") < report.index("## Counts")
+    assert "| error | duplicate-question | Source 2/1/questions.json |" in report
+    out = io.StringIO()
+    print_summary(summary, Console(file=out, width=120))
+    assert "2 data findings (1 error, 1 warning): see report.md" in out.getvalue()

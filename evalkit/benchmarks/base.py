@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalkit.analysis.scoretable import ScoreTable
+from evalkit.core.findings import Finding
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 
@@ -89,6 +90,10 @@ class Benchmark:
         official code reads the reply its own way overrides this (IF-Bench)."""
         answer = parse_judge_reply(reply, valid)
         return Parsed(answer, "llm") if answer is not None else Parsed(None, "llm_unresolved")
+
+    def findings(self, records: Sequence[Record]) -> list[Finding]:
+        """What the data itself says about these scores (duplicate questions, ...): none by default."""
+        return []
 
     def score(self, query: Query, parsed: Parsed) -> bool | None:
         """Correctness of one parsed answer; None when there is nothing to score."""

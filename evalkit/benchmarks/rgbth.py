@@ -23,6 +23,7 @@ from typing import Any
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.core.errors import EvalkitError
+from evalkit.core.findings import Finding
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
@@ -229,6 +230,10 @@ class RGBThBench(Benchmark):
 
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
         return rgbth_metrics(records)
+
+    def findings(self, records: Sequence[Record]) -> list[Finding]:
+        """The release's duplicate questions among these records (contradictory golds: errors)."""
+        return [d.finding() for d in find_duplicates((r.item_id, r.prompt, r.gold) for r in records)]
 
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         return [(k, metrics[k]) for k in ("QAcc", "SAcc", "QAcc (RGB-Txt)", "SAcc (RGB-Txt)",

@@ -178,6 +178,7 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "official_source": getattr(bench, "official_source", None),
         "deviations": list(getattr(bench, "deviations", ())),
         "chance_pct": chance_pct(queries.values()) if queries is not None else None,
+        "findings": [f.to_dict() for f in bench.findings(records)] if hasattr(bench, "findings") else [],
         "metrics": bench.aggregate(records, options),  # official denominators: a failed query is wrong
         "failures": failures,  # the error banner's digest (None: nothing failed)
         "metrics_answered": bench.aggregate(answered, options) if failures and answered else None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from evalkit.core.findings import Finding
 from evalkit.core.types import Record
 
 RGB_TXT = (
@@ -93,6 +94,12 @@ class Duplicate:
         golds = "/".join(self.golds)
         return (f"{self.scene}: the question {self.question!r} is asked {len(self.items)} times {kind} "
                 f"({golds}; items {', '.join(self.items)})")
+
+    def finding(self) -> Finding:
+        """An error when the copies' gold answers contradict (no model can get both right), else a warning
+        (the question weighs twice)."""
+        return Finding("error" if self.contradictory else "warning", "duplicate-question", self.message(),
+                       f"{self.scene}/questions.json", self.items, self.scene)
 
     def to_dict(self) -> dict[str, Any]:
         return {"scene": self.scene, "question": self.question, "items": list(self.items),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from evalkit.core.findings import count_line
 from evalkit.grading.failures import banner
 from evalkit.report.tables import count_rows, fmt, metric_rows, pct_ci, pvalue
 
@@ -40,6 +41,9 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     if summary.get("metrics_answered"):
         console.print(_metrics_table(f"metrics_answered · over the {failures['answered']:,} answered queries only",
                                      summary["metrics_answered"]))
+    findings = count_line(summary.get("findings") or [])
+    if findings:
+        console.print(findings, style="yellow", markup=False, highlight=False)
     counts = Table(show_header=False, box=None)
     for k, v in count_rows(summary):
         counts.add_row(k, v)

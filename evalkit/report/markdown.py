@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalkit.core.findings import SEVERITIES
 from evalkit.grading.failures import banner
 from evalkit.report.tables import fmt, md_table, metric_rows, pct_ci
 
@@ -20,6 +21,16 @@ def _headline(summary: dict[str, Any]) -> list[str]:
         return []
     return [f"**{h['metric']} = {fmt(h['value'])}**, 95% CI {pct_ci(*h['ci95'])} "
             f"(percentile bootstrap over {h['n_units']} items).", ""]
+
+
+def _findings(summary: dict[str, Any]) -> list[str]:
+    """The data's own faults, beside the scores they affect (errors first)."""
+    found = sorted(summary.get("findings") or [], key=lambda f: SEVERITIES.index(f.get("severity", "info")))
+    if not found:
+        return []
+    rows = [[f["severity"], f["kind"], f.get("file") or "", ", ".join(f.get("items") or []), f["message"]]
+            for f in found]
+    return ["## Data findings", "", *md_table(("severity", "kind", "file", "items", "message"), rows, "lllll"), ""]
 
 
 def _counts(summary: dict[str, Any]) -> list[str]:
@@ -116,6 +127,7 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     if not failures or failures["answered"]:
         lines += ["## Official metrics" + (" (failed queries count as wrong)" if failures else ""), "",
                   *_headline(summary), *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
+    lines += _findings(summary)
     if summary.get("metrics_answered"):
         lines += [f"## metrics_answered: over the {failures['answered']:,} answered queries only", "",
                   *md_table(("metric", "value"), metric_rows(summary["metrics_answered"])), ""]
