@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.core.findings import Finding
+from evalkit.core.report_table import ReportTable
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 
@@ -90,6 +91,17 @@ class Benchmark:
         official code reads the reply its own way overrides this (IF-Bench)."""
         answer = parse_judge_reply(reply, valid)
         return Parsed(answer, "llm") if answer is not None else Parsed(None, "llm_unresolved")
+
+    def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[ReportTable]:
+        """The paper's headline table as one row for `label`, then the detail tables. Default: the
+        headline metric, and accuracy per category when the metrics have one."""
+        head = [ReportTable(f"{self.name}: {self.headline_for(options)}", ("model", self.headline_for(options)),
+                            [[label, metrics.get(self.headline_for(options))]], console=True)]
+        per = metrics.get("per_category")
+        if isinstance(per, dict) and per and all(isinstance(v, int | float) for v in per.values()):
+            head.append(ReportTable("Accuracy per category (%)", ("category", "accuracy"),
+                                    [[k, v] for k, v in per.items()], console=True))
+        return head
 
     def findings(self, records: Sequence[Record]) -> list[Finding]:
         """What the data itself says about these scores (duplicate questions, ...): none by default."""

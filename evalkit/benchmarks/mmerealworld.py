@@ -23,6 +23,7 @@ from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
 from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
 from evalkit.core.errors import EvalkitError
+from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
@@ -234,6 +235,25 @@ class MMERealWorld(Benchmark):
         mme_lang: str | None = option(help="mme-realworld: prompt language (default auto: _CN files and Chinese text)",
                                       choices=("auto", "en", "cn"))
 
+
+    def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[ReportTable]:
+        """Tables 3 and 4 of the paper (perception and reasoning: accuracy per domain, Avg and Avg-C),
+        one row each, then accuracy per sub-task."""
+        out = []
+        for number, task in ((3, "Perception"), (4, "Reasoning")):
+            t = metrics.get(task)
+            if not isinstance(t, dict):
+                continue
+            cols = [d for d in ("OCR", "RS", "DT", "MO", "AD") if d in t] + ["Avg", "Avg-C"]
+            out.append(ReportTable(f"MME-RealWorld Table {number}: {task.lower()} (%)", ("model", *cols),
+                                   [[label, *(t.get(c) for c in cols)], ["questions", *(
+                                       (metrics.get("details") or {}).get("n_by_domain", {}).get(f"{task}/{c}")
+                                       for c in cols[:-2]), t.get("n"), t.get("n")]], console=True))
+        per = metrics.get("per_category") or {}
+        n_by = (metrics.get("details") or {}).get("n_by_category") or {}
+        out.append(ReportTable("Accuracy per sub-task (%)", ("task / domain / sub-task", "accuracy", "questions"),
+                               [[k, v, n_by.get(k)] for k, v in per.items()]))
+        return out
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         path = Path(data)

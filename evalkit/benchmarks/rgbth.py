@@ -24,6 +24,7 @@ from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.core.errors import EvalkitError
 from evalkit.core.findings import Finding
+from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
@@ -230,6 +231,29 @@ class RGBThBench(Benchmark):
 
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
         return rgbth_metrics(records)
+
+    def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[ReportTable]:
+        """Table 3 of the paper (QAcc and SAcc per prompt group, the paper's mean-of-skills definition,
+        with its significance row), then the skills × (QAcc, SAcc) table with the group rows."""
+        columns = metrics.get("columns") or {}
+        groups = [g for g in ("RGB-Txt", "RGB-Th-Txt", "Overall") if g in columns]
+        head = ("model", *(f"{g} {m}" for g in groups for m in ("QAcc", "SAcc")))
+        row = [label, *(columns[g][m] for g in groups for m in ("QAcc", "SAcc"))]
+        sig = ["significant above (p < 0.05)",
+               *(columns[g][f"{m} significant above"] for g in groups for m in ("QAcc", "SAcc"))]
+        paper = ReportTable("RGB-Th-Bench Table 3: QAcc and SAcc per prompt group (%)", head, [row, sig],
+                            note="a group's score is the mean of its skills' scores (the paper's definition); "
+                                 "pooled figures are in summary.json", console=True)
+        per = metrics.get("per_skill") or {}
+        rows = [[skill, v["prompt_group"], v["QAcc"], v["SAcc"], v["questions"], v["groups"]]
+                for skill, v in per.items()]
+        rows += [[f"{g} (mean of skills)", g, columns[g]["QAcc"], columns[g]["SAcc"], columns[g]["questions"],
+                  columns[g]["groups"]] for g in groups]
+        detail = ReportTable("Skills × (QAcc, SAcc) (%)", ("skill", "prompt group", "QAcc", "SAcc", "questions",
+                                                          "groups"), rows, console=True,
+                             groups=[f"{g} (mean of skills)" for g in groups],
+                             note="chance: QAcc 50%, SAcc 6.25% for groups of 4 questions")
+        return [paper, detail]
 
     def findings(self, records: Sequence[Record]) -> list[Finding]:
         """The release's duplicate questions among these records (contradictory golds: errors)."""

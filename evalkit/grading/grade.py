@@ -161,6 +161,7 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
     unparsed = counts.get("unparsed", 0)
     failures = digest(records)
     answered = [r for r in records if not r.error] if failures else records
+    metrics = bench.aggregate(records, options)
     hint = None
     if unparsed and not judge:
         hint = (f"{unparsed} answers could not be parsed by rules; "
@@ -179,7 +180,8 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "deviations": list(getattr(bench, "deviations", ())),
         "chance_pct": chance_pct(queries.values()) if queries is not None else None,
         "findings": [f.to_dict() for f in bench.findings(records)] if hasattr(bench, "findings") else [],
-        "metrics": bench.aggregate(records, options),  # official denominators: a failed query is wrong
+        "metrics": metrics,  # official denominators: a failed query is wrong
+        "tables": [t.to_dict() for t in bench.tables(metrics, model, options)] if hasattr(bench, "tables") else [],
         "failures": failures,  # the error banner's digest (None: nothing failed)
         "metrics_answered": bench.aggregate(answered, options) if failures and answered else None,
         "counts": counts,

@@ -24,6 +24,32 @@ def _metrics_table(title: str, metrics: dict[str, Any]) -> Table:
     return table
 
 
+def _paper_table(t: dict[str, Any], width: int) -> Table:
+    """Compact (a header rule, no frame) and one line per row: long labels end in "…" on a narrow
+    terminal, so the console stays short; report.md has them whole."""
+    from rich import box
+
+    table = Table(title=t["title"], show_header=True, header_style="bold", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    cells = [[fmt(v) for v in row] for row in t["rows"]]
+    heads = [name.replace(" ", "\n", 1) if i and " " in name else name  # "RGB-Txt QAcc" over two lines
+             for i, name in enumerate(t["head"])]
+    widths = [max([len(row[i]) for row in cells if i < len(row)] + [len(p) for p in heads[i].split("\n")])
+              for i in range(len(heads))]
+    first = max(12, min(widths[0], width - sum(w + 3 for w in widths[1:]) - 3))  # padding and a rule
+    for i, name in enumerate(heads):
+        if i == 0:
+            table.add_column(name, no_wrap=True, overflow="ellipsis", width=first)
+        else:
+            table.add_column(name, justify="right", no_wrap=True, min_width=widths[i])
+    groups = set(t.get("groups") or [])
+    for row, text in zip(t["rows"], cells, strict=True):
+        table.add_row(*text, style="bold" if row and row[0] in groups else None)
+    if t.get("note"):
+        table.caption, table.caption_justify = t["note"], "left"
+    return table
+
+
 def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None = None) -> None:
     """The error banner first when queries failed (and no metric at all when nothing was answered),
     then the official metrics, the metrics over answered queries, and the counts."""
@@ -33,7 +59,13 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
         console.print(line, style="bold red", markup=False, highlight=False)
     if not failures or failures["answered"]:
         official = title + (" · failed queries count as wrong" if failures else "")
-        console.print(_metrics_table(official, summary["metrics"]))
+        shown = [t for t in summary.get("tables") or [] if t.get("console")]
+        if shown:  # the paper's table and the main detail table; everything else is in report.md
+            console.print(official, style="bold", markup=False, highlight=False)
+            for t in shown:
+                console.print(_paper_table(t, console.width))
+        else:  # a summary written before tables existed
+            console.print(_metrics_table(official, summary["metrics"]))
         h = summary.get("headline")
         if h:
             console.print(f"{h['metric']} = {fmt(h['value'])}, 95% CI {pct_ci(*h['ci95'])} "
@@ -44,10 +76,11 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     findings = count_line(summary.get("findings") or [])
     if findings:
         console.print(findings, style="yellow", markup=False, highlight=False)
-    counts = Table(show_header=False, box=None)
-    for k, v in count_rows(summary):
-        counts.add_row(k, v)
-    console.print(counts)
+    rows = dict(count_rows(summary))
+    console.print(" · ".join(f"{k} {rows[k]}" for k in ("correct", "wrong", "unparsed", "errors", "refusals"))
+                  + f" · queries {rows['queries']}", markup=False, highlight=False)
+    console.print(" · ".join(f"{k} {v}" for k, v in rows.items() if k not in (
+        "correct", "wrong", "unparsed", "errors", "refusals", "queries")), markup=False, highlight=False)
     if summary.get("hint"):
         console.print(f"[yellow]{summary['hint']}[/yellow]")
     if not summary.get("complete", True):

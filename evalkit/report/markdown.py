@@ -23,6 +23,11 @@ def _headline(summary: dict[str, Any]) -> list[str]:
             f"(percentile bootstrap over {h['n_units']} items).", ""]
 
 
+def _bold(t: dict[str, Any]) -> list[list[Any]]:
+    groups = set(t.get("groups") or [])
+    return [[f"**{row[0]}**", *row[1:]] if row and row[0] in groups else row for row in t["rows"]]
+
+
 def _findings(summary: dict[str, Any]) -> list[str]:
     """The data's own faults, beside the scores they affect (errors first)."""
     found = sorted(summary.get("findings") or [], key=lambda f: SEVERITIES.index(f.get("severity", "info")))
@@ -125,8 +130,12 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     elif not summary.get("complete", True):
         lines += ["> **Incomplete run**: some queries are missing or failed; re-run the same command to resume.", ""]
     if not failures or failures["answered"]:
-        lines += ["## Official metrics" + (" (failed queries count as wrong)" if failures else ""), "",
-                  *_headline(summary), *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
+        wrong = " (failed queries count as wrong)" if failures else ""
+        for t in summary.get("tables") or []:
+            lines += [f"## {t['title']}{wrong}", "", *md_table(t["head"], _bold(t)), ""]
+            lines += [f"_{t['note']}_", ""] if t.get("note") else []
+        lines += ["## Official metrics" + wrong, "", *_headline(summary),
+                  *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
     lines += _findings(summary)
     if summary.get("metrics_answered"):
         lines += [f"## metrics_answered: over the {failures['answered']:,} answered queries only", "",
