@@ -244,7 +244,7 @@ CASES = [
          "6 queries failed: 6 × HTTP 400: bad request (injected) nothing was answered: no metric is reported",
          _nothing_answered, _no_score),
     Case("placeholders", "a JSONL set with `<dir:top-left>` placeholders, without `--rotations`", 0,
-         "accuracy │ 100.00", _placeholders, _all_right),
+         "accuracy = 100.00, 95% CI [100.00, 100.00]", _placeholders, _all_right),
     Case("sim-mismatch", "`--circular` against a simulator keyed without it", 0,
          "the simulated server at http://127.0.0.1:PORT was asked 18 questions its answer key does not hold and "
          "answered them at chance", _sim_mismatch),

@@ -13,8 +13,12 @@ absolute path, and the cache key the server URL), the simulator is started as it
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,14 +39,25 @@ def _case(name: str) -> dict:
     return json.loads((FIXTURES / name / "case.json").read_text())
 
 
-def _install(name: str) -> Path:
-    """The fixture copied to the absolute folder 0.1.0 ran in."""
+@contextmanager
+def _installed(name: str) -> Iterator[Path]:
+    """The fixture copied to the absolute folder 0.1.0 ran in. That folder and the port are fixed
+    (0.1.0 recorded them), so tests on other workers wait for it rather than clobber it."""
     case = _case(name)
     where = Path(case["cwd"])
-    if where.exists():
-        shutil.rmtree(where)
-    shutil.copytree(FIXTURES / name, where, ignore=shutil.ignore_patterns("case.json"))
-    return where
+    with (Path(tempfile.gettempdir()) / f"evalkit-v010-{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if where.exists():
+            shutil.rmtree(where)
+        shutil.copytree(FIXTURES / name, where, ignore=shutil.ignore_patterns("case.json"))
+        yield where
+
+
+@pytest.fixture
+def install():
+    """`install(name)`: the fixture installed, held until the test ends."""
+    with ExitStack() as held:
+        yield lambda name: held.enter_context(_installed(name))
 
 
 def _sim(case: dict) -> SimThread:
@@ -88,9 +103,9 @@ def _metrics(path: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
-def test_v010_run_directory_and_cache_resume_free(name, monkeypatch, tmp_path, capsys):
+def test_v010_run_directory_and_cache_resume_free(name, install, monkeypatch, tmp_path, capsys):
     case = _case(name)
-    where = _install(name)
+    where = install(name)
     monkeypatch.chdir(where)
     old_dir = where / case["run_dir"]
     expected = case["summary"]["metrics"]
@@ -135,7 +150,7 @@ def rereport_metrics(path: Path) -> dict:
     return asyncio.run(rereport(path))["metrics"]
 
 
-def test_compare_accepts_v010_runs_next_to_todays(tmp_path, monkeypatch):
+def test_compare_accepts_v010_runs_next_to_todays(install, tmp_path, monkeypatch):
     """Two 0.1.0 runs of mcq (TSV and JSONL copies of one set) and a run made today compare."""
     runs = []
     for name in ("mcq", "mcq-jsonl-api"):
@@ -143,7 +158,7 @@ def test_compare_accepts_v010_runs_next_to_todays(tmp_path, monkeypatch):
         shutil.copytree(FIXTURES / name / case["run_dir"], tmp_path / name)
         runs.append(tmp_path / name)
     case = _case("mcq")
-    where = _install("mcq")
+    where = install("mcq")
     monkeypatch.chdir(where)
     with _sim(case):
         assert main(case["run_argv"][1:] + ["--out", str(tmp_path / "today"), "--no-cache"]) == 0
@@ -153,10 +168,10 @@ def test_compare_accepts_v010_runs_next_to_todays(tmp_path, monkeypatch):
                                                                         6)}
 
 
-def test_reask_asks_a_v010_run_again_with_the_official_requests(monkeypatch):
+def test_reask_asks_a_v010_run_again_with_the_official_requests(install, monkeypatch):
     """`--reask`: the paid 0.1.0 answers to non-official requests are replaced by official ones."""
     case = _case("mme-realworld")
-    where = _install("mme-realworld")
+    where = install("mme-realworld")
     monkeypatch.chdir(where)
     run_dir = where / case["run_dir"]
     with _sim(case) as sim:

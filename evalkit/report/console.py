@@ -50,6 +50,18 @@ def _paper_table(t: dict[str, Any], width: int) -> Table:
     return table
 
 
+def joined(fields: list[str], width: int) -> list[str]:
+    """`fields` joined by " · " into lines of at most `width`, broken only between fields
+    (a count is never split from its label)."""
+    lines: list[str] = []
+    for field in fields:
+        if lines and len(lines[-1]) + 3 + len(field) <= width:
+            lines[-1] += " · " + field
+        else:
+            lines.append(field)
+    return lines
+
+
 def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None = None) -> None:
     """The error banner first when queries failed (and no metric at all when nothing was answered),
     then the official metrics, the metrics over answered queries, and the counts."""
@@ -77,10 +89,10 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     if findings:
         console.print(findings, style="yellow", markup=False, highlight=False)
     rows = dict(count_rows(summary))
-    console.print(" · ".join(f"{k} {rows[k]}" for k in ("correct", "wrong", "unparsed", "errors", "refusals"))
-                  + f" · queries {rows['queries']}", markup=False, highlight=False)
-    console.print(" · ".join(f"{k} {v}" for k, v in rows.items() if k not in (
-        "correct", "wrong", "unparsed", "errors", "refusals", "queries")), markup=False, highlight=False)
+    outcomes = ("correct", "wrong", "unparsed", "errors", "refusals", "queries")
+    for fields in ([f"{k} {rows[k]}" for k in outcomes], [f"{k} {v}" for k, v in rows.items() if k not in outcomes]):
+        for line in joined(fields, console.width):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if summary.get("hint"):
         console.print(f"[yellow]{summary['hint']}[/yellow]")
     if not summary.get("complete", True):
