@@ -282,7 +282,7 @@ class Runner:
             except ProviderError as e:
                 self.stats.rate_limited += e.kind == "rate_limit"
                 raise
-            except asyncio.TimeoutError:
+            except (asyncio.TimeoutError, NotSent):  # NotSent: a batch pool run with --no-wait
                 raise
             except Exception as e:  # noqa: BLE001 - the adapter let something through: this query's error
                 raise unclassified(self.provider.spec.provider, e) from e

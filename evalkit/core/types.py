@@ -208,6 +208,7 @@ class Response:
     error: ErrorKind | None = None
     error_message: str | None = None
     reasoning: str | None = None
+    via: str | None = None  # "batch" when a provider batch answered it (None: a live call)
 
     @property
     def ok(self) -> bool:
@@ -220,6 +221,7 @@ class Response:
             "finish_reason": self.finish_reason,
             "latency_s": self.latency_s,
             "reasoning": self.reasoning,
+            **({"via": self.via} if self.via else {}),
         }
 
     @staticmethod
@@ -230,6 +232,7 @@ class Response:
             finish_reason=d.get("finish_reason"),
             latency_s=float(d.get("latency_s") or 0.0),
             reasoning=d.get("reasoning"),
+            via=d.get("via"),
         )
 
 

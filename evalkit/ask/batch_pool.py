@@ -1,0 +1,247 @@
+"""Batch mode: the runner's provider becomes a pool that gathers requests into provider batches.
+
+The pool stands in for the live provider inside the runner, so everything else stays the same —
+cache keys, image preparation, retries, records, accounting. `complete()` turns the request into a
+batch line (the live body; its custom id a digest of it) and waits for that line's answer:
+
+- from a batch this run directory already holds for it (`batches.jsonl`): a resumed run never
+  submits a line that is pending or already answered, it polls or collects that batch;
+- else the line joins the batch being formed, which is submitted when it is full (the provider's
+  documented limits) or when no new line has come for `settle_s`.
+
+A line that failed inside a batch (errored, expired, cancelled, a batch the provider no longer
+knows) comes back as a classified error: the runner's retry policy resubmits transient ones in a new
+batch and records permanent ones. With `wait=False` the pool submits and leaves: every line not
+yet answered is `NotSent` (the run is incomplete and resumable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from evalkit.ask.batch_journal import BatchJournal
+from evalkit.ask.runner import NotSent
+from evalkit.core.errors import ProviderError
+from evalkit.core.types import Response
+from evalkit.providers.batch_api import ENVELOPE_BYTES, BatchAPI, BatchGone, BatchLine, BatchStatus
+
+if TYPE_CHECKING:
+    from evalkit.core.types import GenParams, Message
+    from evalkit.images.pipeline import PreparedImage
+    from evalkit.providers.base import Provider
+
+# Test hook: die (as a kill would) right after the provider accepted a batch, before it is recorded.
+DIE_AFTER_SUBMIT = "EVALKIT_TEST_DIE_AFTER_SUBMIT"
+
+
+class NotWaiting(NotSent):
+    """`--no-wait`: this line is submitted (or pending) and the run does not wait for it."""
+
+
+@dataclass
+class PoolStats:
+    batches: int = 0  # batches this run submitted
+    pending: int = 0  # lines waiting for an answer
+    done: int = 0  # lines answered from a batch
+    failed: int = 0  # lines that failed inside a batch
+    resumed: int = 0  # lines found in a batch submitted by an earlier run
+    states: dict[str, str] = field(default_factory=dict)  # batch id -> the provider's own word
+    notes: list[str] = field(default_factory=list)  # what the user should know (a lost batch, ...)
+
+
+class BatchPool:
+    def __init__(self, live: Provider, api: BatchAPI, journal: BatchJournal, *, run_tag: str = "",
+                 settle_s: float = 0.5, poll_s: tuple[float, float] = (1.0, 30.0), wait: bool = True) -> None:
+        self.spec = live.spec
+        self._live = live
+        self.api = api
+        self.journal = journal
+        self.run_tag = run_tag
+        self.settle_s = settle_s
+        self.poll_s = poll_s
+        self.wait = wait
+        self.stats = PoolStats()
+        self._forming: list[BatchLine] = []
+        self._forming_bytes = 0
+        self._forming_waiters: dict[str, asyncio.Future[Response]] = {}
+        self._settle: asyncio.TimerHandle | None = None
+        self._results: dict[str, asyncio.Task[dict[str, Response]]] = {}  # tag -> the batch's answers
+        self._used: dict[str, set[str]] = {}  # custom id -> tags whose answer for it was handed out
+        self._reconciled: asyncio.Lock | None = None
+        self._submits: set[asyncio.Task[None]] = set()
+
+    def describe_params(self, params: GenParams) -> dict:
+        return self._live.describe_params(params)  # type: ignore[attr-defined]
+
+    # ---- one request -------------------------------------------------------------------
+    async def complete(self, messages: Sequence[Message], params: GenParams,
+                       images: Sequence[PreparedImage]) -> Response:
+        await self._reconcile()
+        line = self.api.line(messages, params, images)
+        tag = self._open_batch_for(line.custom_id)
+        if tag is not None:
+            return await self._answer_from(tag, line.custom_id)
+        return await self._join(line)
+
+    def _open_batch_for(self, cid: str) -> str | None:
+        """The newest batch of this run directory holding `cid` whose answer was not handed out yet."""
+        used = self._used.get(cid, set())
+        tags = [t for t, b in self.journal.batches.items() if b.open and b.batch_id and cid in b.custom_ids
+                and t not in used]
+        return tags[-1] if tags else None
+
+    async def _answer_from(self, tag: str, cid: str) -> Response:
+        self._used.setdefault(cid, set()).add(tag)
+        task = self._results.get(tag)
+        if task is None:
+            self.stats.resumed += 1
+            task = self._results[tag] = asyncio.ensure_future(self._collect(tag))
+        self.stats.pending += 1
+        try:
+            if not self.wait and not task.done():
+                status = await self._status(tag)
+                if status is None or status.state == "running":
+                    raise NotWaiting(cid)
+            answers = await asyncio.shield(task)
+        except ProviderError:  # the answers could not be read (yet): the retry reads them again
+            if self._results.get(tag) is task:
+                del self._results[tag]
+            self._used[cid].discard(tag)
+            raise
+        finally:
+            self.stats.pending -= 1
+        response = answers.get(cid)
+        if response is None:  # the batch ended without this line (expired, cancelled, lost)
+            b = self.journal.batches[tag]
+            response = Response(error="transient", error_message=f"batch {b.batch_id} {b.state} without this answer")
+        if response.ok:
+            self.stats.done += 1
+            return replace(response, via="batch")
+        self.stats.failed += 1
+        raise ProviderError(response.error or "transient", response.error_message or "failed in a batch")
+
+    async def _join(self, line: BatchLine) -> Response:
+        """Add the line to the batch being formed (or to its twin already there) and wait for it."""
+        waiter = self._forming_waiters.get(line.custom_id)
+        if waiter is None:
+            limits = self.api.limits
+            if self._forming and (len(self._forming) >= limits.max_requests
+                                  or self._forming_bytes + line.size > limits.max_bytes - ENVELOPE_BYTES):
+                self._seal()
+            waiter = asyncio.get_running_loop().create_future()
+            self._forming.append(line)
+            self._forming_bytes += line.size
+            self._forming_waiters[line.custom_id] = waiter
+            if self._settle is not None:
+                self._settle.cancel()
+            self._settle = asyncio.get_running_loop().call_later(self.settle_s, self._seal)
+        tag = await asyncio.shield(waiter)  # resolves to the tag of the batch the line went into
+        if isinstance(tag, BaseException):
+            raise tag
+        return await self._answer_from(tag, line.custom_id)
+
+    # ---- batches -----------------------------------------------------------------------
+    def _seal(self) -> None:
+        """Submit the batch being formed (in the background; its lines wait on their futures)."""
+        if self._settle is not None:
+            self._settle.cancel()
+            self._settle = None
+        if not self._forming:
+            return
+        lines, waiters = self._forming, self._forming_waiters
+        self._forming, self._forming_bytes, self._forming_waiters = [], 0, {}
+        task = asyncio.ensure_future(self._submit(lines, waiters))
+        self._submits.add(task)
+        task.add_done_callback(self._submits.discard)
+
+    async def _submit(self, lines: list[BatchLine], waiters: dict[str, asyncio.Future[Any]]) -> None:
+        tag = f"evalkit-{self.run_tag}-{uuid.uuid4().hex[:12]}" if self.run_tag else f"evalkit-{uuid.uuid4().hex}"
+        outcome: Any = tag
+        try:
+            await asyncio.to_thread(self.journal.intent, tag, self.api.provider, [x.custom_id for x in lines])
+            try:
+                batch_id = await self.api.submit(lines, tag)
+            except ProviderError:  # did it arrive anyway? the provider's list says
+                found = await self._find(tag)
+                if found is None:
+                    await asyncio.to_thread(self.journal.lost, tag)
+                    raise
+                batch_id = found.id
+            if os.environ.get(DIE_AFTER_SUBMIT):
+                os._exit(137)
+            await asyncio.to_thread(self.journal.submitted, tag, batch_id)
+            self.stats.batches += 1
+        except BaseException as e:  # noqa: BLE001 - every waiting line gets this batch's error
+            outcome = e if isinstance(e, ProviderError) else ProviderError("transient", f"batch not created: {e}")
+        for w in waiters.values():
+            if not w.done():
+                w.set_result(outcome)
+
+    async def _find(self, tag: str) -> BatchStatus | None:
+        with contextlib.suppress(ProviderError):
+            return next((s for s in await self.api.find(tag) if s.tag == tag), None)
+        return None
+
+    async def _reconcile(self) -> None:
+        """Once per run: intents without a batch id (a kill between submission and its record) are
+        looked up by tag; found, they are recorded; not found, their lines are free again."""
+        if self._reconciled is None:
+            self._reconciled = asyncio.Lock()
+        async with self._reconciled:
+            for tag, b in list(self.journal.batches.items()):
+                if b.state == "intent":
+                    found = await self._find(tag)
+                    if found is not None:
+                        await asyncio.to_thread(self.journal.submitted, tag, found.id)
+                    else:
+                        await asyncio.to_thread(self.journal.lost, tag)
+
+    async def _status(self, tag: str) -> BatchStatus | None:
+        """The batch's state now (recorded); None when the provider no longer knows it (then lost)."""
+        b = self.journal.batches[tag]
+        assert b.batch_id is not None
+        try:
+            status = await self.api.status(b.batch_id)
+        except BatchGone:
+            self.stats.notes.append(f"batch {b.batch_id} is no longer known to {self.api.provider}: "
+                                    f"its {len(b.custom_ids)} requests are submitted again")
+            await asyncio.to_thread(self.journal.lost, tag)
+            return None
+        self.stats.states[b.batch_id] = status.provider_state or status.state
+        await asyncio.to_thread(self.journal.state, b.batch_id, status.state, provider_state=status.provider_state,
+                                done=status.done, failed=status.failed)
+        return status
+
+    async def _collect(self, tag: str) -> dict[str, Response]:
+        """Poll the batch until it ends (backing off to poll_s[1]), then read its answers."""
+        delay = self.poll_s[0]
+        while True:
+            status = await self._status(tag)
+            if status is None:
+                return {}
+            if status.state != "running":
+                break
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, self.poll_s[1])
+        if status.state == "failed":
+            return {}
+        try:
+            return await self.api.results(status.id)
+        except ProviderError:
+            if status.state == "ended":
+                raise
+            return {}  # an expired or cancelled batch may have no results to read
+
+    async def close(self) -> None:
+        """Stop polling (the batches keep running at the provider; the next run collects them)."""
+        if self._settle is not None:
+            self._settle.cancel()
+        for task in [*self._results.values(), *self._submits]:
+            task.cancel()
+        await asyncio.gather(*self._results.values(), *self._submits, return_exceptions=True)
