@@ -9,7 +9,7 @@ import pytest
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Usage
-from evalkit.money.pricing import Price, cost_usd, estimate_cost, load_prices, reasoning_included
+from evalkit.money.pricing import Price, cost_usd, estimate_cost, load_prices, price_of, reasoning_included
 
 M = 1_000_000
 
@@ -163,3 +163,33 @@ def test_bad_user_file_names_the_file_and_the_entry(tmp_path, content, message):
 def test_missing_user_file(tmp_path):
     with pytest.raises(EvalkitError, match=r"cannot read price file .*nope\.json"):
         load_prices(tmp_path / "nope.json")
+
+
+def test_batch_answers_cost_the_documented_half(table):
+    price = table.lookup("openai", "gpt-4o")
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert cost_usd(price_of(price, "batch"), usage) == pytest.approx(cost_usd(price, usage) / 2)
+    assert price_of(price, None) is price and price_of(None, "batch") is None
+
+
+def test_a_price_file_may_give_batch_rates_and_otherwise_gets_the_discount(tmp_path):
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"openai/own": {"input": 2, "output": 8, "batch_input": 1.5},
+                                "anthropic/other": {"input": 4, "output": 20}}))
+    table = load_prices(path)
+    own = table.lookup("openai", "own").batch()
+    assert (own.input_per_m, own.output_per_m) == (1.5, 4.0)  # given batch input; output at the discount
+    other = table.lookup("anthropic", "other").batch()
+    assert (other.input_per_m, other.output_per_m) == (2.0, 10.0)
+
+
+def test_records_cost_bills_batch_answers_at_the_batch_price(table):
+    from evalkit.core.types import Record
+    from evalkit.money.costs import records_cost
+
+    price = table.lookup("openai", "gpt-4o")
+    usage = Usage(input_tokens=M, output_tokens=0).to_dict()
+    live = Record("q1", "i", "i", {}, "openai/gpt-4o", "k1", "A", "A", usage=usage)
+    batch = Record("q2", "i", "i", {}, "openai/gpt-4o", "k2", "A", "A", usage=usage, via="batch")
+    assert records_cost(price, [live, batch]) == pytest.approx(2.50 + 1.25)
+    assert "via" not in live.to_dict() and Record.from_dict(batch.to_dict()).via == "batch"

@@ -283,10 +283,13 @@ class Record:
     prompt: str = ""  # prompt text, for replay through the simulator
     image_fps: list[str] = field(default_factory=list)  # image fingerprints, for replay
     image_sizes: list[list[int]] = field(default_factory=list)  # [width, height] of each image as sent
+    via: str | None = None  # "batch": answered by a provider batch (billed at the batch price); None: live
 
     def to_dict(self) -> dict[str, Any]:
         """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
         d = dict(self.__dict__)
+        if d["via"] is None:  # live answers: lines as they always were
+            del d["via"]
         d["variant"] = dict(self.variant)
         d["usage"] = dict(self.usage)
         d["image_fps"] = list(self.image_fps)
@@ -332,7 +335,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     "refusal": lambda v: isinstance(v, bool), "cached": lambda v: isinstance(v, bool),
     "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _int(x) for k, x in v.items()),
     "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "category": _str, "prompt": _str,
+    "category": _str, "prompt": _str, "via": _opt_str,
     "image_fps": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "image_sizes": lambda v: isinstance(v, list) and all(isinstance(x, list) and all(_int(n) for n in x) for x in v),
 }

@@ -16,7 +16,7 @@ from evalkit.ask.runner import Runner, estimate_tokens
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Outcome, Query, Record, Usage
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.money.pricing import Price, cost_usd, estimate_cost
+from evalkit.money.pricing import Price, cost_usd, estimate_cost, price_of
 
 SHORT_ANSWER_TOKENS = 16  # the low end of a dry run's output estimate: a letter and a few words
 
@@ -48,7 +48,7 @@ class CostMeter:
     def add(self, outcome: Outcome) -> None:
         if outcome.cached or not outcome.response.ok or self.price is None:
             return
-        self.spent_usd += cost_usd(self.price, outcome.response.usage) or 0.0
+        self.spent_usd += cost_usd(price_of(self.price, outcome.response.via), outcome.response.usage) or 0.0
 
 
 def records_cost(price: Price | None, records: Iterable[Record]) -> float | None:
@@ -58,7 +58,7 @@ def records_cost(price: Price | None, records: Iterable[Record]) -> float | None
     total = 0.0
     for r in records:
         if not r.cached and r.error is None:
-            total += cost_usd(price, Usage.from_dict(r.usage)) or 0.0
+            total += cost_usd(price_of(price, r.via), Usage.from_dict(r.usage)) or 0.0
     return total
 
 

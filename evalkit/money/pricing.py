@@ -18,7 +18,9 @@ Accounting rules (all prices in USD per million tokens):
 - Not modelled (said here so nobody assumes otherwise): Gemini 2.5 Pro's and Claude Sonnet 4.x's
   higher rates for prompts above 200k tokens (evaluation prompts are far below that); Anthropic
   cache *writes* (1.25x input; evalkit's Anthropic adapter counts them as plain input, so a run
-  with prompt caching is under-estimated by 0.25x input on written tokens); batch discounts.
+  with prompt caching is under-estimated by 0.25x input on written tokens).
+- Batch answers (`--batch`) are billed at the batch price: a price's own batch rates when it has
+  them, else the provider's documented batch discount on every rate (BATCH_DISCOUNT).
 """
 
 from __future__ import annotations
@@ -48,6 +50,13 @@ REASONING_IN_OUTPUT: dict[str, bool] = {
 _SNAPSHOT = re.compile(r"(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{3}|-latest|@\d{8})")
 
 
+# The batch APIs' price as a share of the live price, read 2026-11-25: "50% of the standard cost"
+# (ai.google.dev/gemini-api/docs/batch-api), "cutting costs by 50%" (platform.claude.com/docs/en/
+# build-with-claude/batch-processing), "50% cost discount compared to synchronous APIs"
+# (platform.openai.com/docs/guides/batch).
+BATCH_DISCOUNT: dict[str, float] = {"openai": 0.5, "anthropic": 0.5, "google": 0.5}
+
+
 @dataclass(frozen=True)
 class Price:
     """USD per million tokens for one model, with where and when the figure was read."""
@@ -59,6 +68,22 @@ class Price:
     read_on: str
     provider: str = ""
     note: str = ""
+    batch_input_per_m: float | None = None  # None: the provider's batch discount on input_per_m
+    batch_output_per_m: float | None = None
+
+    def batch(self) -> Price:
+        """The price of an answer from the provider's batch API."""
+        share = BATCH_DISCOUNT.get(self.provider, 0.5)
+        cached = None if self.cached_input_per_m is None else self.cached_input_per_m * share
+        return Price(self.input_per_m * share if self.batch_input_per_m is None else self.batch_input_per_m,
+                     self.output_per_m * share if self.batch_output_per_m is None else self.batch_output_per_m,
+                     cached, self.source, self.read_on, self.provider,
+                     (self.note + "; " if self.note else "") + "batch price")
+
+
+def price_of(price: Price | None, via: str | None) -> Price | None:
+    """The price an answer was billed at: the batch price for `via == "batch"`."""
+    return price.batch() if price is not None and via == "batch" else price
 
 
 # ---------------------------------------------------------------- the built-in table
@@ -161,7 +186,7 @@ def load_prices(user_file: Path | None = None) -> PriceTable:
     return PriceTable(prices)
 
 
-_FIELDS = {"input", "output", "cached_input", "source", "read_on", "note"}
+_FIELDS = {"input", "output", "cached_input", "batch_input", "batch_output", "source", "read_on", "note"}
 
 
 def _read_user_file(path: Path) -> dict[tuple[str, str], Price]:
@@ -207,6 +232,7 @@ def _user_price(path: Path, key: str, provider: str, entry: Any) -> Price:
             raise EvalkitError(f"{where}: '{text_field}' must be a string")
     return Price(input_per_m=rate("input", True) or 0.0, output_per_m=rate("output", True) or 0.0,
                  cached_input_per_m=rate("cached_input", False),
+                 batch_input_per_m=rate("batch_input", False), batch_output_per_m=rate("batch_output", False),
                  source=entry.get("source") or str(path), read_on=entry.get("read_on") or "user file",
                  provider=provider, note=entry.get("note") or "")
 

@@ -44,8 +44,6 @@ LIMITS: dict[str, BatchLimits] = {
     "google": BatchLimits(10_000, 20 * 1024 * 1024,
                           "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
 }
-# The providers' batch price, as a share of the live price (all three document 50% today).
-BATCH_DISCOUNT: dict[str, float] = {"openai": 0.5, "anthropic": 0.5, "google": 0.5}
 # Room left in each batch for the envelope the provider adds around the lines (JSON framing).
 ENVELOPE_BYTES = 64 * 1024
 
