@@ -53,7 +53,7 @@ class FakeBatches:
                                 else Response(text=f"answer to {prompt}", usage=Usage(10, 1)))
         return out
 
-    async def find(self, tag) -> list[BatchStatus]:
+    async def find(self, tag, custom_ids, since) -> list[BatchStatus]:
         return [await self.status(bid) for bid, b in self.batches.items() if b["tag"] == tag]
 
     async def cancel(self, batch_id) -> None:

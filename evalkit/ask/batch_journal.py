@@ -36,6 +36,7 @@ class JournalBatch:
     provider_state: str = ""
     done: int = 0
     failed: int = 0
+    since: float = 0.0  # when the intent was written (epoch s): the provider's batch is no older
 
     @property
     def open(self) -> bool:
@@ -55,7 +56,8 @@ def replay(events: Iterable[dict[str, Any]]) -> dict[str, JournalBatch]:
     for e in events:
         kind, tag = e.get("event"), e.get("tag")
         if kind == "intent" and isinstance(tag, str):
-            out[tag] = JournalBatch(tag, str(e.get("provider", "")), tuple(e.get("custom_ids") or ()))
+            out[tag] = JournalBatch(tag, str(e.get("provider", "")), tuple(e.get("custom_ids") or ()),
+                                    since=float(e.get("at") or 0.0))
         elif kind == "submitted" and tag in out and isinstance(e.get("batch_id"), str):
             out[tag] = replace(out[tag], batch_id=e["batch_id"], state="running")
             by_id[e["batch_id"]] = tag

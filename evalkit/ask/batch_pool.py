@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -57,7 +58,8 @@ class PoolStats:
 
 class BatchPool:
     def __init__(self, live: Provider, api: BatchAPI, journal: BatchJournal, *, run_tag: str = "",
-                 settle_s: float = 0.5, poll_s: tuple[float, float] = (1.0, 30.0), wait: bool = True) -> None:
+                 settle_s: float = 0.5, poll_s: tuple[float, float] = (1.0, 30.0), wait: bool = True,
+                 timeout_s: float | None = None) -> None:
         self.spec = live.spec
         self._live = live
         self.api = api
@@ -66,6 +68,8 @@ class BatchPool:
         self.settle_s = settle_s
         self.poll_s = poll_s
         self.wait = wait
+        self.timeout_s = timeout_s  # --batch-timeout: how long this run waits, from its first request
+        self._deadline: float | None = None
         self.stats = PoolStats()
         self._forming: list[BatchLine] = []
         self._forming_bytes = 0
@@ -76,12 +80,23 @@ class BatchPool:
         self._reconciled: asyncio.Lock | None = None
         self._submits: set[asyncio.Task[None]] = set()
 
+    def status_line(self) -> str | None:
+        """For the live display: batches, lines waiting, and the providers' own words for their state."""
+        if not self.stats.batches and not self.stats.pending:
+            return None
+        states = sorted(set(self.stats.states.values()))
+        return (f"batches {len(self.stats.states) or self.stats.batches} · waiting {self.stats.pending:,}"
+                + (f" · failed {self.stats.failed:,}" if self.stats.failed else "")
+                + (f" · {'/'.join(states)}" if states else ""))
+
     def describe_params(self, params: GenParams) -> dict:
         return self._live.describe_params(params)  # type: ignore[attr-defined]
 
     # ---- one request -------------------------------------------------------------------
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
+        if self._deadline is None and self.timeout_s is not None:
+            self._deadline = time.monotonic() + self.timeout_s
         await self._reconcile()
         line = self.api.line(messages, params, images)
         tag = self._open_batch_for(line.custom_id)
@@ -104,13 +119,17 @@ class BatchPool:
             task = self._results[tag] = asyncio.ensure_future(self._collect(tag))
         self.stats.pending += 1
         try:
-            if not self.wait and not task.done():
-                status = await self._status(tag)
+            left = None if self._deadline is None else self._deadline - time.monotonic()
+            if not task.done() and (not self.wait or (left is not None and left <= 0)):
+                status = await self._status(tag)  # ended meanwhile? then it is collected now
                 if status is None or status.state == "running":
                     raise NotWaiting(cid)
-            answers = await asyncio.shield(task)
-        except ProviderError:  # the answers could not be read (yet): the retry reads them again
-            if self._results.get(tag) is task:
+            try:
+                answers = await asyncio.wait_for(asyncio.shield(task), left if left is None or left > 0 else None)
+            except asyncio.TimeoutError:  # --batch-timeout: left for a later run (or --batch-fallback live)
+                raise NotWaiting(cid) from None
+        except (ProviderError, NotWaiting):  # not read (yet): a retry or a later run reads them again
+            if isinstance(self._results.get(tag), asyncio.Task) and self._results[tag] is task and task.done():
                 del self._results[tag]
             self._used[cid].discard(tag)
             raise
@@ -184,8 +203,10 @@ class BatchPool:
                 w.set_result(outcome)
 
     async def _find(self, tag: str) -> BatchStatus | None:
+        b = self.journal.batches[tag]
         with contextlib.suppress(ProviderError):
-            return next((s for s in await self.api.find(tag) if s.tag == tag), None)
+            found = await self.api.find(tag, b.custom_ids, b.since)
+            return found[0] if found else None
         return None
 
     async def _reconcile(self) -> None:

@@ -102,6 +102,14 @@ class RunConfig:
                                      above=0)
     prices: str | None = option(help="JSON file of prices overriding/extending the built-in table",
                                 role="operational")
+    batch: bool = option(False, help="send through the provider's batch API at about half the price (openai/, "
+                         "anthropic/, google/); waits with progress, resumable", role="operational")
+    wait: bool = option(True, help="with --batch: submit the batches and exit 1; the same command later collects "
+                        "them", role="operational", flag="--no-wait")
+    batch_timeout: float = option(86400.0, help="with --batch: seconds to wait for batches (default 86400)",
+                                  role="operational", above=0)
+    batch_fallback: str = option("none", help="with --batch: what to do with requests still unanswered after "
+                                 "--batch-timeout", role="operational", choices=("none", "live"))
     group_images: bool = option(True, help="do not send questions on the same image back to back",
                                 role="operational", flag="--no-group-images")
 

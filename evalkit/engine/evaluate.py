@@ -19,6 +19,8 @@ from typing import Any
 
 from rich.console import Console
 
+from evalkit.ask.batch_journal import JOURNAL, BatchJournal
+from evalkit.ask.batch_pool import BatchPool
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
@@ -27,7 +29,9 @@ from evalkit.benchmarks.prepare import Prepared, prepare, resolve_images
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
-from evalkit.core.types import GenParams, Outcome, Query, Record
+from evalkit.core.types import GenParams, Outcome, Record
+from evalkit.engine.batching import batch_notes, batch_runner, batch_summary, fallback_live, waiting_workers
+from evalkit.engine.dry_run import dry_run
 from evalkit.engine.gate import Preflight
 from evalkit.engine.identity import (
     DataFingerprint,
@@ -38,14 +42,14 @@ from evalkit.engine.identity import (
 )
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import damaged_note
-from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records_off_loop
+from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.engine.shutdown import on_signals
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run, records_cost
 from evalkit.money.pricing import Price, load_prices
-from evalkit.providers import ProviderSpec, api_key_for, create_provider, parse_spec
+from evalkit.providers import ProviderSpec, api_key_for, check_batch, create_provider, parse_spec
 from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
@@ -158,7 +162,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
               "price": price.__dict__ if price else None, "options": s.options_dict(),
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
-        return await _dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
+        summary = await dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
+        return RunResult(summary, [], where.rundir.path, 0)
     fresh = not where.rundir.path.exists()
     try:
         with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
@@ -210,7 +215,9 @@ async def _evaluate(job: _Job) -> RunResult:
         stack.enter_context(on_signals(rundir.flush, drain=drain, drain_s=DRAIN_S))
         preflight = Preflight(spec, job.judge_spec, job.env, say)
         stack.callback(preflight.cancel)
-        runner = await _runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model)
+        runner = await _runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
+                               batch_dir=rundir.path if cfg.batch else None)
+        pool = runner.provider if isinstance(runner.provider, BatchPool) else None
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
             rundir.write_config(identity, config)
@@ -238,7 +245,8 @@ async def _evaluate(job: _Job) -> RunResult:
         if cfg.group_images:
             todo = list(group_by_image(todo, window=cfg.concurrency))
         progress = RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=cfg.progress,
-                               counters=runner.stats, spent=(lambda: meter.spent_usd) if job.price else None)
+                               counters=runner.stats, spent=(lambda: meter.spent_usd) if job.price else None,
+                               status=pool.status_line if pool is not None else None)
 
         def sink(outcome: Outcome) -> None:
             rec = grade(bench, outcome.query, make_record(outcome, spec.label), cfg.mode)
@@ -254,10 +262,21 @@ async def _evaluate(job: _Job) -> RunResult:
         with progress:
             if todo:
                 # twice as many workers as slots: a query waiting to retry holds a worker, never a slot
-                await runner.run(todo, sink, workers=2 * cfg.concurrency, stop=lambda: over_budget() or bool(draining),
-                                 group_of=image_group if cfg.group_images else None)
+                # (batches: every query waits on its batch at once, and no group waits for its first)
+                await runner.run(todo, sink, workers=waiting_workers(len(todo)) if pool else 2 * cfg.concurrency,
+                                 stop=lambda: over_budget() or bool(draining),
+                                 group_of=image_group if cfg.group_images and not pool else None)
+                if pool is not None and cfg.batch_fallback == "live" and not draining:
+                    await fallback_live(lambda: _runner(stack, spec, job.env, cfg, cache, pipeline,
+                                                        gate=preflight.model),
+                                        [q for q in todo if q.id not in records], sink, workers=2 * cfg.concurrency,
+                                        stop=lambda: over_budget() or bool(draining), say=say,
+                                        timeout_s=cfg.batch_timeout)
         if draining:  # every reply that arrived is recorded (the stack flushes them): stop as Ctrl-C does
             raise KeyboardInterrupt
+        if pool is not None:
+            for note in batch_notes(pool, sum(q.id not in records for q in queries)):
+                messages.append(note)
         mismatch = await preflight.simulator_mismatch()
         if mismatch:  # said with the results (the CLI prints messages after them), not during the run
             messages.append(mismatch)
@@ -282,6 +301,10 @@ async def _evaluate(job: _Job) -> RunResult:
                         options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
                         queries=by_id, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
+    if any(r.via == "batch" for r in ordered):  # what the same answers would have cost live
+        summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])
+    if pool is not None or (rundir.path / JOURNAL).exists():
+        summary["batches"] = batch_summary(BatchJournal(rundir.path))
     if reask_plan is not None:
         summary["requests"] = OLDER_REQUESTS
         summary["older_requests"] = {"queries": len(older), "reask_requests": reask_plan.to_send,
@@ -326,6 +349,8 @@ async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, 
     if cfg.cache_tag:
         spec = replace(spec, cache_tag=cfg.cache_tag)
     check_setup(spec, sdk=not cfg.dry_run)
+    if cfg.batch:
+        check_batch(spec)
     judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
     judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
     if judge_spec:
@@ -339,35 +364,18 @@ async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, 
 
 async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
                   cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True,
-                  gate: Callable[[], Awaitable[None]] | None = None) -> Runner:
-    """A runner whose provider the stack closes."""
+                  gate: Callable[[], Awaitable[None]] | None = None, batch_dir: Path | None = None) -> Runner:
+    """A runner whose provider the stack closes (with `batch_dir`: through the provider's batch API,
+    its journal in that run directory)."""
     provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
     stack.push_async_callback(provider.close)
+    if batch_dir is not None:
+        return (await batch_runner(stack, provider, env, cfg, cache, pipeline, batch_dir, fingerprints=fingerprints,
+                                   gate=gate))[0]
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                   fingerprints=fingerprints, gate=gate)
-
-
-async def _dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],
-                   cfg: RunConfig, price: Price | None, bench: str, config: dict[str, Any]) -> RunResult:
-    """Count, look up, estimate; send nothing, write nothing (not even an empty cache), lock nothing,
-    and need no API key (the keys of requests are computed without a client)."""
-    existing = rundir.load_records() if rundir.path.exists() else {}
-    cache_dir = Path(cfg.cache_path(env))
-    with contextlib.ExitStack() as stack:
-        cache: CacheLike = (stack.enter_context(contextlib.closing(ResponseCache(cache_dir)))
-                            if not cfg.no_cache and (cache_dir / "cache.db").is_file() else NullCache())
-        pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
-        runner = Runner(KeyOnlyProvider(spec), limiter=Limiter(concurrency=cfg.concurrency), cache=cache,
-                        pipeline=pipeline)
-        done = (await sort_records_off_loop({q.id: q for q in queries}, existing, runner.keys_of)).current
-        rest = [q for q in queries if q.id not in done]
-        plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)
-    summary = {"benchmark": bench, "model": spec.label, "dry_run": {**plan.to_dict(), "n_queries": len(queries),
-                                                                    "already_done": len(done)},
-               "config": config}
-    return RunResult(summary, [], rundir.path, 0)
 
 
 async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSpec:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import Provider, ProviderSpec
+from evalkit.providers.batch_api import BatchAPI
 
 PROVIDERS = {
     "openai": "OpenAI API chat completions (OPENAI_API_KEY; OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID optional)",
@@ -89,3 +90,31 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: fl
     from evalkit.providers.openai_compat import OpenAICompatProvider
 
     return OpenAICompatProvider(spec, api_key=key, **limits)
+
+
+BATCH_PROVIDERS = ("openai", "anthropic", "google")
+
+
+def check_batch(spec: ProviderSpec, flag: str = "--model") -> None:
+    """`--batch` needs a provider that sells a batch API: a one-line error before anything is written."""
+    if spec.provider not in BATCH_PROVIDERS:
+        raise EvalkitError(f"--batch: {spec.provider}/ has no batch API ({flag} {spec.label}); "
+                           f"batches are for {', '.join(p + '/' for p in BATCH_PROVIDERS)} — run without --batch")
+
+
+def create_batch_api(live: Provider, env: Mapping[str, str], *, timeout_s: float = 300.0) -> BatchAPI:
+    """The batch side of a live provider (same model, key and endpoint)."""
+    spec = live.spec
+    check_batch(spec)
+    key = api_key_for(spec, env) or ""
+    if spec.provider == "openai":
+        from evalkit.providers.batch_openai import OpenAIBatches
+
+        return OpenAIBatches(live, api_key=key, timeout_s=timeout_s)  # type: ignore[arg-type]
+    if spec.provider == "anthropic":
+        from evalkit.providers.batch_anthropic import AnthropicBatches
+
+        return AnthropicBatches(live, api_key=key, timeout_s=timeout_s)  # type: ignore[arg-type]
+    from evalkit.providers.batch_google import GoogleBatches
+
+    return GoogleBatches(live)  # type: ignore[arg-type]

@@ -166,6 +166,13 @@ class AnthropicProvider:
         d["cache_control"] = "ephemeral on the last image" if self.cache_marker else None
         return d
 
+    def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
+        """The request as JSON (extra_body merged in, as the SDK sends it): what a batch request's params are."""
+        args = request_args(self.spec.model, messages, params, images, cache_marker=self.cache_marker,
+                            sampling=self.sampling)
+        extra = args.pop("extra_body", {})
+        return {**args, **extra}
+
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
         args = request_args(self.spec.model, messages, params, images, cache_marker=self.cache_marker,

@@ -105,8 +105,10 @@ class BatchAPI(Protocol):
         """Each line's answer (or classified error) by custom id, for an ended batch."""
         ...
 
-    async def find(self, tag: str) -> list[BatchStatus]:
-        """The provider's recent batches that carry `tag` (reconciling a kill after submission)."""
+    async def find(self, tag: str, custom_ids: Sequence[str], since: float) -> list[BatchStatus]:
+        """The provider's batches created since `since` (epoch s) that are the one evalkit tagged `tag`
+        (by its metadata or name, or where the provider keeps no tag, by its lines): reconciling a kill
+        between the provider accepting a batch and evalkit recording its id."""
         ...
 
     async def cancel(self, batch_id: str) -> None:

@@ -149,6 +149,11 @@ class OpenAICompatProvider:
         out.latency_s = time.perf_counter() - start
         return out
 
+    def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
+        """The request body as a dict, images inline: what a batch line carries (the same JSON as _encode's)."""
+        return chat_body(self.spec.model, openai_messages(messages, images), params,
+                         max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature)
+
     def _encode(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> bytes:
         """JSON body with the data URIs spliced in as bytes: JSON-encoding a 40 KB base64 string
         on every request was the largest cost of the client (base64 needs no JSON escaping)."""

@@ -114,7 +114,10 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
     table.add_row("to send", f"{d['to_send']:,}")
     table.add_row("input tokens (est.)", f"{d['input_tokens']:,}")
     table.add_row("output tokens (est.)", f"{d['output_tokens_low']:,} – {d['output_tokens_high']:,}")
-    table.add_row("cost (est.)", f"{money(d['cost_low_usd'])} – {money(d['cost_high_usd'])}")
+    table.add_row("cost (est.)" + (", live" if d.get("batch") else ""),
+                  f"{money(d['cost_low_usd'])} – {money(d['cost_high_usd'])}")
+    if d.get("batch"):
+        table.add_row("cost (est.), --batch", f"{money(d['batch_cost_low_usd'])} – {money(d['batch_cost_high_usd'])}")
     console.print(table)
     for note in d.get("notes", []):
         console.print(f"[yellow]{note}[/yellow]")

@@ -66,11 +66,13 @@ class RunProgress:
 
     def __init__(self, total: int, label: str, console: Console | None = None, enabled: bool = True, *,
                  counters: Counters | None = None, spent: Callable[[], float | None] | None = None,
-                 clock: Callable[[], float] = time.monotonic, plain_every_s: float = PLAIN_EVERY_S):
+                 clock: Callable[[], float] = time.monotonic, plain_every_s: float = PLAIN_EVERY_S,
+                 status: Callable[[], str | None] | None = None):
         self.console = console or Console(stderr=True)
         self.total, self.label = total, label
         self.done = self.hits = self.errors = self.tokens = 0
         self.counters, self.spent, self.clock = counters, spent, clock
+        self.status = status  # e.g. batches: how many, lines waiting, the provider's word
         self.mode = "off" if not enabled else "live" if self.console.is_terminal else "plain"
         self.plain_every_s = plain_every_s
         self._start = self._last_line = clock()
@@ -95,6 +97,9 @@ class RunProgress:
         out = [Field(self.label, 9), Field(f"{self.done:,}/{self.total:,}", 0)]
         out.append(Field(f"{rate:.1f}/s" if rate is not None else "–/s", 3))
         out += [Field(f"{_clock(now - self._start)} elapsed", 2), Field(f"ETA {_clock(eta)}", 1)]
+        status = self.status() if self.status is not None else None
+        if status:
+            out.append(Field(status, 2))
         retries = self.counters.retries if self.counters is not None else 0
         limited = self.counters.rate_limited if self.counters is not None else 0
         out.append(Field(f"errors {self.errors:,} · retries {retries:,} (429: {limited:,})", 4))

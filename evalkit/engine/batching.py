@@ -1,0 +1,87 @@
+"""`--batch`: a run's requests through the provider's batch API, at the batch price.
+
+Only the runner's provider changes: a BatchPool (evalkit/ask/batch_pool.py) stands in for the live
+provider, so cache keys, image preparation, records and scoring are those of a live run, and a
+query answered either way is one cache entry. What differs is the waiting: every query not yet
+answered waits at once (lines are not requests in flight), for up to --batch-timeout, and the
+run directory's `batches.jsonl` lets the same command resume any batch it left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evalkit.ask.batch_journal import BatchJournal
+from evalkit.ask.batch_pool import BatchPool
+from evalkit.ask.cache import CacheLike
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.core.settings import RunConfig
+from evalkit.core.types import Outcome, Query
+from evalkit.images.pipeline import ImagePipeline
+from evalkit.providers import create_batch_api
+from evalkit.providers.base import Provider
+
+MAX_WAITING = 100_000  # queries waiting on batches at once (each holds its prepared images until answered)
+
+
+def waiting_workers(n_todo: int) -> int:
+    """Every query not answered waits on its batch at once: one worker each."""
+    return max(1, min(n_todo, MAX_WAITING))
+
+
+async def batch_runner(stack: contextlib.AsyncExitStack, live: Provider, env: Mapping[str, str], cfg: RunConfig,
+                       cache: CacheLike, pipeline: ImagePipeline, run_dir: Path, *, fingerprints: bool = True,
+                       gate: Callable[[], Awaitable[None]] | None = None, settle_s: float = 0.5,
+                       poll_s: tuple[float, float] = (2.0, 60.0)) -> tuple[Runner, BatchPool]:
+    """A runner whose provider is a batch pool over `live` (the stack closes both)."""
+    api = create_batch_api(live, env, timeout_s=max(cfg.timeout, 300.0))
+    stack.push_async_callback(api.close)  # type: ignore[attr-defined]
+    pool = BatchPool(live, api, BatchJournal(run_dir), run_tag=run_dir.name[:24], settle_s=settle_s, poll_s=poll_s,
+                     wait=cfg.wait, timeout_s=cfg.batch_timeout)
+    stack.push_async_callback(pool.close)
+    limiter = Limiter(concurrency=MAX_WAITING)
+    # the pool keeps --batch-timeout itself (what is still pending then is left for a later run, never
+    # asked twice): the runner's own timeout only guards against a pool that never answers
+    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.batch_timeout + 600,
+                         max_retry_after_s=cfg.max_retry_after)
+    runner = Runner(pool, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,  # type: ignore[arg-type]
+                    fingerprints=fingerprints, gate=gate)
+    return runner, pool
+
+
+def batch_notes(pool: BatchPool, unanswered: int) -> list[str]:
+    """What the user should know after a batch run: lost batches, and what is still pending."""
+    notes = list(pool.stats.notes)
+    pending = [b for b in pool.journal.batches.values() if b.state == "running"]
+    if pending and unanswered:
+        notes.append(f"{unanswered:,} queries wait in {len(pending)} batch(es) at {pool.api.provider} "
+                     f"({', '.join(b.batch_id or '?' for b in pending[:3])}{', …' if len(pending) > 3 else ''}); "
+                     "re-run the same command to collect them (nothing is submitted again)")
+    return notes
+
+
+def batch_summary(journal: BatchJournal) -> dict[str, Any]:
+    """summary.json's "batches": every batch of this run directory, and the requests in each state."""
+    batches = [b.to_dict() for b in journal.batches.values()]
+    states: dict[str, int] = {}
+    for b in batches:
+        states[b["state"]] = states.get(b["state"], 0) + 1
+    return {"n_batches": len(batches), "states": states, "requests": sum(b["requests"] for b in batches),
+            "batches": batches}
+
+
+async def fallback_live(make_live: Callable[[], Awaitable[Runner]], late: Sequence[Query],
+                        sink: Callable[[Outcome], None], *, workers: int, stop: Callable[[], bool],
+                        say: Callable[[str], None], timeout_s: float) -> None:
+    """--batch-fallback live: the queries no batch answered within --batch-timeout, sent live now.
+    Their batch lines keep running at the provider (an answer that comes later is not used)."""
+    if not late:
+        return
+    say(f"--batch-fallback live: {len(late):,} queries unanswered after --batch-timeout {timeout_s:g} s "
+        "are sent live now")
+    runner = await make_live()
+    await runner.run(late, sink, workers=workers, stop=stop)

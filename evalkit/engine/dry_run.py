@@ -1,0 +1,46 @@
+"""`--dry-run`: what a run would send and cost, sending nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.runner import Runner
+from evalkit.core.settings import RunConfig
+from evalkit.core.types import Query
+from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
+from evalkit.engine.rundir import RunDir
+from evalkit.images.pipeline import ImagePipeline
+from evalkit.money.costs import plan_dry_run
+from evalkit.money.pricing import Price, estimate_cost
+from evalkit.providers import ProviderSpec
+
+
+async def dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],
+                  cfg: RunConfig, price: Price | None, bench: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Count, look up, estimate; send nothing, write nothing (not even an empty cache), lock nothing,
+    and need no API key (the keys of requests are computed without a client). With --batch, the
+    batch price beside the live one."""
+    existing = rundir.load_records() if rundir.path.exists() else {}
+    cache_dir = Path(cfg.cache_path(env))
+    with contextlib.ExitStack() as stack:
+        cache: CacheLike = (stack.enter_context(contextlib.closing(ResponseCache(cache_dir)))
+                            if not cfg.no_cache and (cache_dir / "cache.db").is_file() else NullCache())
+        pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+        runner = Runner(KeyOnlyProvider(spec), limiter=Limiter(concurrency=cfg.concurrency), cache=cache,
+                        pipeline=pipeline)
+        done = (await sort_records_off_loop({q.id: q for q in queries}, existing, runner.keys_of)).current
+        rest = [q for q in queries if q.id not in done]
+        plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)
+    d: dict[str, Any] = {**plan.to_dict(), "n_queries": len(queries), "already_done": len(done)}
+    if cfg.batch:
+        batch = price.batch() if price is not None else None
+        d["batch"] = True
+        d["batch_cost_low_usd"] = estimate_cost(batch, plan.input_tokens, plan.output_tokens_low)
+        d["batch_cost_high_usd"] = estimate_cost(batch, plan.input_tokens, plan.output_tokens_high)
+    return {"benchmark": bench, "model": spec.label, "dry_run": d, "config": config}
