@@ -216,3 +216,30 @@ def test_lines_of_a_batch_that_ended_without_them_are_transient_errors(tmp_path,
 
     (result,) = asyncio.run(go())
     assert isinstance(result, ProviderError) and result.kind == "transient" and state in result.message
+
+
+def test_batch_timeout_leaves_pending_lines_for_a_later_run_without_resubmitting(tmp_path):
+    api = FakeBatches(auto_end=False)
+    answers = asyncio.run(_ask(_pool(api, tmp_path, timeout_s=0.2), ["a", "b"]))
+    assert all(isinstance(r, NotWaiting) for r in answers)  # not recorded: the run is incomplete, resumable
+    assert len(api.batches) == 1
+    api.finish()
+    answers = asyncio.run(_ask(_pool(api, tmp_path, timeout_s=0.2), ["a", "b"]))
+    assert [r.text for r in answers] == ["answer to a", "answer to b"] and len(api.submitted_lines) == 2
+
+
+def test_the_status_line_says_batches_waiting_and_the_providers_word(tmp_path):
+    api = FakeBatches(auto_end=False)
+
+    async def go():
+        pool = _pool(api, tmp_path)
+        tasks = [asyncio.ensure_future(pool.complete(p, GenParams(), [])) for p in ("a", "b", "c")]
+        await asyncio.sleep(0.2)
+        line = pool.status_line()
+        await pool.close()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return line
+
+    assert asyncio.run(go()) == "batches 1 · waiting 3 · running"
