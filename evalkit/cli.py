@@ -109,6 +109,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     cp.add_argument("--cache-dir", default=None)
     cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
                     "move a damaged database aside keeping what it still holds")
+    bp = sub.add_parser("batches", help="a run directory's provider batches (--batch) and their states")
+    bp.add_argument("run_dir")
+    bp.add_argument("--cancel", action="store_true", help="cancel the batches still running (their lines are "
+                    "submitted again by the next run)")
     sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
     if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
         _add_sim_parser(sp, argv)
@@ -230,6 +234,29 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_batches(args: argparse.Namespace, console: Console) -> int:
+    import asyncio
+
+    from rich.table import Table
+
+    from evalkit.engine.batching import run_dir_batches
+
+    rows, note = asyncio.run(run_dir_batches(Path(args.run_dir), os.environ, cancel=args.cancel))
+    if not rows:
+        console.print(f"{args.run_dir}: no batches", markup=False, highlight=False)
+        return 0
+    table = Table(title=f"batches · {args.run_dir}", header_style="bold")
+    for name in ("batch", "provider", "state", "provider's state", "requests", "done", "failed"):
+        table.add_column(name, justify="right" if name in ("requests", "done", "failed") else "left")
+    for r in rows:
+        table.add_row(r["batch_id"] or f"({r['tag']})", r["provider"], r["state"], r["provider_state"] or "—",
+                      f"{r['requests']:,}", f"{r['done']:,}", f"{r['failed']:,}")
+    console.print(table)
+    if note:
+        console.print(note, markup=False, highlight=False)
+    return 0
+
+
 def cmd_list(console: Console) -> int:
     from evalkit.providers import PROVIDERS
 
@@ -325,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_list(console)
         if args.command == "cache":
             return cmd_cache(args, console)
+        if args.command == "batches":
+            return cmd_batches(args, console)
         if args.command == "sim":
             return cmd_sim(args)
         if args.command == "translate":

@@ -35,3 +35,11 @@ def test_a_batch_dry_run_sends_nothing_and_shows_both_costs(tmp_path):
         assert float(batch.group(lo_hi)) == float(live.group(lo_hi)) / 2 or abs(
             float(batch.group(lo_hi)) - float(live.group(lo_hi)) / 2) < 1e-4
     assert sorted(os.listdir(tmp_path)) == ["ds"]
+
+
+def test_batches_of_a_folder_that_is_no_run_directory_is_an_error(tmp_path):
+    done = run_cli(["batches", str(tmp_path)], env=NO_KEYS, cwd=tmp_path)
+    assert done.returncode == 2 and "not a run directory" in done.stderr
+    (tmp_path / "config.json").write_text("{}")
+    done = run_cli(["batches", str(tmp_path)], env=NO_KEYS, cwd=tmp_path)
+    assert done.returncode == 0 and "no batches" in done.stdout

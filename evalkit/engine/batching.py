@@ -14,16 +14,20 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit.ask.batch_journal import BatchJournal
+from evalkit.ask.batch_journal import JOURNAL, BatchJournal
 from evalkit.ask.batch_pool import BatchPool
 from evalkit.ask.cache import CacheLike
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import Outcome, Query
+from evalkit.engine.lock import hold_run_dir
+from evalkit.engine.rundir import RunDir
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.providers import create_batch_api
+from evalkit.providers import create_batch_api, create_provider, parse_spec
 from evalkit.providers.base import Provider
+from evalkit.providers.batch_api import BatchGone
 
 MAX_WAITING = 100_000  # queries waiting on batches at once (each holds its prepared images until answered)
 
@@ -85,3 +89,56 @@ async def fallback_live(make_live: Callable[[], Awaitable[Runner]], late: Sequen
         "are sent live now")
     runner = await make_live()
     await runner.run(late, sink, workers=workers, stop=stop)
+
+
+async def run_dir_batches(run_dir: Path, env: Mapping[str, str], *, cancel: bool = False
+                          ) -> tuple[list[dict[str, Any]], str | None]:
+    """`evalkit batches RUN_DIR [--cancel]`: the run directory's batches, their state asked of the
+    provider (and cancelled with `cancel`). While a run works in the directory, its journal is shown
+    as that run keeps it (the note says so); cancelling then is refused."""
+    if not (run_dir / JOURNAL).is_file():
+        if not (run_dir / "config.json").is_file():
+            raise EvalkitError(f"{run_dir}: not a run directory (no config.json)")
+        return [], None
+    try:
+        with hold_run_dir(run_dir, advice="cancel once it has stopped (Ctrl-C), or wait for it"):
+            await _refresh(run_dir, env, cancel=cancel)
+    except EvalkitError:
+        if cancel:
+            raise
+        journal = BatchJournal(run_dir)
+        note = "a run is working in this directory: the states are as it last saw them"
+        return [b.to_dict() for b in journal.batches.values()], note
+    return [b.to_dict() for b in BatchJournal(run_dir).batches.values()], None
+
+
+async def _refresh(run_dir: Path, env: Mapping[str, str], *, cancel: bool) -> None:
+    journal = BatchJournal(run_dir)
+    running = [(t, b) for t, b in journal.batches.items() if b.state in ("intent", "running")]
+    if not running:
+        return
+    identity = RunDir(run_dir).read_config().get("identity", {})
+    urls = tuple(u for u in str(identity.get("endpoint") or "").split(",") if u and not u.startswith("tag:"))
+    live = create_provider(parse_spec(str(identity.get("model")), urls, env), env)
+    api = create_batch_api(live, env)
+    try:
+        for tag, b in running:
+            if b.batch_id is None:  # an intent: the provider's list says whether it was created
+                found = await api.find(tag, b.custom_ids, b.since)
+                if not found:
+                    journal.lost(tag)
+                    continue
+                journal.submitted(tag, found[0].id)
+                b = journal.batches[tag]
+            assert b.batch_id is not None
+            try:
+                if cancel:
+                    await api.cancel(b.batch_id)
+                s = await api.status(b.batch_id)
+            except BatchGone:
+                journal.lost(tag)
+                continue
+            journal.state(b.batch_id, s.state, provider_state=s.provider_state, done=s.done, failed=s.failed)
+    finally:
+        await api.close()  # type: ignore[attr-defined]
+        await live.close()  # type: ignore[attr-defined]
