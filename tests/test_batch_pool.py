@@ -243,3 +243,16 @@ def test_the_status_line_says_batches_waiting_and_the_providers_word(tmp_path):
         return line
 
     assert asyncio.run(go()) == "batches 1 · waiting 3 · running"
+
+
+def test_max_cost_is_checked_at_submission_against_the_worst_case(tmp_path):
+    from evalkit.ask.runner import NotSent
+
+    api = FakeBatches()
+    spent = [0.0]
+    pool = BatchPool(Live(), api, BatchJournal(tmp_path), settle_s=0.01, poll_s=(0.01, 0.02),
+                     cost_of=lambda m, p, i: 1.0, budget_left=lambda: 2.5 - spent[0])
+    answers = asyncio.run(_ask(pool, ["a", "b", "c"]))
+    assert [type(r).__name__ for r in answers].count("Response") == 2
+    assert sum(isinstance(r, NotSent) for r in answers) == 1 and pool.stats.over_budget == 1
+    assert len(api.submitted_lines) == 2  # the third would pass the budget: never submitted

@@ -22,7 +22,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from evalkit.core.types import GenParams, Message
     from evalkit.images.pipeline import PreparedImage
     from evalkit.providers.base import Provider
+
+# a request's worst-case cost in USD (its estimated input and all of max_tokens, at the batch price)
+CostOf = Callable[["Sequence[Message]", "GenParams", "Sequence[PreparedImage]"], float]
 
 # Test hook: die (as a kill would) right after the provider accepted a batch, before it is recorded.
 DIE_AFTER_SUBMIT = "EVALKIT_TEST_DIE_AFTER_SUBMIT"
@@ -52,6 +55,7 @@ class PoolStats:
     done: int = 0  # lines answered from a batch
     failed: int = 0  # lines that failed inside a batch
     resumed: int = 0  # lines found in a batch submitted by an earlier run
+    over_budget: int = 0  # lines not submitted: their worst-case cost would pass --max-cost
     states: dict[str, str] = field(default_factory=dict)  # batch id -> the provider's own word
     notes: list[str] = field(default_factory=list)  # what the user should know (a lost batch, ...)
 
@@ -59,7 +63,8 @@ class PoolStats:
 class BatchPool:
     def __init__(self, live: Provider, api: BatchAPI, journal: BatchJournal, *, run_tag: str = "",
                  settle_s: float = 0.5, poll_s: tuple[float, float] = (1.0, 30.0), wait: bool = True,
-                 timeout_s: float | None = None) -> None:
+                 timeout_s: float | None = None, cost_of: CostOf | None = None,
+                 budget_left: Callable[[], float | None] | None = None) -> None:
         self.spec = live.spec
         self._live = live
         self.api = api
@@ -70,6 +75,11 @@ class BatchPool:
         self.wait = wait
         self.timeout_s = timeout_s  # --batch-timeout: how long this run waits, from its first request
         self._deadline: float | None = None
+        # --max-cost: each line's worst-case cost is reserved when its batch is submitted (a batch is paid
+        # whole, so the check is made then) and released when its answer is in (the meter has it then)
+        self.cost_of, self.budget_left = cost_of, budget_left
+        self._costs: dict[str, float] = {}
+        self._reserved: dict[str, float] = {}
         self.stats = PoolStats()
         self._forming: list[BatchLine] = []
         self._forming_bytes = 0
@@ -102,6 +112,8 @@ class BatchPool:
         tag = self._open_batch_for(line.custom_id)
         if tag is not None:
             return await self._answer_from(tag, line.custom_id)
+        if self.cost_of is not None:
+            self._costs[line.custom_id] = self.cost_of(messages, params, images)
         return await self._join(line)
 
     def _open_batch_for(self, cid: str) -> str | None:
@@ -135,6 +147,7 @@ class BatchPool:
             raise
         finally:
             self.stats.pending -= 1
+        self._reserved.pop(cid, None)
         response = answers.get(cid)
         if response is None:  # the batch ended without this line (expired, cancelled, lost)
             b = self.journal.batches[tag]
@@ -175,9 +188,31 @@ class BatchPool:
             return
         lines, waiters = self._forming, self._forming_waiters
         self._forming, self._forming_bytes, self._forming_waiters = [], 0, {}
+        lines = self._affordable(lines, waiters)
+        if not lines:
+            return
         task = asyncio.ensure_future(self._submit(lines, waiters))
         self._submits.add(task)
         task.add_done_callback(self._submits.discard)
+
+    def _affordable(self, lines: list[BatchLine], waiters: dict[str, asyncio.Future[Any]]) -> list[BatchLine]:
+        """The lines whose worst-case cost fits what --max-cost leaves (counting what submitted batches may
+        still cost); the others are not sent (the run is incomplete, resumable)."""
+        left = self.budget_left() if self.budget_left is not None else None
+        if left is None:
+            return lines
+        left -= sum(self._reserved.values())
+        kept: list[BatchLine] = []
+        for x in lines:
+            cost = self._costs.pop(x.custom_id, 0.0)
+            if cost <= left:
+                left -= cost
+                self._reserved[x.custom_id] = cost
+                kept.append(x)
+            else:
+                self.stats.over_budget += 1
+                waiters.pop(x.custom_id).set_result(NotSent(x.custom_id))
+        return kept
 
     async def _submit(self, lines: list[BatchLine], waiters: dict[str, asyncio.Future[Any]]) -> None:
         tag = f"evalkit-{self.run_tag}-{uuid.uuid4().hex[:12]}" if self.run_tag else f"evalkit-{uuid.uuid4().hex}"

@@ -15,16 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.ask.batch_journal import JOURNAL, BatchJournal
-from evalkit.ask.batch_pool import BatchPool
+from evalkit.ask.batch_pool import BatchPool, CostOf
 from evalkit.ask.cache import CacheLike
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
-from evalkit.core.types import Outcome, Query
+from evalkit.core.types import GenParams, Message, Outcome, Query
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.rundir import RunDir
-from evalkit.images.pipeline import ImagePipeline
+from evalkit.images.pipeline import ImagePipeline, PreparedImage
+from evalkit.money.costs import image_tokens
+from evalkit.money.pricing import Price, estimate_cost
 from evalkit.providers import create_batch_api, create_provider, parse_spec
 from evalkit.providers.base import Provider
 from evalkit.providers.batch_api import BatchGone
@@ -40,12 +42,16 @@ def waiting_workers(n_todo: int) -> int:
 async def batch_runner(stack: contextlib.AsyncExitStack, live: Provider, env: Mapping[str, str], cfg: RunConfig,
                        cache: CacheLike, pipeline: ImagePipeline, run_dir: Path, *, fingerprints: bool = True,
                        gate: Callable[[], Awaitable[None]] | None = None, settle_s: float = 0.5,
-                       poll_s: tuple[float, float] = (2.0, 60.0)) -> tuple[Runner, BatchPool]:
-    """A runner whose provider is a batch pool over `live` (the stack closes both)."""
+                       poll_s: tuple[float, float] = (2.0, 60.0), price: Price | None = None,
+                       budget_left: Callable[[], float | None] | None = None) -> tuple[Runner, BatchPool]:
+    """A runner whose provider is a batch pool over `live` (the stack closes both). With a price and a
+    budget, each batch is checked at submission against its lines' worst-case cost (--max-cost)."""
     api = create_batch_api(live, env, timeout_s=max(cfg.timeout, 300.0))
     stack.push_async_callback(api.close)  # type: ignore[attr-defined]
     pool = BatchPool(live, api, BatchJournal(run_dir), run_tag=run_dir.name[:24], settle_s=settle_s, poll_s=poll_s,
-                     wait=cfg.wait, timeout_s=cfg.batch_timeout)
+                     wait=cfg.wait, timeout_s=cfg.batch_timeout,
+                     cost_of=worst_case_cost(price, live.spec.provider) if price is not None else None,
+                     budget_left=budget_left)
     stack.push_async_callback(pool.close)
     limiter = Limiter(concurrency=MAX_WAITING)
     # the pool keeps --batch-timeout itself (what is still pending then is left for a later run, never
@@ -55,6 +61,18 @@ async def batch_runner(stack: contextlib.AsyncExitStack, live: Provider, env: Ma
     runner = Runner(pool, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,  # type: ignore[arg-type]
                     fingerprints=fingerprints, gate=gate)
     return runner, pool
+
+
+def worst_case_cost(price: Price, provider: str) -> CostOf:
+    """A request's cost if it used all of max_tokens, at the batch price (for --max-cost at submission)."""
+    batch = price.batch()
+
+    def cost(messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> float:
+        tokens = sum(len(m.text()) for m in messages) // 4 + sum(image_tokens(provider, i.width, i.height)
+                                                                 for i in images)
+        return estimate_cost(batch, tokens, params.max_tokens) or 0.0
+
+    return cost
 
 
 def batch_notes(pool: BatchPool, unanswered: int) -> list[str]:

@@ -216,7 +216,8 @@ async def _evaluate(job: _Job) -> RunResult:
         preflight = Preflight(spec, job.judge_spec, job.env, say)
         stack.callback(preflight.cancel)
         runner = await _runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
-                               batch_dir=rundir.path if cfg.batch else None)
+                               batch_dir=rundir.path if cfg.batch else None, price=job.price,
+                               budget_left=(lambda: cfg.max_cost - meter.spent_usd) if cfg.max_cost else None)
         pool = runner.provider if isinstance(runner.provider, BatchPool) else None
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
@@ -364,14 +365,15 @@ async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, 
 
 async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
                   cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True,
-                  gate: Callable[[], Awaitable[None]] | None = None, batch_dir: Path | None = None) -> Runner:
+                  gate: Callable[[], Awaitable[None]] | None = None, batch_dir: Path | None = None,
+                  price: Price | None = None, budget_left: Callable[[], float | None] | None = None) -> Runner:
     """A runner whose provider the stack closes (with `batch_dir`: through the provider's batch API,
     its journal in that run directory)."""
     provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
     stack.push_async_callback(provider.close)
     if batch_dir is not None:
         return (await batch_runner(stack, provider, env, cfg, cache, pipeline, batch_dir, fingerprints=fingerprints,
-                                   gate=gate))[0]
+                                   gate=gate, price=price, budget_left=budget_left))[0]
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
