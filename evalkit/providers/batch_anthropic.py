@@ -91,7 +91,10 @@ class AnthropicBatches:
     def _status(self, b: Any, tag: str | None = None) -> BatchStatus:
         c = b.request_counts
         failed = c.errored + c.canceled + c.expired
-        return BatchStatus(b.id, _STATE.get(b.processing_status, "running"),  # type: ignore[arg-type]
+        state = _STATE.get(b.processing_status, "running")
+        if state == "ended" and not (c.succeeded or c.errored or c.processing):  # nothing answered at all
+            state = "cancelled" if c.canceled else "expired" if c.expired else state
+        return BatchStatus(b.id, state,  # type: ignore[arg-type]
                            total=c.processing + c.succeeded + failed, done=c.succeeded, failed=failed,
                            provider_state=b.processing_status, tag=tag)
 

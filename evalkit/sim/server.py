@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from evalkit.sim.batch_routes import BATCHES, add_batch_routes
+from evalkit.sim.batches import BatchStore
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
@@ -77,17 +79,25 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     if fault == "refusal":
         return dialect.refusal(state, req)
 
+    return model_reply(state, dialect, req, body, fps_info, cached, empty=fault == "empty",
+                       count_completion=count_completion)
+
+
+def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info: list[tuple[str, int, int]],
+                cached: int = 0, *, empty: bool = False, count_completion: bool = True) -> web.Response:
+    """The simulated model's answer to a parsed request, in the dialect's shape (live calls and batch
+    lines alike), counted as a completion."""
     fps = [fp for fp, _, _ in fps_info]
     reply = state.model.reply(req.text, fps)
-    if reply.source == "unknown" and config.answer_key is not None and len(config.answer_key):
-        counters.unkeyed_request()  # asked what its key does not hold: answered at chance
+    if reply.source == "unknown" and state.config.answer_key is not None and len(state.config.answer_key):
+        state.counters.unkeyed_request()  # asked what its key does not hold: answered at chance
     content, finish = shape_reply(reply.content, reply.answer, req)
-    if fault == "empty":
+    if empty:
         content = ""
     prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
     usage = Usage(max(prompt_tokens, cached), estimate_tokens(content) + 1, cached)
     if content and count_completion:
-        counters.completed(request_key(body))
+        state.counters.completed(request_key(body))
     return dialect.ok(state, req, content, finish, usage)
 
 
@@ -117,7 +127,7 @@ async def handle_model_lookup(request: web.Request) -> web.Response:
 
 
 async def handle_counters(request: web.Request) -> web.Response:
-    return web.json_response(request.app[STATE].counters.snapshot())
+    return web.json_response({**request.app[STATE].counters.snapshot(), "batch": request.app[BATCHES].counts})
 
 
 async def serve_quietly(request: web.Request, state: SimState, dialect: Dialect) -> web.StreamResponse:
@@ -167,6 +177,7 @@ def build_app(config: SimConfig) -> web.Application:
     app.router.add_post("/v1/images/edits", handle_image_edit)
     app.router.add_get("/v1/models", handle_models)
     app.router.add_get(r"/{version:v1|v1beta|v1alpha}/models/{model:[^/:]+}", handle_model_lookup)
+    add_batch_routes(app, model_reply)
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)
     app.router.add_get("/health", handle_health)
@@ -185,6 +196,11 @@ class SimServer:
     @property
     def counters(self) -> SimCounters:
         return self._state.counters
+
+    @property
+    def batches(self) -> BatchStore:
+        """The batches submitted to the three batch APIs, and their behaviour (delay, failures, expiry)."""
+        return self._runner.app[BATCHES]
 
     @property
     def hostile(self) -> HostileLog:
@@ -263,6 +279,13 @@ class SimThread:
         if self._server is None:
             raise RuntimeError("SimThread is not running")
         return self._server.counters
+
+    @property
+    def batches(self) -> BatchStore:
+        """The batches submitted to the three batch APIs, and their behaviour (delay, failures, expiry)."""
+        if self._server is None:
+            raise RuntimeError("SimThread is not running")
+        return self._server.batches
 
     @property
     def hostile(self) -> HostileLog:

@@ -1,0 +1,333 @@
+"""The three batch APIs on the simulated server, as their SDKs call them (read 2026-11-25 from the
+SDKs' own resource code: openai 3.x `files`/`batches`, anthropic 2.x `messages.batches`,
+google-genai 3.x `batches` in Gemini Developer API mode).
+
+- OpenAI: `POST /v1/files` (multipart, purpose batch), `GET /v1/files/{id}[/content]`,
+  `POST /v1/batches`, `GET /v1/batches[/{id}]`, `POST /v1/batches/{id}/cancel`; output and error files.
+- Anthropic: `POST|GET /v1/messages/batches`, `GET /v1/messages/batches/{id}[/results]`,
+  `POST /v1/messages/batches/{id}/cancel`.
+- Gemini: `POST /v1beta/models/{model}:batchGenerateContent` (inline requests),
+  `GET /v1beta/batches[/{id}]`, `POST /v1beta/batches/{id}:cancel`.
+- `POST /sim/batch/config` sets the BatchBehaviour (delay, failures, expiry, frozen).
+
+Each line is answered by the simulated model through the same dialect code as a live request.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from aiohttp import web
+
+from evalkit.sim.batches import BatchStore, SimBatch
+from evalkit.sim.dialects import DIALECTS
+from evalkit.sim.state import STATE
+from evalkit.sim.wire import BadRequest
+
+BATCHES: web.AppKey[BatchStore] = web.AppKey("batches", BatchStore)
+_DIALECT = {d.name: d for d in DIALECTS}
+ModelReply = Callable[..., web.Response]
+
+
+@dataclass
+class _LineRequest:
+    """What a dialect reads from a request besides its body (Gemini: the model in the path)."""
+
+    match_info: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": "invalid_request_error", "code": status,
+                                        "status": "NOT_FOUND" if status == 404 else "INVALID_ARGUMENT"}},
+                             status=status)
+
+
+def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
+    store = app[BATCHES] = BatchStore()
+
+    async def answer(b: SimBatch, cid: str, body: dict[str, Any]) -> tuple[Any, ...]:
+        state = app[STATE]
+        dialect = _DIALECT[{"google": "gemini"}.get(b.api, b.api)]
+        request = _LineRequest({"model": b.model}, b.headers)
+        try:
+            req = dialect.parse(body, request)  # type: ignore[arg-type]
+            fps_info = [await state.image_info(u) for u in req.image_urls]
+        except BadRequest as e:
+            return ("error", 400, str(e))
+        return ("ok", json.loads(model_reply(state, dialect, req, body, fps_info).body))
+
+    async def get(batch_id: str) -> SimBatch | None:
+        b = store.batches.get(batch_id)
+        if b is not None:
+            await store.settle(b, answer)
+        return b
+
+    # ---- OpenAI ----------------------------------------------------------------------------
+    def openai_batch(b: SimBatch) -> dict[str, Any]:
+        st = store.state(b)
+        status = {"running": "in_progress", "ended": "completed", "expired": "expired",
+                  "cancelled": "cancelled"}[st]
+        if st == "running" and b.cancelled:
+            status = "cancelling"
+        c = store.counts_of(b)
+        if st == "ended" and not b.files:
+            ok = [(cid, o) for cid, o in b.results if o[0] == "ok"]
+            bad = [(cid, o) for cid, o in b.results if o[0] != "ok"]
+            for kind, rows in (("output", ok), ("error", bad)):
+                if rows:
+                    fid = store.new_id("file-")
+                    store.files[fid] = b"".join(json.dumps(_openai_line(cid, o)).encode() + b"\n" for cid, o in rows)
+                    b.files[kind] = fid
+        if st in ("expired", "cancelled") and not b.files and b.results:
+            fid = store.new_id("file-")
+            store.files[fid] = b"".join(json.dumps(_openai_line(cid, o, st)).encode() + b"\n" for cid, o in b.results)
+            b.files["error"] = fid
+        return {"id": b.id, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
+                "input_file_id": b.tag.get("_input", ""), "completion_window": "24h", "status": status,
+                "output_file_id": b.files.get("output"), "error_file_id": b.files.get("error"),
+                "created_at": int(b.created), "in_progress_at": int(b.created), "expires_at": int(b.created) + 86400,
+                "completed_at": int(b.ended_at) if st == "ended" and b.ended_at else None,
+                "cancelled_at": int(b.ended_at) if st == "cancelled" and b.ended_at else None,
+                "expired_at": int(b.ended_at) if st == "expired" and b.ended_at else None,
+                "request_counts": {"total": c["total"], "completed": c["succeeded"], "failed": c["failed"]},
+                "metadata": {k: v for k, v in b.tag.items() if not k.startswith("_")} or None,
+                "model": b.model or None}
+
+    async def files_create(request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form.get("file")
+        data = upload.file.read() if hasattr(upload, "file") else str(upload or "").encode()
+        fid = store.new_id("file-")
+        store.files[fid] = data
+        return web.json_response({"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                                  "filename": getattr(upload, "filename", "upload.jsonl"),
+                                  "purpose": str(form.get("purpose", "batch")), "status": "processed"})
+
+    async def file_get(request: web.Request) -> web.Response:
+        fid = request.match_info["file_id"]
+        if fid not in store.files:
+            return _error(404, f"No such File object: {fid}")
+        if request.path.endswith("/content"):
+            return web.Response(body=store.files[fid], content_type="application/octet-stream")
+        return web.json_response({"id": fid, "object": "file", "bytes": len(store.files[fid]),
+                                  "created_at": int(time.time()), "filename": fid, "purpose": "batch",
+                                  "status": "processed"})
+
+    async def openai_create(request: web.Request) -> web.Response:
+        body = await request.json()
+        fid = body.get("input_file_id")
+        if fid not in store.files:
+            return _error(400, f"input_file_id {fid!r} not found")
+        lines, model = [], ""
+        for raw in store.files[fid].splitlines():
+            if raw.strip():
+                row = json.loads(raw)
+                lines.append((row["custom_id"], row["body"]))
+                model = model or row["body"].get("model", "")
+        if len({cid for cid, _ in lines}) != len(lines):
+            return _error(400, "custom_id values must be unique within a batch")
+        b = store.add(SimBatch(store.new_id("batch_"), "openai", lines, time.time(),
+                               tag={**(body.get("metadata") or {}), "_input": fid}, model=model))
+        return web.json_response(openai_batch(b))
+
+    async def openai_get(request: web.Request) -> web.Response:
+        b = await get(request.match_info["batch_id"])
+        if b is None or b.api != "openai":
+            return _error(404, f"No batch found with id '{request.match_info['batch_id']}'")
+        if request.path.endswith("/cancel"):
+            b.cancelled = True
+            await store.settle(b, answer)
+        return web.json_response(openai_batch(b))
+
+    async def openai_list(request: web.Request) -> web.Response:
+        mine = [b for b in reversed(store.batches.values()) if b.api == "openai"]
+        after = request.query.get("after")
+        if after:
+            ids = [b.id for b in mine]
+            mine = mine[ids.index(after) + 1:] if after in ids else []
+        limit = int(request.query.get("limit", 20))
+        for b in mine[:limit]:
+            await store.settle(b, answer)
+        page = [openai_batch(b) for b in mine[:limit]]
+        return web.json_response({"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                                  "last_id": page[-1]["id"] if page else None, "has_more": len(mine) > limit})
+
+    # ---- Anthropic -------------------------------------------------------------------------
+    def anthropic_batch(b: SimBatch, request: web.Request) -> dict[str, Any]:
+        st = store.state(b)
+        c = store.counts_of(b)
+        kinds = [o for _, o in b.results]
+        return {"id": b.id, "type": "message_batch",
+                "processing_status": "ended" if st != "running" else "canceling" if b.cancelled else "in_progress",
+                "request_counts": {"processing": c["processing"], "succeeded": c["succeeded"],
+                                   "errored": sum(1 for o in kinds if o[0] == "error" and o[1]),
+                                   "canceled": len(kinds) if st == "cancelled" else 0,
+                                   "expired": len(kinds) if st == "expired" else 0},
+                "created_at": _iso(b.created), "expires_at": _iso(b.created + 86400), "ended_at": _iso(b.ended_at),
+                "archived_at": None, "cancel_initiated_at": _iso(b.ended_at) if b.cancelled else None,
+                "results_url": (f"{request.scheme}://{request.host}/v1/messages/batches/{b.id}/results"
+                                if st != "running" else None)}
+
+    async def anthropic_create(request: web.Request) -> web.Response:
+        body = await request.json()
+        requests = body.get("requests") or []
+        lines = [(r["custom_id"], r["params"]) for r in requests]
+        if not lines or len({cid for cid, _ in lines}) != len(lines):
+            return _error(400, "requests: custom_id values must be unique and at least one request given")
+        headers = {k.lower(): v for k, v in request.headers.items() if k.lower() == "anthropic-version"}
+        b = store.add(SimBatch(store.new_id("msgbatch_"), "anthropic", lines, time.time(), headers=headers))
+        return web.json_response(anthropic_batch(b, request))
+
+    async def anthropic_get(request: web.Request) -> web.StreamResponse:
+        b = await get(request.match_info["batch_id"])
+        if b is None or b.api != "anthropic":
+            return web.json_response({"type": "error", "error": {"type": "not_found_error",
+                                                                 "message": "batch not found"}}, status=404)
+        if request.path.endswith("/cancel"):
+            b.cancelled = True
+            await store.settle(b, answer)
+        if request.path.endswith("/results"):
+            if store.state(b) == "running":
+                return _error(400, "batch still in progress")
+            st = store.state(b)
+            out = b"".join(json.dumps({"custom_id": cid, "result": _anthropic_result(o, st)}).encode() + b"\n"
+                           for cid, o in b.results)
+            return web.Response(body=out, content_type="application/binary")
+        return web.json_response(anthropic_batch(b, request))
+
+    async def anthropic_list(request: web.Request) -> web.Response:
+        mine = [b for b in reversed(store.batches.values()) if b.api == "anthropic"]
+        after = request.query.get("after_id")
+        if after:
+            ids = [b.id for b in mine]
+            mine = mine[ids.index(after) + 1:] if after in ids else []
+        limit = int(request.query.get("limit", 20))
+        for b in mine[:limit]:
+            await store.settle(b, answer)
+        page = [anthropic_batch(b, request) for b in mine[:limit]]
+        return web.json_response({"data": page, "has_more": len(mine) > limit,
+                                  "first_id": page[0]["id"] if page else None,
+                                  "last_id": page[-1]["id"] if page else None})
+
+    # ---- Gemini ----------------------------------------------------------------------------
+    def gemini_batch(b: SimBatch) -> dict[str, Any]:
+        st = store.state(b)
+        state = {"running": "BATCH_STATE_RUNNING", "ended": "BATCH_STATE_SUCCEEDED",
+                 "expired": "BATCH_STATE_EXPIRED", "cancelled": "BATCH_STATE_CANCELLED"}[st]
+        meta: dict[str, Any] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+                                "model": f"models/{b.model}", "displayName": b.tag.get("displayName"),
+                                "state": state, "createTime": _iso(b.created), "updateTime": _iso(b.ended_at or b.created)}
+        if st == "ended":
+            meta["endTime"] = _iso(b.ended_at)
+            meta["output"] = {"inlinedResponses": {"inlinedResponses": [_gemini_item(cid, o) for cid, o in b.results]}}
+        return {"name": b.id, "metadata": meta, "done": st != "running"}
+
+    async def gemini_create(request: web.Request) -> web.Response:
+        body = await request.json()
+        batch = body.get("batch") or {}
+        items = (((batch.get("inputConfig") or {}).get("requests") or {}).get("requests")) or []
+        lines = [((it.get("metadata") or {}).get("custom_id", str(i)), it.get("request") or {})
+                 for i, it in enumerate(items)]
+        model = request.match_info["model"]
+        b = store.add(SimBatch(store.new_id("batches/"), "google", lines, time.time(),
+                               tag={"displayName": batch.get("displayName")}, model=model))
+        b.tag["_metadata"] = [it.get("metadata") for it in items]
+        return web.json_response(gemini_batch(b))
+
+    async def gemini_get(request: web.Request) -> web.Response:
+        name = "batches/" + request.match_info["batch_id"]
+        cancel = name.endswith(":cancel")
+        b = await get(name.removesuffix(":cancel"))
+        if b is None or b.api != "google":
+            return web.json_response({"error": {"code": 404, "message": f"{name} not found", "status": "NOT_FOUND"}},
+                                     status=404)
+        if cancel:
+            b.cancelled = True
+            await store.settle(b, answer)
+            return web.json_response({})
+        return web.json_response(gemini_batch(b))
+
+    async def gemini_list(request: web.Request) -> web.Response:
+        mine = [b for b in reversed(store.batches.values()) if b.api == "google"]
+        start = int(request.query.get("pageToken") or 0)
+        size = int(request.query.get("pageSize") or 50)
+        for b in mine[start:start + size]:
+            await store.settle(b, answer)
+        out: dict[str, Any] = {"operations": [gemini_batch(b) for b in mine[start:start + size]]}
+        if len(mine) > start + size:
+            out["nextPageToken"] = str(start + size)
+        return web.json_response(out)
+
+    async def configure(request: web.Request) -> web.Response:
+        store.behaviour.update(await request.json())
+        return web.json_response({"ok": True})
+
+    def either(gemini: Any, openai: Any) -> Any:
+        """/v1/batches is both OpenAI's and (as google-genai calls it with a base URL) Gemini's path:
+        a Gemini client is known by its key header."""
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await (gemini if "x-goog-api-key" in request.headers else openai)(request)
+
+        return handle
+
+    r = app.router
+    r.add_post("/v1/files", files_create)
+    r.add_get("/v1/files/{file_id}", file_get)
+    r.add_get("/v1/files/{file_id}/content", file_get)
+    r.add_post("/v1/batches", openai_create)
+    r.add_get("/v1/batches", either(gemini_list, openai_list))
+    r.add_get("/v1/batches/{batch_id}", either(gemini_get, openai_get))
+    r.add_post("/v1/batches/{batch_id}", gemini_get)  # {id}:cancel (Gemini, under /v1)
+    r.add_post("/v1/batches/{batch_id}/cancel", openai_get)
+    r.add_post("/v1/messages/batches", anthropic_create)
+    r.add_get("/v1/messages/batches", anthropic_list)
+    r.add_get("/v1/messages/batches/{batch_id}", anthropic_get)
+    r.add_get("/v1/messages/batches/{batch_id}/results", anthropic_get)
+    r.add_post("/v1/messages/batches/{batch_id}/cancel", anthropic_get)
+    r.add_post("/{version:v1|v1beta|v1alpha}/models/{model}:batchGenerateContent", gemini_create)
+    r.add_get("/{version:v1beta|v1alpha}/batches", gemini_list)
+    r.add_get("/{version:v1beta|v1alpha}/batches/{batch_id}", gemini_get)
+    r.add_post("/{version:v1beta|v1alpha}/batches/{batch_id}", gemini_get)  # {id}:cancel
+    r.add_post("/sim/batch/config", configure)
+
+
+def _openai_line(cid: str, outcome: tuple[Any, ...], state: str = "ended") -> dict[str, Any]:
+    if outcome[0] == "ok":
+        return {"id": f"batch_req_{cid}", "custom_id": cid, "error": None,
+                "response": {"status_code": 200, "request_id": f"req_{cid}", "body": outcome[1]}}
+    if state in ("expired", "cancelled") or not outcome[1]:
+        code = "batch_expired" if state == "expired" else "batch_cancelled"
+        return {"id": f"batch_req_{cid}", "custom_id": cid, "response": None,
+                "error": {"code": code, "message": f"This request could not be executed before the batch {state}."}}
+    return {"id": f"batch_req_{cid}", "custom_id": cid, "error": None,
+            "response": {"status_code": outcome[1], "request_id": f"req_{cid}",
+                         "body": {"error": {"message": outcome[2], "type": "server_error" if outcome[1] >= 500
+                                            else "invalid_request_error"}}}}
+
+
+def _anthropic_result(outcome: tuple[Any, ...], state: str) -> dict[str, Any]:
+    if outcome[0] == "ok":
+        return {"type": "succeeded", "message": outcome[1]}
+    if state == "expired":
+        return {"type": "expired"}
+    if state == "cancelled":
+        return {"type": "canceled"}
+    etype = "api_error" if outcome[1] >= 500 else "invalid_request_error"
+    return {"type": "errored", "error": {"type": "error", "error": {"type": etype, "message": outcome[2]}}}
+
+
+def _gemini_item(cid: str, outcome: tuple[Any, ...]) -> dict[str, Any]:
+    if outcome[0] == "ok":
+        return {"response": outcome[1], "metadata": {"custom_id": cid}}
+    return {"error": {"code": outcome[1] or 500, "message": outcome[2]}, "metadata": {"custom_id": cid}}

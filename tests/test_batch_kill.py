@@ -1,0 +1,77 @@
+"""`evalkit run --batch` killed (SIGKILL) while its batch is pending, or between the provider accepting
+a batch and evalkit recording it: the same command completes the run, and no request is submitted twice.
+Through the CLI and the real SDKs against the simulated batch APIs."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+from cli_under_test import run_cli, start_cli
+from conftest import make_mcq_jsonl
+
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+ENV = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test", "GEMINI_API_KEY": "g-test"}
+N = 6
+
+
+def _args(model: str, sim: SimThread, tmp_path, *extra: str) -> list[str]:
+    url = sim.url + "/v1" if model.startswith("openai/") else sim.url
+    return ["run", "mcq", "--model", model, "--data", str(tmp_path / "ds" / "data.jsonl"), "--base-url", url,
+            "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+            "--prices", str(tmp_path / "prices.json"), *extra]
+
+
+def _setup(model: str, tmp_path) -> SimConfig:
+    data = make_mcq_jsonl(tmp_path / "ds", N, seed=9)
+    (tmp_path / "prices.json").write_text(json.dumps({model: {"input": 3.0, "output": 15.0}}))
+    return SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["openai/sim-model", "anthropic/sim-model", "google/sim-model"])
+def test_a_run_killed_while_its_batch_is_pending_is_completed_by_the_same_command(model, tmp_path):
+    with SimThread(_setup(model, tmp_path)) as sim:
+        sim.batches.behaviour.frozen = True
+        sim.batches.behaviour.fail_first = 1  # one line fails inside the batch: it is submitted again
+        child = start_cli(_args(model, sim, tmp_path, "--batch"), env=ENV, cwd=tmp_path)
+        deadline = time.monotonic() + 60
+        while sim.batches.counts["batches"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # recorded, and polling
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        assert sim.batches.counts == {"batches": 1, "lines": N, "answered": 0, "failed": 0}
+        sim.batches.behaviour.frozen = False
+        done = run_cli(_args(model, sim, tmp_path, "--batch"), env=ENV, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert sim.batches.counts == {"batches": 2, "lines": N + 1, "answered": N, "failed": 1}
+        assert sim.counters.snapshot()["completions"] == N  # every query answered exactly once
+        summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+        assert summary["metrics"]["accuracy"] == 100.0 and summary["missing"] == 0
+        assert summary["usage"]["cost_usd"] == pytest.approx(summary["usage"]["cost_live_usd"] / 2)
+        requests = sim.counters.snapshot()["requests"]
+        again = run_cli(_args(model, sim, tmp_path), env=ENV, cwd=tmp_path)  # without --batch: all cached
+        assert again.returncode == 0 and sim.counters.snapshot()["requests"] == requests
+        assert sim.batches.counts["lines"] == N + 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["openai/sim-model", "anthropic/sim-model", "google/sim-model"])
+def test_a_kill_between_creating_a_batch_and_recording_it_never_submits_twice(model, tmp_path):
+    with SimThread(_setup(model, tmp_path)) as sim:
+        sim.batches.behaviour.frozen = True
+        died = run_cli(_args(model, sim, tmp_path, "--batch"), env={**ENV, "EVALKIT_TEST_DIE_AFTER_SUBMIT": "1"},
+                       cwd=tmp_path)
+        assert died.returncode == 137 and sim.batches.counts["batches"] == 1
+        events = [json.loads(x)["event"] for x in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+        assert events == ["intent"]  # the provider has the batch; the run directory does not know its id
+        sim.batches.behaviour.frozen = False
+        done = run_cli(_args(model, sim, tmp_path, "--batch"), env=ENV, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert sim.batches.counts["batches"] == 1 and sim.batches.counts["lines"] == N  # found by its tag
+        assert sim.counters.snapshot()["completions"] == N
