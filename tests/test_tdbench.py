@@ -148,10 +148,13 @@ def test_iou_and_centre_golden():
     bench = TDBench()
     q = type("Q", (), {"meta": {"task": "grounding", "image_size": (512, 512), "criterion": "center"},
                        "gold": "[0.1, 0.1, 0.3, 0.3]"})()
-    for reply, ok in (("[0.15, 0.15, 0.25, 0.25]", True), ("[102, 102, 51, 51]", True),
-                      ("[0.5, 0.5, 0.9, 0.9]", False), ("0.2", False)):
-        parsed = bench.parse(q, reply, "official")  # type: ignore[arg-type]
-        assert bool(bench.score(q, parsed)) is ok, reply  # type: ignore[arg-type]
+    # (reply, right in robust mode, right in official mode): official reads relative `a, b, c, d` only
+    for reply, robust, official in (("[0.15, 0.15, 0.25, 0.25]", True, True), ("[102, 102, 51, 51]", True, False),
+                                    ("[0.25, 0.25, 0.15, 0.15]", True, True),  # reversed: same centre
+                                    ("[0.5, 0.5, 0.9, 0.9]", False, False), ("0.2", False, False)):
+        for mode, ok in (("robust", robust), ("official", official)):
+            parsed = bench.parse(q, reply, mode)  # type: ignore[arg-type]
+            assert bool(bench.score(q, parsed)) is ok, (reply, mode)  # type: ignore[arg-type]
 
 
 def test_join_canvas_halves():

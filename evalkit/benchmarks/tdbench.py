@@ -12,12 +12,16 @@ Two input forms, one set of queries:
   `export_official` writes such a set as the official four TSVs.
 
 Query ids are f"{index}|r{deg}", base_id the index, variant {"rot": deg} (+ "task": "grounding").
+
+Requests are VLMEvalKit's in both modes (docs/official-tdbench.md): its MCQ layout and its grounding
+wording, images from the official files as stored. The mode changes how answers are read: official
+mode is VLMEvalKit's `can_infer` and `extract_bbox_from_string` (evalkit.grading.vlmeval), robust mode
+evalkit's own lenient readers.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +31,7 @@ from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.mcq_io import load_tsv
 from evalkit.benchmarks.tdbench_io import (
+    box_values,
     format_box,
     load_generated,
     load_official,
@@ -41,9 +46,11 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.grading import vlmeval
 from evalkit.grading.extract import (
     is_refusal,
     judge_prompt_mcq,
+    parse_judge_reply,
     parse_letter,
     render_options,
     strip_reasoning,
@@ -52,16 +59,10 @@ from evalkit.metrics import tdbench as tdm
 from evalkit.protocols import rotation as rot
 
 
-def parse_official_letter(text: str, options: dict[str, str]) -> str | None:
-    """The paper's rule step: one option letter standing as a token, else one option text contained."""
-    letters = set(re.findall(r"(?<![A-Za-z0-9])([A-Z])(?![A-Za-z0-9])", text)) & set(options)
-    if len(letters) == 1:
-        return letters.pop()
-    if letters:
-        return None
-    low = text.lower()
-    hits = [k for k, v in options.items() if v and v.lower() in low]
-    return hits[0] if len(hits) == 1 else None
+def parse_official_letter(text: str, options: dict[str, str], parser: str = "3ba9220a") -> str | None:
+    """VLMEvalKit's rule step (`can_infer`): a letter, or None when it reads no option ("Z") or none at all."""
+    letter = vlmeval.can_infer(text, options, parser)
+    return None if letter == vlmeval.NO_OPTION else letter
 
 
 def _fitted(wh: tuple[int, int], max_side: int | None, max_pixels: int | None) -> tuple[int, int]:
@@ -75,16 +76,33 @@ class TDBench(Benchmark):
     name = "tdbench"
     default_data = "tdbench"
     headline_metric = "RE"
+    official_source = ("open-compass/VLMEvalKit@3ba9220a (vlmeval/dataset/utils/tdbench.py, "
+                       "vlmeval/utils/matching_util.py, vlmeval/dataset/utils/multiple_choice.py, "
+                       "vlmeval/dataset/image_mcq.py, vlmeval/dataset/image_vqa.py)")
+    deviations = (
+        "after a failed judge step VLMEvalKit picks a random option; evalkit keeps the answer unparsed (not correct)",
+        "VLMEvalKit asks its extractor up to three times when a reply names no option; evalkit asks once "
+        "(temperature 0, cached)",
+        "VLMEvalKit writes each TSV image to <index>.jpg through PIL before sending (a JPEG re-encode at the "
+        "stored size); evalkit sends the stored bytes",
+        "the extractor request is evalkit's own prompt over the answer without its <think> block until the "
+        "judge step tells the benchmark the run's mode (VLMEvalKit: its own prompt over the whole answer)",
+    )
 
     @dataclass(frozen=True)
     class Options:
         td_set: str | None = option(help="which TDBench files (default all)", choices=("all", "main", "grounding"))
-        td_image_size: int | None = option(help="standardise images to NxN (default 512; 0 = as stored)", at_least=0)
+        td_image_size: int | None = option(
+            help="standardise the images of sets evalkit rotates itself to NxN (default 512; 0 = as stored); "
+                 "images of the official TSV files are always sent as stored", at_least=0)
         td_seed: int | None = option(help="seed of the per-rotation option shuffle (generated sets)")
         td_grounding: str | None = option(help="grounding hit: centre in box or IoU", choices=("center", "iou"))
         td_iou: float | None = option(help="IoU threshold for --td-grounding iou (default 0.5)", above=0)
         td_any_category: bool = option(False, help="accept category names outside the paper's ten")
         td_boot: int = option(200, help="bootstrap resamples of the reliability fit's intervals (default 200)", at_least=1)
+        td_parser: str | None = option(
+            help="official mode's VLMEvalKit can_infer: 3ba9220a (the commit that added TDBench, default) "
+                 "or latest (e8e78f0)", choices=vlmeval.PARSERS)
 
 
     # ---- load / expand --------------------------------------------------------------------
@@ -122,29 +140,36 @@ class TDBench(Benchmark):
         mcq_t, ground_t = read_prompt("tdbench", "mcq.txt"), read_prompt("tdbench", "grounding.txt")
         params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
         sized = Transform(size=(size, size) if size else None, max_side=max_side, max_pixels=max_pixels)
+        stored = Transform(max_side=max_side, max_pixels=max_pixels)  # as stored unless the run caps sizes
+        parser = options.get("td_parser") or vlmeval.PARSERS[0]
         for item in items:
             task = item.meta.get("task", "mcq")
-            degs = sorted(item.meta["variants"]) if item.meta.get("form") == "official" else rot.ROTATIONS
+            official = item.meta.get("form") == "official"
+            degs = sorted(item.meta["variants"]) if official else rot.ROTATIONS
             for deg in degs:
                 question, opts, gold = variant_text(item, deg, seed)
-                if item.meta.get("form") == "official":
-                    parts = [ImagePart(ref, sized) for ref in item.meta["variants"][deg]["images"]]
+                if official:  # VLMEvalKit sends the files' pictures as they are: no stretch, no re-encode
+                    parts = [ImagePart(ref, stored) for ref in item.meta["variants"][deg]["images"]]
+                    hint = str(item.meta["variants"][deg].get("hint") or "")
                 elif len(item.images) == 1:
                     parts = [ImagePart(item.images[0], replace(sized, rotate=deg))]
+                    hint = ""
                 else:
                     canvas = ImageRef.from_bytes(png_bytes(variant_image(item, deg, size or 512)))
                     parts = [ImagePart(canvas, sized)]
+                    hint = ""
                 if task == "grounding":
                     text = fill_template(ground_t, object=question)
-                    img_size = (size, size) if size else _fitted(source_size(parts[0].ref, deg if item.meta.get(
-                        "form") != "official" else 0), max_side, max_pixels)
+                    img_size = (size, size) if size and not official else _fitted(
+                        source_size(parts[0].ref, 0 if official else deg), max_side, max_pixels)
                     meta = {"question": question, "task": task, "image_size": img_size,
                             "criterion": options.get("td_grounding") or "center",
                             "iou": float(options.get("td_iou") or 0.5)}
                     variant: dict[str, Any] = {"rot": deg, "task": "grounding"}
                 else:
-                    text = fill_template(mcq_t, question=question, options=render_options(opts))
-                    meta = {"question": question, "task": task}
+                    text = fill_template(mcq_t, hint=f"Hint: {hint}\n" if hint else "", question=question,
+                                         options=render_options(opts))
+                    meta = {"question": question, "task": task, "parser": parser}
                     variant = {"rot": deg}
                 yield Query(id=f"{item.id}|r{deg}", item_id=item.id, base_id=item.id, variant=variant,
                             messages=(Message.user(*parts, text),), gold=gold, options=opts, params=params,
@@ -152,27 +177,56 @@ class TDBench(Benchmark):
 
     # ---- parse / score ---------------------------------------------------------------------
     def parse(self, query: Query, text: str, mode: str) -> Parsed:
+        if mode == "official":
+            return self._parse_official(query, text)
         text = strip_reasoning(text)
         if not text:
             return Parsed(None, "empty")
         if query.meta.get("task") == "grounding":
             box = parse_box(text, query.meta.get("image_size"))
             return Parsed(format_box(box), "rule") if box else Parsed(None, "unparsed")
-        if mode == "robust":
-            letter = parse_letter(text, letters=tuple(query.options), options=query.options)
-        else:
-            letter = parse_official_letter(text, query.options)
+        letter = parse_letter(text, letters=tuple(query.options), options=query.options)
         if letter is not None:
             return Parsed(letter, "rule")
         if is_refusal(text):
             return Parsed(None, "refusal", refusal=True)
         return Parsed(None, "unparsed")
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+    @staticmethod
+    def _parse_official(query: Query, text: str) -> Parsed:
+        """VLMEvalKit's readers over the reply exactly as it came (no <think> removal, no refusal guess).
+
+        A box is one relative `a, b, c, d` match or nothing (scored 0); a letter is `can_infer`'s, its
+        "Z" (its refusal strings, a lone Z) is a refusal, and the rest is the extractor's, as there.
+        """
+        if query.meta.get("task") == "grounding":
+            box = vlmeval.extract_bbox(text)  # kept exact (repr), so scoring reads back the very numbers
+            return Parsed("[" + ", ".join(repr(v) for v in box) + "]", "rule") if box else Parsed(None, "unparsed")
+        letter = vlmeval.can_infer(text, query.options, str(query.meta.get("parser") or vlmeval.PARSERS[0]))
+        if letter == vlmeval.NO_OPTION:
+            return Parsed(None, "refusal", refusal=True)
+        return Parsed(letter, "rule") if letter else Parsed(None, "unparsed")
+
+    def judge_request(self, query: Query, text: str, mode: str | None = None) -> JudgeRequest | None:
+        """Official mode: VLMEvalKit's extractor prompt over the whole reply. Otherwise (robust, or a
+        caller that does not say) evalkit's own prompt over the reply without its thinking."""
         if query.meta.get("task") == "grounding":
             return None
         question = str(query.meta.get("question") or query.prompt_text())
+        if mode == "official":
+            return JudgeRequest(vlmeval.judge_prompt(question, query.options, text), tuple(query.options))
         return JudgeRequest(judge_prompt_mcq(question, query.options, strip_reasoning(text)), tuple(query.options))
+
+    def judge_verdict(self, query: Query, response: str, reply: str, valid: Sequence[str], mode: str) -> Parsed:
+        """Official mode reads the extractor's reply with `can_infer`, as VLMEvalKit does; its "Z" or an
+        unreadable reply leaves the answer unparsed (VLMEvalKit would retry, then pick at random)."""
+        if mode != "official":
+            answer = parse_judge_reply(reply, valid)
+        else:
+            answer = vlmeval.can_infer(reply or "", {k: query.options[k] for k in valid if k in query.options},
+                                       str(query.meta.get("parser") or vlmeval.PARSERS[0]))
+            answer = None if answer == vlmeval.NO_OPTION else answer
+        return Parsed(answer, "llm") if answer is not None else Parsed(None, "llm_unresolved")
 
     def score(self, query: Query, parsed: Parsed) -> bool | None:
         if query.meta.get("task") != "grounding":
@@ -191,8 +245,8 @@ class TDBench(Benchmark):
         for r in records:
             deg = int(r.variant.get("rot", 0))
             if r.variant.get("task") == "grounding":
-                gold = parse_box(r.gold, None)
-                pred = parse_box(r.parsed, None) if r.parsed else None
+                gold = box_values(r.gold)
+                pred = box_values(r.parsed) if r.parsed else None
                 assert gold is not None
                 pairs.append((deg, pred, gold))
                 ok = r.error is None and grounding_hit(r.parsed, r.gold, criterion, threshold)
@@ -206,14 +260,25 @@ class TDBench(Benchmark):
         threshold = float(options.get("td_iou") or 0.5)
         outcomes, pairs, rotations = self._outcomes(records, options)
         metrics = tdm.tdbench_metrics(outcomes, rotations, n_boot=int(options.get("td_boot") or 200))
+        # VLMEvalKit's table is per file: the multiple-choice file's categories, grounding apart
+        is_box = [r.variant.get("task") == "grounding" for r in records]  # outcomes are in record order
+        mc = tdm.vlmevalkit_table([o for o, box in zip(outcomes, is_box, strict=True) if not box], rotations)
+        metrics["vlmevalkit_average"] = mc["average"]
+        metrics["vlmevalkit_per_category"] = mc["per_category"]
         if pairs:
             metrics["grounding"] = tdm.grounding_metrics(pairs, rotations, threshold)
             metrics["grounding_criterion"] = criterion if criterion == "center" else f"iou>={threshold:g}"
+            metrics["grounding_vlmevalkit"] = tdm.vlmevalkit_table(
+                [o for o, box in zip(outcomes, is_box, strict=True) if box], rotations)["average"]
         return metrics
 
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         names = ("RE", "VE", "MA", "theta", "r", "g", "A_adj")
-        return [(k, metrics[k]) for k in names if k in metrics]
+        head = [(k, metrics[k]) for k in names if k in metrics]
+        avg = metrics.get("vlmevalkit_average") or {}
+        if avg.get("hit_all") is not None:  # VLMEvalKit's own "Average" row (categories of the MC file)
+            head.append(("VLMEvalKit Average hit_all", avg["hit_all"]))
+        return head
 
     def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None:
         """RE (a fraction): one observation per (problem, category), 1 when right at every rotation
@@ -231,15 +296,19 @@ class TDBench(Benchmark):
 
 
 def grounding_hit(parsed: str | None, gold: str, criterion: str, threshold: float) -> bool:
-    """Whether a parsed box counts as right: its centre in the true box, or IoU >= threshold."""
-    pred, true = (parse_box(parsed, None) if parsed else None), parse_box(gold, None)
+    """Whether a parsed box counts as right: its centre in the true box, or IoU >= threshold.
+
+    Computed as VLMEvalKit computes it, on the box as stored (robust boxes are already ordered and
+    relative, so the same formulas give the same verdicts for them)."""
+    pred, true = box_values(parsed), box_values(gold)
     if pred is None or true is None:
         return False
-    return tdm.centre_in_box(pred, true) if criterion == "center" else tdm.iou(pred, true) >= threshold
+    return vlmeval.centroid_inside(pred, true) if criterion == "center" else vlmeval.bbox_iou(pred, true) >= threshold
 
 
 def _single(item: Item) -> Item:
     """A case-study row as a one-rotation official item."""
-    v = {"question": item.question, "options": dict(item.options), "answer": item.answer, "images": item.images}
+    v = {"question": item.question, "options": dict(item.options), "answer": item.answer, "images": item.images,
+         "hint": item.meta.get("hint") or ""}
     return Item(item.id, item.question, item.options, item.answer, item.images, item.category,
                 {**item.meta, "form": "official", "task": "mcq", "variants": {0: v}})

@@ -99,6 +99,16 @@ def parse_box(text: str | None, size: tuple[int, int] | None = None) -> Box | No
     return _normalise(vals, size) if vals else None
 
 
+def box_values(text: str | None) -> Box | None:
+    """The four numbers of a stored box ("[x1, y1, x2, y2]") as they are: no re-ordering, no range check.
+
+    Answers are stored so (`format_box`); scoring reads them back with this, so a box the official
+    reader took as given (corners reversed, a value above 1) is scored as VLMEvalKit scores it.
+    """
+    nums = [float(x) for x in _NUM.findall(text or "")]
+    return (nums[0], nums[1], nums[2], nums[3]) if len(nums) == 4 else None
+
+
 def parse_gold_box(text: str, where: str, size: tuple[int, int] | None) -> Box:
     """A box cell from the files: "[x1, y1, x2, y2]" (or "(...)", or bare numbers), relative or pixels."""
     m = _GOLD_BOX.match(text or "")
@@ -188,7 +198,8 @@ def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bo
         else:
             per_rot[deg] = {
                 it.id: {"question": it.question, "options": dict(it.options), "answer": it.answer,
-                        "images": it.images, "category": it.category, "where": f"{path}: row {it.meta['row']}"}
+                        "images": it.images, "category": it.category, "hint": it.meta.get("hint") or "",
+                        "where": f"{path}: row {it.meta['row']}"}
                 for it in load_tsv(path)
             }
     degs = sorted(per_rot)
@@ -205,7 +216,8 @@ def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bo
         if len(cats) > 1:
             raise EvalkitError(f"{row['where']}: index {idx} has different categories across rotations: "
                                f"{', '.join(sorted(cats))}")
-        variants = {d: {k: per_rot[d][idx][k] for k in ("question", "options", "answer", "images")} for d in degs}
+        variants = {d: {k: per_rot[d][idx].get(k, "") for k in ("question", "options", "answer", "images", "hint")}
+                    for d in degs}
         items.append(Item(idx, row["question"], row["options"], row["answer"], row["images"], cats.pop(),
                           {"form": "official", "task": "grounding" if grounding else "mcq", "variants": variants,
                            "source": str(files[degs[0]])}))

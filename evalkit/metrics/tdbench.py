@@ -6,6 +6,8 @@ as the paper averages its ten dimensions. Fractions in 0..1, as the paper prints
 Reliability: the paper's per-category solutions and their means over the solvable ones, plus
 the maximum-likelihood fit (with bootstrap intervals) pooled over all problems.
 Grounding: IoU and "predicted centre inside the true box".
+VLMEvalKit's own table (`rotational_eval`, open-compass/VLMEvalKit@3ba9220a
+vlmeval/dataset/utils/tdbench.py): per category, then its "Average" row over categories.
 """
 
 from __future__ import annotations
@@ -106,6 +108,48 @@ def tdbench_metrics(outcomes: Sequence[Outcome], rotations: Sequence[int] = (0, 
             cat: fit_histogram(histogram(by_cat_counts[cat], k), n_boot=0).as_dict() for cat in stats
         }
     return metrics
+
+
+# ---------------------------------------------------------------------------------------
+# VLMEvalKit's RotationalEval table
+# ---------------------------------------------------------------------------------------
+
+VLMEVALKIT_ROTATIONS: tuple[int, ...] = (0, 90, 180, 270)
+
+
+def vlmevalkit_table(outcomes: Sequence[Outcome], rotations: Sequence[int]) -> dict[str, Any]:
+    """VLMEvalKit's `rotational_eval`: {"per_category": {...}, "average": {...}}.
+
+    As there: only problems answered at every rotation count (its inner join of the rotation
+    files); per category the number of problems and the shares right at all rotations (hit_all),
+    wrong at all (miss_all) and right at each (rot0..rot270, None for a rotation not asked, its
+    "No Data"); "Average" is the unweighted mean over categories rounded to 3 places, its
+    total_questions then truncated to an integer.
+    """
+    import numpy as np
+
+    seen: dict[str, dict[str, dict[int, bool]]] = defaultdict(lambda: defaultdict(dict))
+    for o in outcomes:
+        seen[o.category][o.problem][o.rot] = o.correct
+    rows: dict[str, dict[str, Any]] = {}
+    for cat in sorted(seen):
+        full = [p for p in seen[cat].values() if all(rot in p for rot in rotations)]
+        if not full:
+            continue
+        n = len(full)
+        row: dict[str, Any] = {"total_questions": n,
+                               "hit_all": sum(all(p[rot] for rot in rotations) for p in full) / n,
+                               "miss_all": sum(not any(p[rot] for rot in rotations) for p in full) / n}
+        for rot in VLMEVALKIT_ROTATIONS:
+            row[f"rot{rot}"] = sum(p[rot] for p in full) / n if rot in rotations else None
+        rows[cat] = row
+    average: dict[str, Any] = {}
+    if rows:
+        for key in rows[next(iter(rows))]:
+            values = [row[key] for row in rows.values()]
+            mean = None if values[0] is None else float(np.round(np.mean(values), 3))
+            average[key] = int(mean) if key == "total_questions" and mean is not None else mean
+    return {"per_category": rows, "average": average}
 
 
 # ---------------------------------------------------------------------------------------
