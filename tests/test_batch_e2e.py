@@ -119,3 +119,39 @@ def test_evalkit_batches_lists_and_cancels(model, data, tmp_path, monkeypatch, c
         sim.batches.behaviour.frozen = False
         res = _run(model, data, sim, tmp_path / "run", batch=True)  # the next run submits them again
         assert res.exit_code == 0 and sim.batches.counts["lines"] == 2 * N
+
+
+def test_the_judge_goes_through_batches_too(data, tmp_path):
+    from evalkit.sim.model import SimParams
+
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}),
+                             params=SimParams(style="ordinal"))) as sim:
+        res = _run("openai/sim-model", data, sim, tmp_path / "run", batch=True, judge="openai/sim-model",
+                   judge_base_url=sim.url + "/v1")
+        assert res.exit_code == 0, res.messages
+        recs = _records(tmp_path / "run")
+        assert {r["parse_method"] for r in recs} == {"llm"} and res.summary["metrics"]["accuracy"] == 100.0
+        assert sim.batches.counts["batches"] == 2 and sim.batches.counts["lines"] == 2 * N  # answers, then verdicts
+        assert sim.counters.snapshot()["requests"] == 0  # not one live request (only the metadata probe)
+
+
+def test_batch_fallback_live_sends_what_no_batch_answered_in_time(data, tmp_path):
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        sim.batches.behaviour.frozen = True
+        res = _run("anthropic/sim-model", data, sim, tmp_path / "run", batch=True, batch_timeout=1.0,
+                   batch_fallback="live")
+        assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
+        assert any("--batch-fallback live: 8 queries" in m for m in res.messages)
+        assert {r.get("via") for r in _records(tmp_path / "run")} == {None}  # answered live
+        assert sim.counters.snapshot()["requests"] == N
+
+
+def test_max_cost_holds_back_a_batch_that_could_pass_it(data, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/sim-model": {"input": 1000.0, "output": 1000.0}}))
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        res = _run("openai/sim-model", data, sim, tmp_path / "run", batch=True, prices=str(prices), max_cost=2.0)
+        assert res.exit_code == 1
+        sent = sim.batches.counts["lines"]
+        assert 0 < sent < N and res.summary["missing"] == N - sent
+        assert res.summary["usage"]["cost_usd"] <= 2.0

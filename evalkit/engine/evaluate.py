@@ -49,7 +49,15 @@ from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run, records_cost
 from evalkit.money.pricing import Price, load_prices
-from evalkit.providers import ProviderSpec, api_key_for, check_batch, create_provider, parse_spec
+from evalkit.providers import (
+    BATCH_PROVIDERS,
+    ProviderSpec,
+    api_key_for,
+    check_batch,
+    create_provider,
+    parse_spec,
+    resolve_auto,
+)
 from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
@@ -287,9 +295,12 @@ async def _evaluate(job: _Job) -> RunResult:
         judge_stopped = None
         if job.judge_spec:
             judge_config = replace(cfg, rpm=None, tpm=None)
+            judge_batch = cfg.batch and job.judge_spec.provider in BATCH_PROVIDERS  # judged in batches too
             judge_runner = await _runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
-                                         fingerprints=False, gate=preflight.judge)
-            await judge_records(bench, by_id, ordered, judge_runner, workers=cfg.concurrency, mode=cfg.mode,
+                                         fingerprints=False, gate=preflight.judge,
+                                         batch_dir=rundir.path if judge_batch else None)
+            await judge_records(bench, by_id, ordered, judge_runner, mode=cfg.mode,
+                                workers=waiting_workers(len(ordered)) if judge_batch else cfg.concurrency,
                                 track=lambda n: RunProgress(n, f"judge · {job.judge_spec.label}", console,
                                                             enabled=cfg.progress, counters=judge_runner.stats))
             judge_stopped = judge_runner.breaker.tripped
@@ -378,16 +389,3 @@ async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Map
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                   fingerprints=fingerprints, gate=gate)
-
-
-async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSpec:
-    """`vllm/auto`: the one model the server lists at /v1/models."""
-    if spec.model != "auto" or spec.provider not in ("vllm", "openai-compatible"):
-        return spec
-    from evalkit.providers.openai_compat import served_models
-
-    names = await served_models(spec.base_urls[0], api_key_for(spec, env))
-    if len(names) != 1:
-        raise EvalkitError(f"{spec.label}: {spec.base_urls[0]} serves {len(names)} models "
-                           f"({', '.join(names) or 'none'}); name one with --model {spec.provider}/NAME")
-    return replace(spec, model=names[0])

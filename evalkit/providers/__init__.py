@@ -7,6 +7,7 @@ straight into the client: they never enter the spec, the config, the cache key o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import Provider, ProviderSpec
@@ -118,3 +119,16 @@ def create_batch_api(live: Provider, env: Mapping[str, str], *, timeout_s: float
     from evalkit.providers.batch_google import GoogleBatches
 
     return GoogleBatches(live)  # type: ignore[arg-type]
+
+
+async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSpec:
+    """`vllm/auto`: the one model the server lists at /v1/models."""
+    if spec.model != "auto" or spec.provider not in ("vllm", "openai-compatible"):
+        return spec
+    from evalkit.providers.openai_compat import served_models
+
+    names = await served_models(spec.base_urls[0], api_key_for(spec, env))
+    if len(names) != 1:
+        raise EvalkitError(f"{spec.label}: {spec.base_urls[0]} serves {len(names)} models "
+                           f"({', '.join(names) or 'none'}); name one with --model {spec.provider}/NAME")
+    return replace(spec, model=names[0])
