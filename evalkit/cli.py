@@ -110,7 +110,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
                     "move a damaged database aside keeping what it still holds")
     bp = sub.add_parser("batches", help="a run directory's provider batches (--batch) and their states")
-    bp.add_argument("run_dir")
+    bp.add_argument("run_dir", nargs="?", help="a run directory (default: every one under ./runs with batches)")
     bp.add_argument("--cancel", action="store_true", help="cancel the batches still running (their lines are "
                     "submitted again by the next run)")
     sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
@@ -237,15 +237,27 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 def cmd_batches(args: argparse.Namespace, console: Console) -> int:
     import asyncio
 
-    from rich.table import Table
-
     from evalkit.engine.batching import run_dir_batches
 
-    rows, note = asyncio.run(run_dir_batches(Path(args.run_dir), os.environ, cancel=args.cancel))
-    if not rows:
-        console.print(f"{args.run_dir}: no batches", markup=False, highlight=False)
+    if args.run_dir is None:
+        found = sorted(p.parent for p in Path("runs").glob("*/batches.jsonl"))
+        if not found:
+            console.print("runs/: no run directory with batches", markup=False, highlight=False)
+        for path in found:
+            _print_batches(path, *asyncio.run(run_dir_batches(path, os.environ, cancel=args.cancel)), console)
         return 0
-    table = Table(title=f"batches · {args.run_dir}", header_style="bold")
+    path = Path(args.run_dir)
+    _print_batches(path, *asyncio.run(run_dir_batches(path, os.environ, cancel=args.cancel)), console)
+    return 0
+
+
+def _print_batches(run_dir: Path, rows: list[dict], note: str | None, console: Console) -> None:
+    from rich.table import Table
+
+    if not rows:
+        console.print(f"{run_dir}: no batches", markup=False, highlight=False)
+        return
+    table = Table(title=f"batches · {run_dir}", header_style="bold")
     for name in ("batch", "provider", "state", "provider's state", "requests", "done", "failed"):
         table.add_column(name, justify="right" if name in ("requests", "done", "failed") else "left")
     for r in rows:
@@ -254,7 +266,6 @@ def cmd_batches(args: argparse.Namespace, console: Console) -> int:
     console.print(table)
     if note:
         console.print(note, markup=False, highlight=False)
-    return 0
 
 
 def cmd_list(console: Console) -> int:

@@ -43,3 +43,8 @@ def test_batches_of_a_folder_that_is_no_run_directory_is_an_error(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     done = run_cli(["batches", str(tmp_path)], env=NO_KEYS, cwd=tmp_path)
     assert done.returncode == 0 and "no batches" in done.stdout
+
+
+def test_batches_without_a_run_directory_looks_under_runs(tmp_path):
+    done = run_cli(["batches"], env=NO_KEYS, cwd=tmp_path)
+    assert done.returncode == 0 and "no run directory with batches" in done.stdout
