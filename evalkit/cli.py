@@ -255,7 +255,7 @@ def _print_batches(run_dir: Path, rows: list[dict], note: str | None, console: C
     from rich.table import Table
 
     if not rows:
-        console.print(f"{run_dir}: no batches", markup=False, highlight=False)
+        console.print(f"{run_dir}: no batches", markup=False, highlight=False, soft_wrap=True)
         return
     table = Table(title=f"batches · {run_dir}", header_style="bold")
     for name in ("batch", "provider", "state", "provider's state", "requests", "done", "failed"):
