@@ -5,6 +5,7 @@ Shared by the single-run report and `evalkit compare`, so both say the same thin
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -15,6 +16,9 @@ from evalkit.analysis.significance import Interval, bootstrap_ci
 from evalkit.core.types import Record
 
 N_BOOT = 2000
+# Headline metrics that count a question right only when every variant of it is (circular shifts,
+# rotations): answering at random, that happens with chance^k for k variants, not chance.
+ALL_VARIANTS_RIGHT = frozenset({"circular_accuracy", "RE"})
 
 
 class Scored(Protocol):
@@ -31,9 +35,16 @@ class ModelResult:
     ci: Interval | None = None
     categories: dict[str, views.Rate] = field(default_factory=dict)
     variants: dict[str, views.Rate] = field(default_factory=dict)
-    confusion: tuple[list[str], list[list[int]]] | None = None
+    confusion: views.Confusion | None = None
     e_rate: dict[str, float] | None = None
     reliability: dict[str, Any] | None = None
+    chance: float | None = None            # % right answering at random (summary.json's chance_pct)
+    headline_chance: float | None = None   # the headline metric at random, in its own scale
+    answered: int | None = None            # records without an error; None: counted from `records`
+
+    def __post_init__(self) -> None:
+        if self.answered is None:
+            self.answered = sum(1 for r in self.records if not r.error)
 
     @property
     def metric(self) -> str | None:
@@ -42,6 +53,16 @@ class ModelResult:
     @property
     def estimate(self) -> float | None:
         return self.ci.estimate if self.ci else None
+
+    @property
+    def scale(self) -> float:
+        """100 when the headline is a percentage, 1 for a fraction (TDBench's RE)."""
+        return self.table.scale if self.table else 100.0
+
+    @property
+    def per_answer_headline(self) -> bool:
+        """Whether the headline is a percentage of answers right (so it sits on the category bars' axis)."""
+        return self.table is not None and self.scale == 100.0 and self.metric not in ALL_VARIANTS_RIGHT
 
     def headline_dict(self) -> dict[str, Any] | None:
         """The headline metric with its 95% bootstrap interval (summary.json's "headline")."""
@@ -54,26 +75,47 @@ class ModelResult:
         return {
             "model": self.label,
             "headline": self.headline_dict(),
+            "chance_pct": self.chance,
+            "headline_chance": self.headline_chance,
+            "answered": self.answered,
             "per_category": {k: v.to_dict() for k, v in self.categories.items()},
             "per_variant": {k: v.to_dict() for k, v in self.variants.items()},
-            "confusion": ({"letters": self.confusion[0], "wrong": self.confusion[1]} if self.confusion else None),
+            "confusion": self.confusion.to_dict() if self.confusion else None,
             "e_rate": self.e_rate,
             "reliability": self.reliability,
         }
 
 
+def headline_chance(table: ScoreTable | None, records: Sequence[Record], chance: float | None) -> float | None:
+    """The headline metric of a model answering at random, in the table's scale: the per-answer chance
+    for accuracies (plain or macro), the mean over questions of chance^k for "every variant right"."""
+    if table is None or chance is None:
+        return None
+    p = chance / 100.0
+    if table.metric in ALL_VARIANTS_RIGHT:
+        sizes = list(Counter(r.base_id for r in records).values())
+        return table.scale * sum(p ** k for k in sizes) / len(sizes) if sizes else None
+    return table.scale * p
+
+
 def analyze(label: str, bench: Scored, records: Sequence[Record], options: dict[str, Any], *,
-            n_boot: int = N_BOOT, seed: int = 0, reliability_boot: int = 200) -> ModelResult:
-    """Everything the reports need about one run, from its records alone."""
+            n_boot: int = N_BOOT, seed: int = 0, reliability_boot: int = 200, category_boot: int = N_BOOT,
+            chance: float | None = None) -> ModelResult:
+    """Everything the reports need about one run, from its records and its summary's chance_pct.
+
+    `category_boot` resamples of the items give the per-category and per-variant intervals (apart
+    from `n_boot`, which `compare` sets to 0 to draw the headline's resamples itself)."""
     table = bench.score_table(records, options) if records else None
     return ModelResult(
         label=label,
         records=records,
         table=table,
         ci=bootstrap_ci(table, n_boot=n_boot, seed=seed) if table and table.n else None,
-        categories=views.per_category(records),
-        variants=views.per_variant(records),
+        categories=views.per_category(records, n_boot=category_boot, seed=seed),
+        variants=views.per_variant(records, n_boot=category_boot, seed=seed),
         confusion=views.confusion(records),
         e_rate=views.e_rate(records),
         reliability=views.reliability(records, n_boot=reliability_boot, seed=seed),
+        chance=chance,
+        headline_chance=headline_chance(table, records, chance),
     )

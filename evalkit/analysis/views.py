@@ -1,28 +1,42 @@
 """What the reports draw, computed from one run's records: pure functions, no I/O.
 
-Per category and per variant accuracy (record level, with Wilson intervals), the
-wrong-choice confusion of letter answers, the share of option E (MME-RealWorld's
-"the image does not feature" trap) and the reliability decomposition of variant groups.
+Per category and per variant accuracy (record level; 95% intervals from a bootstrap that
+resamples items with all their variants, as the headline's does, or Wilson's with one answer per
+item), the wrong-choice confusion of letter answers over the options' letters, the share of
+option E (MME-RealWorld's "the image does not feature" trap) and the reliability decomposition
+of variant groups.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from evalkit.analysis.significance import wilson
 from evalkit.core.types import Record
 from evalkit.metrics.reliability import reliability_summary
 
+if TYPE_CHECKING:
+    import numpy as np
+
+N_BOOT = 2000
+CHUNK = 250  # bootstrap rows per matrix product: bounds memory on large benchmarks
+
 
 @dataclass(frozen=True)
 class Rate:
-    """k right of n, as a percentage with its 95% Wilson interval."""
+    """k right of n, as a percentage with its 95% interval.
+
+    lo/hi: the clustered bootstrap interval (%); None (no resampling asked, or one answer per item)
+    falls back to Wilson's, which treats every record as independent."""
 
     k: int
     n: int
+    lo: float | None = None
+    hi: float | None = None
 
     @property
     def pct(self) -> float:
@@ -30,6 +44,8 @@ class Rate:
 
     @property
     def ci(self) -> tuple[float, float]:
+        if self.lo is not None and self.hi is not None:
+            return self.lo, self.hi
         lo, hi = wilson(self.k, self.n)
         return 100.0 * lo, 100.0 * hi
 
@@ -38,28 +54,82 @@ class Rate:
         return {"pct": self.pct, "k": self.k, "n": self.n, "ci": [lo, hi]}
 
 
-def _rates(records: Sequence[Record], key) -> dict[str, Rate]:
+def _bootstrap_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Rows of bootstrap counts per unit (each row sums to n_units), in chunks."""
+    import numpy as np
+
+    done = 0
+    while done < n_boot:
+        size = min(CHUNK, n_boot - done)
+        picks = rng.integers(0, n_units, size=(size, n_units)) + (np.arange(size) * n_units)[:, None]
+        yield np.bincount(picks.ravel(), minlength=size * n_units).reshape(size, n_units).astype(float)
+        done += size
+
+
+def clustered_intervals(units: Sequence[str], cells: Sequence[str], right: Sequence[bool], *,
+                        n_boot: int = N_BOOT, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """95% percentile interval (%) of each cell's accuracy, resampling units (items) with replacement:
+    every observation of a drawn unit comes along, so an item's variants (shifts, rotations,
+    languages) move together and do not count as independent evidence. One resample serves all cells.
+
+    Empty (the caller's Rate falls back to Wilson's interval) when no item has two observations in
+    one cell: resampling items is then resampling answers, which Wilson's interval does exactly and
+    at no cost (a full MME-RealWorld run would otherwise spend a second here)."""
+    import numpy as np
+
+    if n_boot <= 0 or not units or len(set(zip(units, cells, strict=True))) == len(units):
+        return {}
+    unit_order = sorted(set(units))
+    cell_order = sorted(set(cells))
+    ui = {u: i for i, u in enumerate(unit_order)}
+    ci = {c: j for j, c in enumerate(cell_order)}
+    rows = np.array([ui[u] for u in units], dtype=int)
+    cols = np.array([ci[c] for c in cells], dtype=int)
+    sums = np.zeros((len(unit_order), len(cell_order)))
+    counts = np.zeros_like(sums)
+    np.add.at(sums, (rows, cols), np.asarray(right, dtype=float))
+    np.add.at(counts, (rows, cols), 1.0)
+    draws = []
+    for w in _bootstrap_counts(len(unit_order), n_boot, np.random.default_rng(seed)):
+        s, c = w @ sums, w @ counts
+        draws.append(np.where(c > 0, s / np.where(c > 0, c, 1.0), np.nan))
+    with warnings.catch_warnings():  # a cell none of whose units was drawn is left out of that resample
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanquantile(np.vstack(draws), [0.025, 0.975], axis=0) * 100.0
+    return {c: (float(lo[j]), float(hi[j])) for j, c in enumerate(cell_order)}
+
+
+def _rates(records: Sequence[Record], key: Callable[[Record], Sequence[str]], n_boot: int,
+           seed: int) -> dict[str, Rate]:
     right: dict[str, int] = defaultdict(int)
     total: dict[str, int] = defaultdict(int)
+    units: list[str] = []
+    cells: list[str] = []
+    oks: list[bool] = []
     for r in records:
         for name in key(r):
             total[name] += 1
             right[name] += r.correct is True
-    return {name: Rate(right[name], total[name]) for name in sorted(total)}
+            units.append(r.base_id)
+            cells.append(name)
+            oks.append(r.correct is True)
+    bounds = clustered_intervals(units, cells, oks, n_boot=n_boot, seed=seed)
+    return {name: Rate(right[name], total[name], *bounds.get(name, (None, None))) for name in sorted(total)}
 
 
-def per_category(records: Sequence[Record]) -> dict[str, Rate]:
+def per_category(records: Sequence[Record], *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str, Rate]:
     """Accuracy per category (skill, dimension, task); empty when records carry none."""
-    return _rates(records, lambda r: (r.category,) if r.category else ())
+    return _rates(records, lambda r: (r.category,) if r.category else (), n_boot, seed)
 
 
 def variant_label(key: str, value: Any) -> str:
     return f"{key}={value}"
 
 
-def per_variant(records: Sequence[Record]) -> dict[str, Rate]:
+def per_variant(records: Sequence[Record], *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str, Rate]:
     """Accuracy per value of each variant key (shift=1, rot=90, lang=cn); empty without variants."""
-    rates = _rates(records, lambda r: tuple(variant_label(k, v) for k, v in sorted(r.variant.items())))
+    rates = _rates(records, lambda r: tuple(variant_label(k, v) for k, v in sorted(r.variant.items())),
+                   n_boot, seed)
     return dict(sorted(rates.items(), key=lambda kv: _variant_sort_key(kv[0])))
 
 
@@ -75,18 +145,54 @@ def is_letter(value: str | None) -> bool:
     return value is not None and len(value) == 1 and value.isupper() and value.isalpha()
 
 
-def confusion(records: Sequence[Record]) -> tuple[list[str], list[list[int]]] | None:
-    """Wrong letter answers: rows = gold letter, columns = chosen letter. None unless answers are letters."""
-    parsed = [r for r in records if r.parsed is not None]
-    if not parsed or not all(is_letter(r.parsed) and is_letter(r.gold) for r in parsed):
+@dataclass(frozen=True)
+class Confusion:
+    """Wrong answers by (gold letter, chosen letter) over the benchmark's option letters, and per gold
+    letter the wrong answers that chose none of them (an extractor's "no option" token such as
+    IF-Bench's "F", or no letter at all)."""
+
+    letters: list[str]
+    wrong: list[list[int]]
+    other: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"letters": self.letters, "wrong": self.wrong, "other": self.other}
+
+
+def option_letters(records: Sequence[Record]) -> list[str]:
+    """The options' letters, as far as records tell (they do not carry the options): options run A, B,
+    C... so every letter up to the last gold one is an option, and so is each next letter while some
+    answer chose it (MME-RealWorld's E is rarely gold but often chosen). A token after a gap, such as
+    the "F" IF-Bench's extractor writes for "no option" after A-D, is not an option."""
+    golds = {r.gold for r in records if is_letter(r.gold)}
+    if not golds:
+        return []
+    chosen = {r.parsed for r in records if is_letter(r.parsed)}
+    letters = [chr(c) for c in range(ord("A"), ord(max(golds)) + 1)]
+    while chr(ord(letters[-1]) + 1) in chosen and letters[-1] < "Z":
+        letters.append(chr(ord(letters[-1]) + 1))
+    return letters
+
+
+def confusion(records: Sequence[Record]) -> Confusion | None:
+    """Wrong answers: rows = gold letter, columns = chosen letter; answers outside the option letters
+    (failed queries excepted) are counted per row in `other`. None unless golds are letters and some
+    answer was read."""
+    answered = [r for r in records if not r.error]
+    if not any(r.parsed is not None for r in answered) or not all(is_letter(r.gold) for r in answered):
         return None
-    letters = sorted({r.gold for r in parsed} | {r.parsed for r in parsed if r.parsed})
+    letters = option_letters(answered)
     index = {c: i for i, c in enumerate(letters)}
     matrix = [[0] * len(letters) for _ in letters]
-    for r in parsed:
-        if r.parsed != r.gold:
+    other = [0] * len(letters)
+    for r in answered:
+        if r.parsed == r.gold or r.gold not in index:
+            continue
+        if r.parsed in index:
             matrix[index[r.gold]][index[r.parsed]] += 1  # type: ignore[index]
-    return letters, matrix
+        else:
+            other[index[r.gold]] += 1
+    return Confusion(letters, matrix, other)
 
 
 def e_rate(records: Sequence[Record], letter: str = "E") -> dict[str, float] | None:

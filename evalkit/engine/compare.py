@@ -128,7 +128,8 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
     options = runs[0].options
-    results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed) for r in runs]
+    results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed, chance=r.summary.get("chance_pct"))
+               for r in runs]
     tables = {m.label: m.table for m in results if m.table is not None and m.table.n}
     draws = resample(tables, n_boot=n_boot, seed=seed) if n_boot > 0 and same_observations(tables) else None
     for m in results:

@@ -1,12 +1,13 @@
 """The set of plots for one or more analysed runs: each drawn only when the runs have its data.
 
 Returns (title, path) pairs in the order report.md shows them; the single-run report and
-`evalkit compare` both call it, with one model or many.
+`evalkit compare` both call it, with one model or many. Accuracy axes carry the runs' chance
+(summary.json's chance_pct) as dashed lines; a run with no answer is drawn in no figure.
 
 `plan_figures` says which figures there will be without drawing (report.md is written from it
 before the plots). `draw_all` skips the drawing when plots/.inputs.sha256 holds the digest of
-what the figures show (every result's `to_dict()`, this module's and plots.py's source, the
-matplotlib version) and every file is there: a re-run whose records did not change redraws
+what the figures show (every result's `to_dict()`, the source of this module, plots.py and
+plots_common.py, the matplotlib version) and every file is there: a re-run whose records did not change redraws
 nothing.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -22,7 +24,9 @@ from pathlib import Path
 from typing import Protocol
 
 from evalkit.analysis.result import ModelResult
-from evalkit.report import plots
+from evalkit.analysis.views import Confusion
+from evalkit.report import plots, plots_common
+from evalkit.report.plots_common import Chance
 
 STAMP = ".inputs.sha256"
 
@@ -47,44 +51,75 @@ def _union(groups: Sequence[dict[str, object]]) -> list[str]:
     return list(seen)
 
 
+def _chances(results: Sequence[ModelResult], value: Callable[[ModelResult], float | None], scale: float = 100.0,
+             factor: float = 1.0) -> list[Chance]:
+    """One (value, label) per distinct chance value; labelled with its models when the models differ."""
+    groups: dict[float, list[str]] = {}
+    for m in results:
+        v = value(m)
+        if v is not None and not math.isnan(v):
+            groups.setdefault(round(v * factor, 6), []).append(m.label)
+    if len(groups) == 1:
+        return [(v, plots_common.chance_label(v, scale)) for v in groups]
+    return [(v, f"{plots_common.chance_label(v, scale)}: {', '.join(names)}") for v, names in sorted(groups.items())]
+
+
+def unplotted(results: Sequence[ModelResult]) -> list[str]:
+    """The runs the figures leave out, and why (a run with no answer has nothing to draw)."""
+    return [f"{m.label}: no plots, nothing was answered" for m in results if not m.answered]
+
+
 def plan_figures(plot_dir: Path, results: Sequence[ModelResult]) -> list[PlannedFigure]:
-    """Every applicable figure with its path and a function drawing it; nothing is drawn here."""
+    """Every applicable figure with its path and a function drawing it; nothing is drawn here.
+
+    Runs with no answer are left out (an empty or all-zero chart would read as a score); the
+    figures' titles say which, and with none left there is no figure (see `unplotted`)."""
     plot_dir = Path(plot_dir)
+    left_out = [m.label for m in results if not m.answered]
+    results = [m for m in results if m.answered]
     models = [m.label for m in results]
+    note = f" ({', '.join(left_out)}: nothing answered, not shown)" if left_out else ""
     out: list[PlannedFigure] = []
 
     def add(title: str, name: str, draw: Callable[[Path], Path]) -> None:
         path = plot_dir / name
-        out.append(PlannedFigure(title, path, lambda: draw(path)))
+        out.append(PlannedFigure(title + note, path, lambda: draw(path)))
 
+    chance = _chances(results, lambda m: m.chance)
     many = len(results) > 1  # one run: no one-bar chart, no one-row heatmap (its category bars say it all)
     scored = [m for m in results if m.ci is not None]
     if scored and many:
-        metric = scored[0].metric or "score"
+        metric, scale = scored[0].metric or "score", scored[0].scale
         add(f"{metric} with 95% bootstrap intervals", "headline.png", lambda path: plots.headline_bars(
-            path, metric, [m.label for m in scored], [m.ci.estimate for m in scored],  # type: ignore[union-attr]
-            [m.ci.lo for m in scored], [m.ci.hi for m in scored]))  # type: ignore[union-attr]
+            path, f"{metric} (%)" if scale == 100.0 else metric, [m.label for m in scored], [m.ci.estimate for m in scored],  # type: ignore[union-attr]
+            [m.ci.lo for m in scored], [m.ci.hi for m in scored], scale=scale,  # type: ignore[union-attr]
+            chance=_chances(scored, lambda m: m.headline_chance, scale)))
     cats = _union([m.categories for m in results])
     if cats:
         values = [[m.categories[c].pct if c in m.categories else None for c in cats] for m in results]
         if many:
             add("Accuracy per category (models × skills)", "skills_heatmap.png",
-                lambda path: plots.skill_heatmap(path, models, cats, values))
+                lambda path: plots.skill_heatmap(path, models, cats, values, chance=chance))
         lo = [[m.categories[c].ci[0] if c in m.categories else None for c in cats] for m in results]
         hi = [[m.categories[c].ci[1] if c in m.categories else None for c in cats] for m in results]
-        add("Accuracy per category with 95% Wilson intervals", "categories.png",
-            lambda path: plots.dimension_bars(path, models, cats, values, lo, hi))
+        title, reference, heading = "Accuracy per category with 95% intervals (an item's variants count as " \
+            "one item)", None, None
+        if not many and scored:
+            title, reference, heading = _single(scored[0], title)
+        add(title, "categories.png", lambda path: plots.dimension_bars(
+            path, models, cats, values, lo, hi, chance=chance, reference=reference, title=heading))
     variants = _union([m.variants for m in results])
     if variants:
         v_values = [[m.variants[v].pct if v in m.variants else None for v in variants] for m in results]
         add("Accuracy per variant (rotation, shift, language)", "variants.png",
-            lambda path: plots.variant_accuracy(path, models, variants, v_values))
-    confused = [m for m in results if m.confusion is not None]
+            lambda path: plots.variant_accuracy(path, models, variants, v_values, chance=chance))
+    confused = [m for m in results if m.confusion is not None and m.confusion.letters]
     if confused:
-        letters = sorted({c for m in confused for c in m.confusion[0]})  # type: ignore[index]
+        letters = sorted({c for m in confused for c in m.confusion.letters})  # type: ignore[union-attr]
         add("Wrong choices: gold letter (rows) × chosen letter (columns)", "confusion.png",
             lambda path: plots.confusion_grid(path, [m.label for m in confused], letters,
-                                              [_widen(m.confusion, letters) for m in confused]))  # type: ignore[arg-type]
+                                              [_widen(m.confusion, letters) for m in confused],  # type: ignore[arg-type]
+                                              other=[_widen_other(m.confusion, letters) for m in confused]))  # type: ignore[arg-type]
     with_e = [m for m in results if m.e_rate is not None]
     if with_e:
         add("Share of answers choosing option E", "e_rate.png", lambda path: plots.e_rate_bars(
@@ -95,15 +130,28 @@ def plan_figures(plot_dir: Path, results: Sequence[ModelResult]) -> list[Planned
         sols = [_solution(m.reliability) for m in reliable]  # type: ignore[arg-type]
         add("Reliability decomposition: θ (knows), r (right when it knows), g (lucky guess)", "reliability.png",
             lambda path: plots.reliability_bars(path, [m.label for m in reliable],
-                                                *[[s.get(k) for s in sols] for k in ("theta", "r", "g", "A_adj")]))
+                                                *[[s.get(k) for s in sols] for k in ("theta", "r", "g", "A_adj")],
+                                                chance=_chances(reliable, lambda m: m.chance, 1.0, 0.01)))
     return out
+
+
+def _single(m: ModelResult, title: str) -> tuple[str, Chance | None, str]:
+    """A single run's category chart says its headline: in the title and, when it is a percentage of
+    answers right (on the bars' axis), as a solid line."""
+    ci = m.ci
+    assert ci is not None
+    form = ".1f" if m.scale == 100.0 else ".3f"
+    unit = "%" if m.scale == 100.0 else ""
+    said = f"{m.metric} {ci.estimate:{form}}{unit} (95% CI {ci.lo:{form}}–{ci.hi:{form}})"
+    reference = (ci.estimate, f"{m.metric} {ci.estimate:.1f}% overall") if m.per_answer_headline else None
+    return f"{title}; overall {said}", reference, f"{m.label}: {said}"
 
 
 def inputs_digest(results: Sequence[ModelResult]) -> str:
     """sha256 of everything the figures show and of the code and library that draw them."""
     h = hashlib.sha256()
     h.update(json.dumps([m.to_dict() for m in results], sort_keys=True, default=repr).encode())
-    for module in (plots.__file__, __file__):
+    for module in (plots.__file__, plots_common.__file__, __file__):
         h.update(Path(module).read_bytes())
     with contextlib.suppress(metadata.PackageNotFoundError):
         h.update(metadata.version("matplotlib").encode())
@@ -134,11 +182,17 @@ def draw_all(plot_dir: Path, results: Sequence[ModelResult], *, skip_unchanged: 
     return out
 
 
-def _widen(confusion: tuple[list[str], list[list[int]]], letters: list[str]) -> list[list[int]]:
+def _widen(confusion: Confusion, letters: list[str]) -> list[list[int]]:
     """A model's matrix on the shared letter axis."""
-    own, matrix = confusion
-    index = {c: i for i, c in enumerate(own)}
-    return [[matrix[index[g]][index[c]] if g in index and c in index else 0 for c in letters] for g in letters]
+    index = {c: i for i, c in enumerate(confusion.letters)}
+    return [[confusion.wrong[index[g]][index[c]] if g in index and c in index else 0 for c in letters]
+            for g in letters]
+
+
+def _widen_other(confusion: Confusion, letters: list[str]) -> list[int]:
+    """A model's "no option letter" counts per gold letter, on the shared letter axis."""
+    index = {c: i for i, c in enumerate(confusion.letters)}
+    return [confusion.other[index[g]] if g in index and confusion.other else 0 for g in letters]
 
 
 def _solution(reliability: dict) -> dict:

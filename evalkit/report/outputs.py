@@ -33,7 +33,7 @@ def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, record
     later with draw_plots (report.md already names them), e.g. after other work that must not
     delay the summary. figures=False (--no-plots): no plots now or later, and report.md names none."""
     figures = figures and not nothing_answered(summary)
-    analysis = analyze(summary["model"], bench, records, options)
+    analysis = analyze(summary["model"], bench, records, options, chance=summary.get("chance_pct"))
     summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)
     write_report(rundir.path, summary, analysis, draw=plots and figures, figures=figures)
