@@ -209,6 +209,7 @@ class Response:
     error_message: str | None = None
     reasoning: str | None = None
     via: str | None = None  # "batch" when a provider batch answered it (None: a live call)
+    served_by: str | None = None  # the snapshot that answered, as the reply names it (model · fingerprint)
 
     @property
     def ok(self) -> bool:
@@ -222,6 +223,7 @@ class Response:
             "latency_s": self.latency_s,
             "reasoning": self.reasoning,
             **({"via": self.via} if self.via else {}),
+            **({"served_by": self.served_by} if self.served_by else {}),
         }
 
     @staticmethod
@@ -233,6 +235,7 @@ class Response:
             latency_s=float(d.get("latency_s") or 0.0),
             reasoning=d.get("reasoning"),
             via=d.get("via"),
+            served_by=d.get("served_by") if isinstance(d.get("served_by"), str) else None,
         )
 
 
@@ -284,12 +287,14 @@ class Record:
     image_fps: list[str] = field(default_factory=list)  # image fingerprints, for replay
     image_sizes: list[list[int]] = field(default_factory=list)  # [width, height] of each image as sent
     via: str | None = None  # "batch": answered by a provider batch (billed at the batch price); None: live
+    served_by: str | None = None  # the model snapshot the reply named (provenance; None: not said)
 
     def to_dict(self) -> dict[str, Any]:
         """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
         d = dict(self.__dict__)
-        if d["via"] is None:  # live answers: lines as they always were
-            del d["via"]
+        for optional in ("via", "served_by"):  # unset: lines as they always were
+            if d[optional] is None:
+                del d[optional]
         d["variant"] = dict(self.variant)
         d["usage"] = dict(self.usage)
         d["image_fps"] = list(self.image_fps)
@@ -335,7 +340,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     "refusal": lambda v: isinstance(v, bool), "cached": lambda v: isinstance(v, bool),
     "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _int(x) for k, x in v.items()),
     "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "category": _str, "prompt": _str, "via": _opt_str,
+    "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str,
     "image_fps": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "image_sizes": lambda v: isinstance(v, list) and all(isinstance(x, list) and all(_int(n) for n in x) for x in v),
 }

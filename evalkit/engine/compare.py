@@ -86,11 +86,30 @@ def check_compatible(runs: Sequence[LoadedRun]) -> list[str]:
     if differing:
         raise EvalkitError(f"cannot compare {first.identity.get('benchmark')} runs with different settings: "
                            + " · ".join(differing))
+    notes += _snapshot_notes(runs)
     for key in sorted(PER_MODEL - {"model", "endpoint", "cache_tag"}):
         values = {json.dumps(r.identity.get(key), sort_keys=True) for r in runs}
         if len(values) > 1:
             notes.append(f"{key} differs between models: "
                          + ", ".join(f"{r.label}: {r.identity.get(key)}" for r in runs))
+    return notes
+
+
+def _snapshot_notes(runs: Sequence[LoadedRun]) -> list[str]:
+    """Runs of one model name answered by different snapshots (the model behind a name changed), and runs
+    whose official mode follows different sources: said, since their numbers may differ for that alone."""
+    notes = []
+    by_model: dict[str, list[LoadedRun]] = {}
+    for r in runs:
+        by_model.setdefault(str(r.identity.get("model")), []).append(r)
+    for model, same in by_model.items():
+        seen = {r.path.name: sorted((r.summary.get("provenance") or {}).get("served_by") or {}) for r in same}
+        if len({json.dumps(v) for v in seen.values() if v}) > 1:
+            notes.append(f"{model} was answered by different snapshots: "
+                         + "; ".join(f"{name}: {', '.join(v) or 'not said'}" for name, v in seen.items()))
+    sources = {r.summary.get("official_source") for r in runs if r.summary.get("official_source")}
+    if len(sources) > 1:
+        notes.append("the runs follow different official sources: " + "; ".join(sorted(sources)))
     return notes
 
 

@@ -41,6 +41,7 @@ from evalkit.engine.identity import (
     run_identity,
 )
 from evalkit.engine.lock import hold_run_dir
+from evalkit.engine.provenance import key_facts, manifest, write_manifest
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
@@ -312,6 +313,8 @@ async def _evaluate(job: _Job) -> RunResult:
     summary = summarize(bench, ordered, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(queries),
                         options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
                         queries=by_id, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
+    summary["provenance"] = key_facts(write_manifest(rundir.path, manifest(
+        ordered, identity=identity, servers=preflight.servers(), official_source=bench.official_source)))
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
     if any(r.via == "batch" for r in ordered):  # what the same answers would have cost live
         summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])

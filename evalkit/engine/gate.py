@@ -58,6 +58,16 @@ class Preflight:
                         "(--circular, --rotations, --lang, --data) than this run?")
         return None
 
+    def servers(self) -> dict[str, dict]:
+        """What the probed endpoints said about themselves (served models, vLLM version), by URL."""
+        out: dict[str, dict] = {}
+        for task in self._tasks.values():
+            if task.done() and not task.cancelled() and task.exception() is None:
+                for p in task.result().probes:
+                    if p.ok and (p.models or p.version):
+                        out[p.url] = {"served_models": list(p.models), "version": p.version}
+        return out
+
     def cancel(self) -> None:
         for task in self._tasks.values():
             task.cancel()

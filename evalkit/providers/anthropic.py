@@ -31,6 +31,7 @@ from evalkit.providers.reply_json import (
     malformed,
     member,
     optional_text,
+    snapshot,
     string_of,
     token_count,
 )
@@ -130,7 +131,8 @@ def response_from_anthropic(d: Any) -> Response:
     written = token_count(u, "cache_creation_input_tokens")
     usage = Usage(input_tokens=token_count(u, "input_tokens") + read + written,
                   output_tokens=token_count(u, "output_tokens"), cached_input_tokens=read)
-    return Response(text="".join(texts), usage=usage, finish_reason=stop_reason, reasoning="".join(thoughts) or None)
+    return Response(text="".join(texts), usage=usage, finish_reason=stop_reason, reasoning="".join(thoughts) or None,
+                    served_by=snapshot(d.get("model")))
 
 
 class AnthropicProvider:

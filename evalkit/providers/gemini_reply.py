@@ -23,6 +23,7 @@ from evalkit.providers.reply_json import (
     malformed,
     member,
     optional_text,
+    snapshot,
     string_of,
     token_count,
 )
@@ -89,7 +90,8 @@ def reply_from_gemini(d: Any) -> GeminiReply:
     text = "".join(texts)
     if finish in BLOCKED and not text.strip():
         raise ProviderError("refused", f"blocked: finish_reason {finish}")
-    return GeminiReply(Response(text=text, usage=usage, finish_reason=finish, reasoning="".join(thoughts) or None),
+    return GeminiReply(Response(text=text, usage=usage, finish_reason=finish, reasoning="".join(thoughts) or None,
+                                served_by=snapshot(_pick(d, "modelVersion", "model_version"))),
                        _continuation(cand, finish))
 
 
@@ -105,4 +107,4 @@ def joined(first: Response, then: Response) -> Response:
     usage.add(then.usage)
     reasoning = (first.reasoning or "") + (then.reasoning or "")
     return Response(text=first.text + then.text, usage=usage, finish_reason=then.finish_reason,
-                    reasoning=reasoning or None)
+                    reasoning=reasoning or None, served_by=then.served_by or first.served_by)

@@ -8,7 +8,7 @@ from typing import Any
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, Message, Response, TextPart, Usage
 from evalkit.images.pipeline import PreparedImage
-from evalkit.providers.reply_json import first_of, member, optional_text, text_of, token_count
+from evalkit.providers.reply_json import first_of, member, optional_text, snapshot, text_of, token_count
 
 
 def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage] | Sequence[str]
@@ -76,4 +76,6 @@ def response_from_openai(d: Any) -> Response:
     if not text and (finish == "content_filter" or refusal):
         raise ProviderError("refused", f"content refused ({refusal or 'content_filter'})")
     reasoning = optional_text(msg.get("reasoning_content")) or optional_text(msg.get("reasoning"))
-    return Response(text=text, usage=usage_from_openai(d.get("usage")), finish_reason=finish, reasoning=reasoning)
+    return Response(text=text, usage=usage_from_openai(d.get("usage")), finish_reason=finish, reasoning=reasoning,
+                    served_by=snapshot(d.get("model"), d.get("system_fingerprint")))
+

@@ -70,6 +70,8 @@ class Probe:
     url: str  # the base URL, without credentials
     cause: str | None  # None: it answers and serves the model
     simulator: bool = False
+    models: tuple[str, ...] = ()  # what a chat-completions server lists at /v1/models (provenance)
+    version: str | None = None  # a vLLM server's /version (provenance)
 
     @property
     def ok(self) -> bool:
@@ -167,7 +169,24 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
     except (UnicodeDecodeError, ValueError):
         body = None
     cause, simulator = judge_reply(spec, status, body)
-    return Probe(shown, redact(cause) if cause else None, simulator)
+    models = tuple(_listed(body)[0]) if status == 200 and spec.provider not in ("anthropic", "google") else ()
+    version = await _vllm_version(base, headers, timeout_s) if spec.provider == "vllm" and cause is None else None
+    return Probe(shown, redact(cause) if cause else None, simulator, models, version)
+
+
+async def _vllm_version(base: str, headers: dict[str, str], timeout_s: float) -> str | None:
+    """vLLM's `GET /version` (at the server's root): which vLLM answered, for the run's manifest."""
+    import aiohttp
+
+    root = base.rstrip("/").removesuffix("/v1")
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
+                session.get(root + "/version", headers=headers, allow_redirects=False) as resp:
+            body = json.loads((await resp.content.read(_BODY_BYTES)).decode("utf-8")) if resp.status == 200 else None
+    except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError, ValueError):
+        return None
+    version = body.get("version") if isinstance(body, dict) else None
+    return str(version)[:60] if isinstance(version, str | int | float) else None
 
 
 async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model") -> Reachable:

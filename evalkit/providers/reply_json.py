@@ -102,3 +102,10 @@ def token_count(usage: Any, key: str) -> int:
         return 0
     value = usage.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def snapshot(model: Any, fingerprint: Any = None) -> str | None:
+    """Who answered, as the reply says: its model name and, where the API gives one, the backend's
+    fingerprint (OpenAI `system_fingerprint`). Only short plain strings are kept."""
+    parts = [str(x)[:120] for x in (model, fingerprint) if isinstance(x, str) and x.strip()]
+    return " · ".join(parts) or None

@@ -119,6 +119,11 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
         lines += [f"Official mode follows {summary['official_source']}."
                   + (" Deliberate deviations:" if summary.get("deviations") else ""), ""]
         lines += [f"- {d}" for d in summary.get("deviations") or []] + ([""] if summary.get("deviations") else [])
+    prov = summary.get("provenance") or {}
+    if prov.get("served_by"):
+        who = ", ".join(f"`{k}` ({v:,})" for k, v in prov["served_by"].items())
+        commit = f" at commit {prov['git_commit']}" if prov.get("git_commit") else ""
+        lines += [f"Answered by: {who} · evalkit {prov.get('evalkit')}{commit} · details in manifest.json.", ""]
     if summary.get("requests"):
         n = (summary.get("older_requests") or {}).get("queries")
         lines += [f"> Requests: **{summary['requests']}** — {n} answers were asked with an earlier evalkit's "

@@ -260,7 +260,7 @@ class AnthropicDialect:
     def _message(self, state: SimState, model: str, content: list[dict[str, Any]], stop_reason: str,
                  stop_sequence: str | None, usage: dict[str, int]) -> dict[str, Any]:
         return {"id": "msg_" + state.next_id().removeprefix("chatcmpl-"), "type": "message", "role": "assistant",
-                "model": model, "content": content, "stop_reason": stop_reason, "stop_sequence": stop_sequence,
+                "model": state.config.snapshot or model, "content": content, "stop_reason": stop_reason, "stop_sequence": stop_sequence,
                 "usage": usage}
 
     def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response:

@@ -194,7 +194,7 @@ class GeminiDialect:
 
     @staticmethod
     def _envelope(state: SimState, model: str, extra: dict[str, Any]) -> dict[str, Any]:
-        return {**extra, "modelVersion": model, "responseId": "sim-" + state.next_id().removeprefix("chatcmpl-sim")}
+        return {**extra, "modelVersion": state.config.snapshot or model, "responseId": "sim-" + state.next_id().removeprefix("chatcmpl-sim")}
 
     def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response:
         modalities = req.modalities if isinstance(req, GeminiRequest) else ("TEXT",)

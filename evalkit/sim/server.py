@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from evalkit.core.version import __version__
 from evalkit.sim.batch_routes import BATCHES, add_batch_routes
 from evalkit.sim.batches import BatchStore
 from evalkit.sim.counters import SimCounters, request_key
@@ -141,6 +142,11 @@ async def handle_reset(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
+async def handle_version(request: web.Request) -> web.Response:
+    """vLLM's `GET /version`, naming the simulator."""
+    return web.json_response({"version": f"evalkit-sim {__version__}"})
+
+
 async def handle_health(request: web.Request) -> web.Response:
     return web.Response(text="")
 
@@ -181,6 +187,7 @@ def build_app(config: SimConfig) -> web.Application:
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)
     app.router.add_get("/health", handle_health)
+    app.router.add_get("/version", handle_version)
     return app
 
 

@@ -41,6 +41,8 @@ class SimConfig:
     strict_model: bool = False  # 404 for model names other than served_model_name, like vLLM
     api_key: str | None = None  # when set, 401 for API requests that do not carry it (vllm serve --api-key)
     fp_cache_size: int = 4096
+    snapshot: str | None = None  # the model name replies carry (a dated snapshot); None: the name asked for
+    system_fingerprint: str | None = None  # OpenAI-style backend fingerprint in chat-completion replies
 
 
 ImageInfo = tuple[str, int, int]
