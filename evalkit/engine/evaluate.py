@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,7 +42,7 @@ from evalkit.engine.identity import (
     run_identity,
 )
 from evalkit.engine.lock import hold_run_dir
-from evalkit.engine.provenance import key_facts, manifest, write_manifest
+from evalkit.engine.provenance import run_facts
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
@@ -269,6 +270,7 @@ async def _evaluate(job: _Job) -> RunResult:
             if on_record is not None:
                 on_record()
 
+        ask_start = time.perf_counter()
         with progress:
             if todo:
                 # twice as many workers as slots: a query waiting to retry holds a worker, never a slot
@@ -282,6 +284,7 @@ async def _evaluate(job: _Job) -> RunResult:
                                         [q for q in todo if q.id not in records], sink, workers=2 * cfg.concurrency,
                                         stop=lambda: over_budget() or bool(draining), say=say,
                                         timeout_s=cfg.batch_timeout)
+        ask_s = time.perf_counter() - ask_start
         if draining:  # every reply that arrived is recorded (the stack flushes them): stop as Ctrl-C does
             raise KeyboardInterrupt
         if pool is not None:
@@ -313,8 +316,8 @@ async def _evaluate(job: _Job) -> RunResult:
     summary = summarize(bench, ordered, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(queries),
                         options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
                         queries=by_id, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
-    summary["provenance"] = key_facts(write_manifest(rundir.path, manifest(
-        ordered, identity=identity, servers=preflight.servers(), official_source=bench.official_source)))
+    summary.update(run_facts(rundir.path, ordered, identity, preflight.servers(), bench.official_source,
+                             [records[q] for q in fresh], ask_s, runner))
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
     if any(r.via == "batch" for r in ordered):  # what the same answers would have cost live
         summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import platform
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from evalkit.ask.runner import Runner
 from evalkit.core.files import write_json_atomic
 from evalkit.core.types import Record
 from evalkit.core.version import __version__
+from evalkit.engine.throughput import throughput
 
 MANIFEST = "manifest.json"
 SDKS = ("aiohttp", "openai", "anthropic", "google-genai", "pillow", "scipy")
@@ -79,6 +81,27 @@ def write_manifest(run_dir: Path, facts: dict[str, Any]) -> dict[str, Any]:
         facts = {**facts, "servers": {**previous["servers"], **facts["servers"]}}
     write_json_atomic(run_dir / MANIFEST, facts)
     return facts
+
+
+def run_facts(run_dir: Path, records: Sequence[Record], identity: dict[str, Any], servers: dict[str, dict],
+              official_source: str | None, fresh: Sequence[Record], ask_s: float, runner: Runner) -> dict[str, Any]:
+    """summary.json's "provenance" (manifest.json written) and "throughput": this invocation's when it
+    sent anything, else the one the run directory's summary already holds (the last that did)."""
+    facts = write_manifest(run_dir, manifest(records, identity=identity, servers=servers,
+                                             official_source=official_source))
+    out: dict[str, Any] = {"provenance": key_facts(facts)}
+    pool_stats = getattr(getattr(runner.provider, "pool", None), "stats", None)
+    s = runner.stats
+    speed = throughput(fresh, ask_s, attempts=s.attempts, retries=s.retries, rate_limited=s.rate_limited,
+                       output_tokens=s.output_tokens, replicas=pool_stats() if pool_stats else None)
+    if speed is None:
+        try:
+            speed = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("throughput")
+        except (OSError, ValueError, AttributeError):
+            speed = None
+    if speed is not None:
+        out["throughput"] = speed
+    return out
 
 
 def key_facts(facts: dict[str, Any]) -> dict[str, Any]:

@@ -111,6 +111,8 @@ class OpenAICompatProvider:
                 with self.pool.lease(replica):
                     out = await self._post(replica.url, payload)
             except ProviderError as e:
+                replica.errors += 1
+                replica.rate_limited += e.kind == "rate_limit"
                 unreachable = isinstance(e.__cause__, aiohttp.ClientConnectorError)
                 if e.kind in ("transient", "timeout") or unreachable:
                     self.pool.failed(replica, unreachable=unreachable)

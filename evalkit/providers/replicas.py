@@ -20,6 +20,8 @@ class Replica:
     outstanding: int = 0
     served: int = 0
     failures: int = 0  # consecutive
+    errors: int = 0  # failed attempts in all (429s included)
+    rate_limited: int = 0  # 429s
     down_until: float = 0.0
 
 
@@ -68,4 +70,5 @@ class ReplicaPool:
             replica.down_until = self._clock() + self.cooldown_s
 
     def stats(self) -> dict[str, dict[str, int]]:
-        return {r.url: {"served": r.served, "down": int(r.down_until > self._clock())} for r in self.replicas}
+        return {r.url: {"served": r.served, "errors": r.errors, "rate_limited": r.rate_limited,
+                        "down": int(r.down_until > self._clock())} for r in self.replicas}

@@ -119,6 +119,8 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
         lines += [f"Official mode follows {summary['official_source']}."
                   + (" Deliberate deviations:" if summary.get("deviations") else ""), ""]
         lines += [f"- {d}" for d in summary.get("deviations") or []] + ([""] if summary.get("deviations") else [])
+    if summary.get("throughput"):
+        lines += [f"Speed: {throughput_line(summary['throughput'])}.", ""]
     prov = summary.get("provenance") or {}
     if prov.get("served_by"):
         who = ", ".join(f"`{k}` ({v:,})" for k, v in prov["served_by"].items())
@@ -184,3 +186,14 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult |
     if drawn != listed:  # not what the plan said (draw_all replaced, e.g. in tests): name what is there
         path.write_text(render_report(summary, analysis, drawn), encoding="utf-8")
     return path
+
+
+def throughput_line(t: dict[str, Any]) -> str:
+    """The run's latency and throughput in one line (summary "throughput")."""
+    lat = t.get("latency_s") or {}
+    latency = (f"latency p50 {lat['p50']:.3g} s · p95 {lat['p95']:.3g} s · max {lat['max']:.3g} s · "
+               if lat else "")
+    rate = f"{t['requests_per_s']:.3g} requests/s" if t.get("requests_per_s") is not None else ""
+    tokens = f" · {t['output_tokens_per_s']:.3g} output tokens/s" if t.get("output_tokens_per_s") else ""
+    return (f"{latency}{rate}{tokens} over {t['ask_s']:.3g} s · retries {t['retries']:,} "
+            f"(429: {t['rate_limited']:,})")
