@@ -21,6 +21,9 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
+from evalkit.ask.adaptive import AdaptiveRate
+from evalkit.core.types import RateInfo
+
 # Float slack when comparing a refilled level with what is needed: sleeping exactly the
 # computed wait must be enough, or the head of the queue would spin on rounding errors.
 _EPS = 1e-9
@@ -94,6 +97,12 @@ class TokenBucket:
             self._level -= n
         return wait
 
+    def retune(self, rate_per_s: float, capacity: float) -> None:
+        """A new rate and burst, keeping what has accrued (adaptive limits change them as they learn)."""
+        self._refill()
+        self.rate, self.capacity = float(rate_per_s), float(capacity)
+        self._level = min(self._level, self.capacity)
+
     def adjust(self, delta: float) -> None:
         """Charge (+) or refund (-) after the fact, e.g. actual vs estimated tokens; may go into debt."""
         self._refill()
@@ -116,14 +125,16 @@ class LimiterStats:
 class Slot:
     """A granted request slot; report_tokens corrects the TPM charge once usage is known."""
 
-    def __init__(self, limiter: Limiter, est_tokens: int, waited_s: float):
+    def __init__(self, limiter: Limiter, est_tokens: int, waited_s: float, charged: int | None = None):
         self._limiter = limiter
         self.est_tokens = est_tokens
-        self.charged_tokens = est_tokens
+        self.charged_tokens = est_tokens if charged is None else charged
         self.waited_s = waited_s
 
     def report_tokens(self, actual: int) -> None:
         """Replace the estimate with the actual count (refund or extra charge); repeatable."""
+        if actual > 0 and self.est_tokens > 0:
+            self._limiter.learn_tokens(actual / self.est_tokens)
         delta = actual - self.charged_tokens
         self.charged_tokens = actual
         bucket = self._limiter.tpm_bucket
@@ -156,6 +167,62 @@ class Limiter:
         self._pause_until = float("-inf")
         self._in_flight = 0
         self.stats = LimiterStats()
+        self._burst_s = burst_s
+        self.adaptive: AdaptiveRate | None = None  # adapt_rates() turns it on
+        self._token_ratio: float | None = None  # actual / estimated tokens, a running mean (adaptive only)
+
+    def adapt_rates(self) -> None:
+        """Learn the rates from what the provider says (see ask.adaptive); --rpm/--tpm stay ceilings."""
+        self.adaptive = AdaptiveRate(self._rpm.rate * 60 if self._rpm else None,
+                                     self._tpm.rate * 60 if self._tpm else None)
+
+    def observe(self, *, refused: bool, info: RateInfo | None = None) -> None:
+        """A reply came back (a 429 when `refused`): adapt the rates to it, when adapting."""
+        if self.adaptive is None:
+            return
+        rates = self.adaptive.observe(self.clock.now(), refused=refused, info=info)
+        self._rpm = self._retuned(self._rpm, rates.rpm)
+        self._tpm = self._retuned(self._tpm, rates.tpm)
+        if rates.pause_s > 0:
+            self.pause(min(rates.pause_s, 60.0))
+
+    def learn_tokens(self, ratio: float) -> None:
+        """How far off the token estimate was. Estimates count max_tokens, which a short answer uses a
+        sliver of; charged at face value they would keep a token limit's bucket several times emptier
+        than it is. Adaptive limiters charge the estimate scaled by what replies actually used."""
+        if self.adaptive is not None:
+            r = self._token_ratio
+            self._token_ratio = ratio if r is None else 0.9 * r + 0.1 * ratio
+
+    def _charge(self, est_tokens: int) -> int:
+        if self._token_ratio is None or est_tokens <= 0:
+            return est_tokens
+        return max(1, math.ceil(est_tokens * min(2.0, self._token_ratio * 1.1)))
+
+    def _retuned(self, bucket: TokenBucket | None, per_minute: float | None) -> TokenBucket | None:
+        if per_minute is None:
+            return bucket
+        rate = per_minute / 60.0
+        if bucket is None:
+            return TokenBucket(rate, max(1.0, rate * self._burst_s), self.clock)
+        bucket.retune(rate, max(1.0, rate * self._burst_s))
+        return bucket
+
+    def learned(self) -> dict[str, float | str] | None:
+        """The rates enforced at the end (summary "throughput"."limits"), when adaptation learned any."""
+        if self.adaptive is None or self.adaptive.source == "none":
+            return None
+        out: dict[str, float | str] = {"source": self.adaptive.source}
+        for name, bucket in (("rpm", self._rpm), ("tpm", self._tpm)):
+            if bucket is not None:
+                out[name] = round(bucket.rate * 60, 1)
+        return out
+
+    def learned_line(self) -> str | None:
+        """For the live display: requests in flight, and the rate being enforced with where it came from."""
+        if self.adaptive is None or self.adaptive.source == "none" or self._rpm is None:
+            return None
+        return f"in flight {self._in_flight} · limit {self._rpm.rate:.1f}/s ({self.adaptive.source})"
 
     def _bucket(self, per_minute: float | None, burst_s: float, name: str) -> TokenBucket | None:
         if per_minute is None:
@@ -231,15 +298,16 @@ class Limiter:
         taking tokens first and then queueing on the semaphore would release bursts.
         """
         est_tokens = max(0, int(est_tokens))
+        charged = self._charge(est_tokens)
         start = self.clock.now()
         async with self._sem:
-            await self._acquire_tokens(est_tokens)
+            await self._acquire_tokens(charged)
             waited = self.clock.now() - start
             self.stats.requests += 1
             self.stats.waited_s += waited
             self._in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
             try:
-                yield Slot(self, est_tokens, waited)
+                yield Slot(self, est_tokens, waited, charged)
             finally:
                 self._in_flight -= 1

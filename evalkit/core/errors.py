@@ -30,12 +30,14 @@ class ProviderError(Exception):
     declined on content grounds — a safety block or content filter).
     """
 
-    def __init__(self, kind: str, message: str, *, retry_after: float | None = None, status: int | None = None):
+    def __init__(self, kind: str, message: str, *, retry_after: float | None = None, status: int | None = None,
+                 limits: object = None):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retry_after = retry_after
         self.status = status
+        self.limits = limits  # core.types.RateInfo the refusal announced, if any (adaptive limits read it)
 
     @property
     def retryable(self) -> bool:

@@ -66,8 +66,12 @@ class RunConfig:
     cache_tag: str | None = option(help="use this tag instead of the server URL in cache keys (a moved server)",
                                    role="endpoint")
     concurrency: int = option(32, help="requests in flight (default 32)", role="operational", at_least=1)
-    rpm: float | None = option(help="requests per minute limit", role="operational", above=0)
-    tpm: float | None = option(help="tokens per minute limit", role="operational", above=0)
+    rpm: float | None = option(help="requests per minute ceiling (the rate below it is learned)", role="operational",
+                               above=0)
+    tpm: float | None = option(help="tokens per minute ceiling (the rate below it is learned)", role="operational",
+                               above=0)
+    adaptive: bool = option(True, help="do not learn rate limits from the provider's headers and 429s",
+                            role="operational", flag="--no-adaptive")
     timeout: float = option(120.0, help="seconds per request (default 120)", role="operational", above=0)
     max_attempts: int = option(8, help="attempts per query for retryable errors", role="operational",
                                at_least=1)

@@ -197,6 +197,18 @@ class Usage:
         return Usage(**{k: int(d.get(k) or 0) for k in Usage.__dataclass_fields__})
 
 
+@dataclass(frozen=True)
+class RateInfo:
+    """The limits a reply announced (per minute), what is left of them and when they reset (seconds)."""
+
+    requests_per_min: float | None = None
+    requests_left: float | None = None
+    requests_reset_s: float | None = None
+    tokens_per_min: float | None = None
+    tokens_left: float | None = None
+    tokens_reset_s: float | None = None
+
+
 @dataclass
 class Response:
     """What came back for one request. error is None on success, else an ErrorKind."""
@@ -210,6 +222,7 @@ class Response:
     reasoning: str | None = None
     via: str | None = None  # "batch" when a provider batch answered it (None: a live call)
     served_by: str | None = None  # the snapshot that answered, as the reply names it (model · fingerprint)
+    limits: RateInfo | None = field(default=None, repr=False)  # the rate limits the reply announced (not cached)
 
     @property
     def ok(self) -> bool:

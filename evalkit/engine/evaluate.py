@@ -257,7 +257,7 @@ async def _evaluate(job: _Job) -> RunResult:
             todo = list(group_by_image(todo, window=cfg.concurrency))
         progress = RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=cfg.progress,
                                counters=runner.stats, spent=(lambda: meter.spent_usd) if job.price else None,
-                               status=pool.status_line if pool is not None else None)
+                               status=pool.status_line if pool is not None else runner.limiter.learned_line)
 
         def sink(outcome: Outcome) -> None:
             rec = grade(bench, outcome.query, make_record(outcome, spec.label), cfg.mode)
@@ -392,6 +392,8 @@ async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Map
         return (await batch_runner(stack, provider, env, cfg, cache, pipeline, batch_dir, fingerprints=fingerprints,
                                    gate=gate, price=price, budget_left=budget_left))[0]
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
+    if cfg.adaptive:
+        limiter.adapt_rates()
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                   fingerprints=fingerprints, gate=gate)

@@ -93,7 +93,8 @@ def run_facts(run_dir: Path, records: Sequence[Record], identity: dict[str, Any]
     pool_stats = getattr(getattr(runner.provider, "pool", None), "stats", None)
     s = runner.stats
     speed = throughput(fresh, ask_s, attempts=s.attempts, retries=s.retries, rate_limited=s.rate_limited,
-                       output_tokens=s.output_tokens, replicas=pool_stats() if pool_stats else None)
+                       output_tokens=s.output_tokens, replicas=pool_stats() if pool_stats else None,
+                       limits=runner.limiter.learned())
     if speed is None:
         try:
             speed = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("throughput")

@@ -23,7 +23,8 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
 
 
 def throughput(fresh: Sequence[Record], ask_s: float, *, attempts: int, retries: int, rate_limited: int,
-               output_tokens: int, replicas: dict[str, dict[str, int]] | None = None) -> dict[str, Any] | None:
+               output_tokens: int, replicas: dict[str, dict[str, int]] | None = None,
+               limits: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The summary's "throughput" block, or None when this invocation sent nothing."""
     latencies = sorted(r.latency_s for r in fresh if not r.cached and r.error is None and r.latency_s > 0)
     if not attempts and not latencies:
@@ -39,4 +40,6 @@ def throughput(fresh: Sequence[Record], ask_s: float, *, attempts: int, retries:
     }
     if replicas and len(replicas) > 1:
         out["replicas"] = replicas
+    if limits:
+        out["limits"] = limits
     return out

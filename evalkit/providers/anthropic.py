@@ -24,6 +24,7 @@ from evalkit.core.types import GenParams, ImagePart, Message, Response, Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
+from evalkit.providers.rate_headers import rate_info
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.reply_json import (
     json_object,
@@ -183,6 +184,7 @@ class AnthropicProvider:
         try:
             raw = await self._client.messages.with_raw_response.create(**args)
             body = raw.http_response.content
+            limits = rate_info(raw.http_response.headers)
         except Exception as e:  # whatever the SDK raises while sending, reading or parsing: classified
             err = sdk_error(self._anthropic, e) or malformed(f"unreadable ({type(e).__name__})")
             raise self._redact.error(err) from e
@@ -193,6 +195,7 @@ class AnthropicProvider:
             raise
         out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
         out.latency_s = time.perf_counter() - start
+        out.limits = limits
         return out
 
     async def close(self) -> None:

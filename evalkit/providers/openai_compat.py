@@ -30,6 +30,7 @@ from evalkit.providers.http_limits import (
     redirect_refused,
 )
 from evalkit.providers.openai_format import chat_body, openai_messages, response_from_openai
+from evalkit.providers.rate_headers import rate_info
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.replicas import Replica, ReplicaPool
 from evalkit.providers.reply_json import json_object
@@ -135,7 +136,9 @@ class OpenAICompatProvider:
                 if resp.status != 200:
                     kind = classify_status(resp.status)
                     raise ProviderError(kind, error_message(resp.status, await read_prefix(resp)), status=resp.status,
-                                        retry_after=retry_after_from_headers(resp.headers))
+                                        retry_after=retry_after_from_headers(resp.headers),
+                                        limits=rate_info(resp.headers))
+                limits = rate_info(resp.headers)
                 body = await read_capped(resp, self.max_response_bytes)
         except asyncio.TimeoutError as e:
             raise ProviderError("timeout", "request timed out") from e
@@ -149,6 +152,7 @@ class OpenAICompatProvider:
             raise ProviderError("permanent", f"request not sent: {e}") from e
         out = response_from_openai(json_object(body))
         out.latency_s = time.perf_counter() - start
+        out.limits = limits
         return out
 
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:

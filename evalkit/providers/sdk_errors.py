@@ -12,6 +12,7 @@ from types import ModuleType
 
 from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers
 from evalkit.providers.http_limits import is_redirect, redirect_refused
+from evalkit.providers.rate_headers import rate_info
 from evalkit.providers.reply_json import malformed
 
 
@@ -48,7 +49,8 @@ def sdk_error(sdk: ModuleType, exc: BaseException) -> ProviderError | None:
             return redirect_refused(status, exc.response.headers.get("location"), str(exc.response.url))
         words = _server_words(getattr(exc, "body", None))
         return ProviderError(classify_status(status), f"HTTP {status}: {type(exc).__name__}" + (f": {words}" if words else ""),
-                             status=status, retry_after=retry_after_from_headers(exc.response.headers))
+                             status=status, retry_after=retry_after_from_headers(exc.response.headers),
+                             limits=rate_info(exc.response.headers))
     if isinstance(exc, sdk.APIResponseValidationError | ValueError):
         return malformed(f"unreadable ({type(exc).__name__})")
     return None

@@ -195,5 +195,8 @@ def throughput_line(t: dict[str, Any]) -> str:
                if lat else "")
     rate = f"{t['requests_per_s']:.3g} requests/s" if t.get("requests_per_s") is not None else ""
     tokens = f" · {t['output_tokens_per_s']:.3g} output tokens/s" if t.get("output_tokens_per_s") else ""
+    lim = t.get("limits") or {}
+    learned = (f" · limits learned from {'headers' if lim.get('source') == 'headers' else '429s'}: "
+               + ", ".join(f"{lim[k]:,.0f} {k}" for k in ("rpm", "tpm") if lim.get(k))) if lim else ""
     return (f"{latency}{rate}{tokens} over {t['ask_s']:.3g} s · retries {t['retries']:,} "
-            f"(429: {t['rate_limited']:,})")
+            f"(429: {t['rate_limited']:,}){learned}")

@@ -27,6 +27,9 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     f = parser.add_argument_group("faults and limits")
     f.add_argument("--latency-ms", type=float, default=0.0, help="added to every answer")
     f.add_argument("--rps", type=float, default=None, help="requests per second before 429s")
+    f.add_argument("--tpm", type=float, default=None, help="tokens per minute (prompt + max_tokens) before 429s")
+    f.add_argument("--rate-headers", choices=("openai", "anthropic", "none"), default=None,
+                   help="announce the limits in this provider's rate-limit headers (none: not even Retry-After)")
     f.add_argument("--fault-rate", type=float, default=0.0, help="probability a request gets a fault")
     f.add_argument(
         "--fault-kinds",
@@ -55,6 +58,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         retry_after=args.retry_after,
         hang_s=args.hang_s,
         rps=args.rps,
+        tpm=args.tpm,
+        rate_headers=args.rate_headers,
         seed=args.seed,
     )
     params = SimParams(theta=args.theta, r=args.r, g=args.g, seed=args.seed, style=args.style)

@@ -119,7 +119,7 @@ async def _serve_edit(request: web.Request, state: SimState) -> web.StreamRespon
     if problem:
         counters.status(400)
         return _DIALECT.error(400, "bad_request", problem)
-    if state.bucket is not None and (wait := state.bucket.take()) > 0:
+    if (wait := state.limits.admit_request()) > 0:
         counters.status(429)
         return _DIALECT.error(429, "rate_limit", "rate limit exceeded (rps)", retry_headers(wait))
     if state.config.strict_model and model != state.config.served_model_name:

@@ -26,7 +26,9 @@ class SimFaults:
     retry_after_ms: if set, the retry-after-ms text sent as is instead ("inf", "nan", "-5"), so a
     client can be shown a value no server should send;
     hang_s: how long a hang lasts before a 504; latency_s: added to every answer;
-    rps: token-bucket limit (None: unlimited), burst max(1, rps/10).
+    rps: token-bucket limit (None: unlimited), burst max(1, rps/10); tpm: the same for tokens per minute;
+    rate_headers: how replies announce those limits: "openai", "anthropic", "none" (not even Retry-After
+    on their 429s), or None (Retry-After only) — see evalkit.sim.limits.
     """
 
     rate: float = 0.0
@@ -36,6 +38,8 @@ class SimFaults:
     hang_s: float = 30.0
     latency_s: float = 0.0
     rps: float | None = None
+    tpm: float | None = None
+    rate_headers: str | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -86,14 +90,24 @@ class TokenBucket:
         self._tokens = self.burst
         self._last = clock()
 
-    def take(self) -> float:
+    def level(self) -> float:
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rps)
         self._last = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
+        return self._tokens
+
+    def take(self, n: float = 1.0) -> float:
+        """Take n tokens and return 0.0, or the seconds until n would be there (a cost above the burst
+        waits for a full bucket and then goes into debt, so it can be served at all)."""
+        need = min(n, self.burst)
+        if self.level() >= need:
+            self._tokens -= n
             return 0.0
-        return (1.0 - self._tokens) / self.rps
+        return (need - self._tokens) / self.rps
+
+    def take_debt(self, n: float) -> None:
+        """Take n tokens now, into debt if need be (a charge made after the fact)."""
+        self._tokens = self.level() - n
 
 
 def retry_headers(seconds: float) -> dict[str, str]:

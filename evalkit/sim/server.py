@@ -23,7 +23,6 @@ from evalkit.sim.batches import BatchStore
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
-from evalkit.sim.faults import retry_headers
 from evalkit.sim.hostile import add_hostile_routes
 from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
@@ -54,11 +53,12 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         counters.status(400)
         return dialect.error(400, "bad_request", f"invalid JSON body: {exc}")
-    if state.bucket is not None:
-        wait = state.bucket.take()
-        if wait > 0:
-            counters.status(429)
-            return dialect.error(429, "rate_limit", "rate limit exceeded (rps)", retry_headers(wait))
+    limits = state.limits
+    wait = limits.admit_request()
+    if wait > 0:
+        counters.status(429)
+        return dialect.error(429, "rate_limit", "rate limit exceeded (rps)",
+                             {**limits.retry_after(wait), **limits.headers()})
     try:
         req = dialect.parse(body, request)
         fps_info = [await state.image_info(u) for u in req.image_urls]
@@ -68,6 +68,12 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     if config.strict_model and req.model != config.served_model_name:
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
+    prompt = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
+    wait = limits.admit_tokens(prompt)  # the output is charged as it is generated (see sim.limits)
+    if wait > 0:
+        counters.status(429)
+        return dialect.error(429, "rate_limit", "rate limit exceeded (tokens per minute)",
+                             {**limits.retry_after(wait), **limits.headers()})
 
     cached_tokens = getattr(dialect, "cached_tokens", None)  # dialects without a prompt cache omit it
     cached = cached_tokens(state, body, [(w, h) for _, w, h in fps_info]) if cached_tokens else 0
@@ -80,12 +86,15 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     if fault == "refusal":
         return dialect.refusal(state, req)
 
-    return model_reply(state, dialect, req, body, fps_info, cached, empty=fault == "empty",
-                       count_completion=count_completion)
+    reply = model_reply(state, dialect, req, body, fps_info, cached, empty=fault == "empty",
+                        count_completion=count_completion, generated=limits.charge)
+    reply.headers.update(limits.headers())
+    return reply
 
 
 def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info: list[tuple[str, int, int]],
-                cached: int = 0, *, empty: bool = False, count_completion: bool = True) -> web.Response:
+                cached: int = 0, *, empty: bool = False, count_completion: bool = True,
+                generated: Callable[[int], None] | None = None) -> web.Response:
     """The simulated model's answer to a parsed request, in the dialect's shape (live calls and batch
     lines alike), counted as a completion."""
     fps = [fp for fp, _, _ in fps_info]
@@ -97,6 +106,8 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
         content = ""
     prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
     usage = Usage(max(prompt_tokens, cached), estimate_tokens(content) + 1, cached)
+    if generated is not None:  # the output counts against a token limit once it is generated
+        generated(usage.output_tokens)
     if content and count_completion:
         state.counters.completed(request_key(body))
     return dialect.ok(state, req, content, finish, usage)

@@ -22,8 +22,9 @@ from PIL import Image
 from evalkit.core import fingerprint
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters
-from evalkit.sim.faults import FaultDice, SimFaults, TokenBucket
+from evalkit.sim.faults import FaultDice, SimFaults
 from evalkit.sim.hostile_log import HostileLog
+from evalkit.sim.limits import HiddenLimits
 from evalkit.sim.model import SimModel, SimParams
 from evalkit.sim.prompt_cache import PrefixCache
 from evalkit.sim.wire import BadRequest
@@ -67,7 +68,7 @@ class SimState:
         self.config = config
         self.model = SimModel(config.params, config.answer_key)
         self.dice = FaultDice(config.faults)
-        self.bucket = TokenBucket(config.faults.rps) if config.faults.rps else None
+        self.limits = HiddenLimits(config.faults)
         self.counters = SimCounters()
         self.hostile = HostileLog()
         self.prefix_cache = PrefixCache()
