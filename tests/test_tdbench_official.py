@@ -174,7 +174,7 @@ def test_extractor_request_and_reply_by_mode(tmp_path):
     assert official.prompt.endswith("Example 3: \nQuestion: Where is the white block? (#1)?\nOptions: There are "
                                     "several options: \nA. left\nB. right\nC. top\nD. bottom\n\nAnswer: "
                                     f"{reply}\nYour output: ")
-    robust = bench.judge_request(q, reply)  # robust, and any caller that does not name the mode
+    robust = bench.judge_request(q, reply, mode="robust")
     assert robust is not None and "<think>" not in robust.prompt and "the one on the east side" in robust.prompt
     assert bench.judge_request(qs["g0|r0"], "somewhere", mode="official") is None
     verdict = {r: bench.judge_verdict(q, reply, r, official.valid, "official") for r in ("B", "B.", "Z", "A or B", "")}

@@ -81,7 +81,7 @@ class Benchmark:
         """Rule parsing of one response ("official" or "robust" mode). Never a guess."""
         raise NotImplementedError
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         """The LLM-extractor prompt for an answer the rules could not parse (None: no judge)."""
         return None
 

@@ -239,7 +239,7 @@ class IFBench(Benchmark):
             return robust_rule(text, query.options)
         return official_rule(text, tuple(query.options) or LETTERS)
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         return JudgeRequest(prompt=extractor_prompt(text), valid=JUDGE_VALID)
 
     # ---- aggregate ---------------------------------------------------------------------

@@ -112,7 +112,7 @@ class MCQ(Benchmark):
             return Parsed(None, "refusal", refusal=True)
         return Parsed(None, "unparsed")
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         question = str(query.meta.get("question") or query.prompt_text())
         return JudgeRequest(
             prompt=judge_prompt_mcq(question, query.options, strip_reasoning(text)),

@@ -299,7 +299,7 @@ class MMERealWorld(Benchmark):
             return Parsed(answer, "official")
         return Parsed(None, "unparsed", refusal=is_refusal(text))
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         question = str(query.meta.get("question") or query.prompt_text())
         return JudgeRequest(prompt=judge_prompt_mcq(question, query.options, strip_reasoning(text)),
                             valid=tuple(query.options))

@@ -266,7 +266,7 @@ class POPE(Benchmark):
         return Parsed(parse_official(text), "official" if (text or "").strip() else "official_empty",
                       refusal=refusal)
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         question = str(query.meta.get("question") or query.prompt_text())
         return JudgeRequest(prompt=judge_prompt_yesno(question, strip_reasoning(text)), valid=("Yes", "No"))
 

@@ -225,7 +225,7 @@ class RGBThBench(Benchmark):
         answer = parse_official(text)
         return Parsed(answer, "official" if answer else "fail", refusal=refusal)
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None:
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         question = str(query.meta.get("question") or query.prompt_text())
         return JudgeRequest(prompt=judge_prompt_yesno(question, strip_reasoning(text)), valid=("Yes", "No"))
 

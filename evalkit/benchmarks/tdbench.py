@@ -85,8 +85,6 @@ class TDBench(Benchmark):
         "(temperature 0, cached)",
         "VLMEvalKit writes each TSV image to <index>.jpg through PIL before sending (a JPEG re-encode at the "
         "stored size); evalkit sends the stored bytes",
-        "the extractor request is evalkit's own prompt over the answer without its <think> block until the "
-        "judge step tells the benchmark the run's mode (VLMEvalKit: its own prompt over the whole answer)",
     )
 
     @dataclass(frozen=True)
@@ -207,9 +205,9 @@ class TDBench(Benchmark):
             return Parsed(None, "refusal", refusal=True)
         return Parsed(letter, "rule") if letter else Parsed(None, "unparsed")
 
-    def judge_request(self, query: Query, text: str, mode: str | None = None) -> JudgeRequest | None:
-        """Official mode: VLMEvalKit's extractor prompt over the whole reply. Otherwise (robust, or a
-        caller that does not say) evalkit's own prompt over the reply without its thinking."""
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
+        """Official mode: VLMEvalKit's extractor prompt over the whole reply. Robust mode: evalkit's own
+        prompt over the reply without its thinking."""
         if query.meta.get("task") == "grounding":
             return None
         question = str(query.meta.get("question") or query.prompt_text())

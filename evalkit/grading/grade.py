@@ -41,7 +41,7 @@ class BenchmarkRules(Protocol):
 
     def parse(self, query: Query, text: str, mode: str) -> Parsed: ...
 
-    def judge_request(self, query: Query, text: str) -> JudgeRequest | None: ...
+    def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None: ...
 
     def judge_verdict(self, query: Query, response: str, reply: str, valid: Sequence[str], mode: str) -> Parsed: ...
 
@@ -93,7 +93,7 @@ async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], rec
         query = queries.get(rec.query_id)
         if query is None or not needs_judge(rec):
             continue
-        jr = bench.judge_request(query, rec.response or "")
+        jr = bench.judge_request(query, rec.response or "", mode)
         if jr is None:
             continue
         jid = "judge:" + rec.query_id
