@@ -135,21 +135,23 @@ def simulate_sample_run(tmp_path: Path, **opts):
 # prompts
 
 
-def test_prompt_files_are_the_papers_figures() -> None:
-    normal = read_prompt("if-bench", "normal_en.txt")
+def test_paper_prompt_files_are_the_papers_figures() -> None:
+    """`--if-prompt paper` (0.1's requests); the official strings are tested in test_ifbench_official.py."""
+    normal = read_prompt("if-bench", "paper_normal_en.txt")
     assert normal.startswith("You are a professional multimodal large language model assistant.")
     assert "1. One infrared image.\n2. One question related to the image." in normal
     assert normal.endswith("The input question is: <input_question>.\nThe input options are: <input_options>.")
     assert len(normal.splitlines()) == 17
-    pair = read_prompt("if-bench", "pair_en.txt")
+    pair = read_prompt("if-bench", "paper_pair_en.txt")
     assert "1. One infrared image and one corresponding RGB image. The RGB image is translated" in pair
-    prior = read_prompt("if-bench", "prior_en.txt")
+    prior = read_prompt("if-bench", "paper_prior_en.txt")
     assert prior.startswith(normal + "\n\nWhen completing the above tasks, please refer to the following prior")
-    assert read_prompt("if-bench", "prior_pair_en.txt").startswith(pair + "\n\nWhen completing the above tasks")
+    assert read_prompt("if-bench", "paper_prior_pair_en.txt").startswith(pair + "\n\nWhen completing the above tasks")
     for kind in ("normal", "pair", "prior", "prior_pair", "translated"):
-        cn = read_prompt("if-bench", f"{kind}_cn.txt")
-        assert "<input_question>" in cn and "<input_options>" in cn and "红外" in cn
-    fig11 = read_prompt("extract", "if-bench.txt")
+        for prefix in ("", "paper_"):
+            cn = read_prompt("if-bench", f"{prefix}{kind}_cn.txt")
+            assert "<input_question>" in cn and "<input_options>" in cn and "红外" in cn
+    fig11 = read_prompt("extract", "if-bench-paper.txt")  # robust mode's extractor prompt
     assert fig11.startswith("You are a professional large model. You will receive responses")
     assert fig11.endswith("\n\nInput: <input_response>")
 
@@ -172,7 +174,7 @@ def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
 
 
 def test_query_shape_ids_and_language_text() -> None:
-    _, items, queries, _ = prepare("if-bench", {})
+    _, items, queries, _ = prepare("if-bench", {"if_prompt": "paper"})
     assert len(items) == 20 and len(queries) == 160
     q = queries[0]
     assert q.id == f"{q.item_id}|s0|en" and q.base_id == q.item_id and q.variant == {"shift": 0, "lang": "en"}
@@ -201,10 +203,12 @@ def test_golden_parser_rules() -> None:
     assert robust_rule("**C**").answer == "C"
     assert robust_rule("I'm sorry, I cannot help with that.").refusal
     prompt = extractor_prompt("<think>x</think> **C**")
-    assert prompt.endswith("Input: **C**")
+    assert prompt is not None and prompt.endswith("Input: **C**\n    ")  # the official prompt's tail
     assert judge_answer("if-bench", prompt) == "C"
     assert judge_answer("if-bench", extractor_prompt("I cannot tell.")) == "F"
-    assert parse_judge_reply("F", JUDGE_VALID) == "F"  # scored wrong
+    robust = extractor_prompt("<think>x</think> **C**", "robust")
+    assert robust is not None and robust.endswith("\nInput: **C**") and judge_answer("if-bench", robust) == "C"
+    assert parse_judge_reply("F", JUDGE_VALID) == "F"  # robust: scored wrong
     assert parse_judge_reply("C", JUDGE_VALID) == "C"
 
 
@@ -233,12 +237,12 @@ def test_golden_answers_end_to_end_with_the_extractor(tmp_path: Path) -> None:
     assert got[2] == ("C", "llm", golds[2] == "C")
     assert got[3] == ("B", "first_char", golds[3] == "B")
     assert got[4] == ("", "empty", False)
-    assert got[5] == ("F", "llm", False)
+    assert got[5] == (None, "llm_unresolved", False)  # official: the extractor's "F" is not A-D
     j = res.summary["metrics"]["judgment"]
-    assert j["extractor_used"] == 2 and j["official_needs_extractor"] == 2
+    assert j["extractor_used"] == 2 and j["official_needs_extractor"] == 2 and j["extractor_unresolved"] == 1
     assert j["robust_needs_extractor"] == 0  # robust: "**C**" is C, "I cannot tell." a refusal
     assert j["modes_differ"] == 1  # "Answer: C": A officially, C robustly
-    assert res.summary["counts"]["unparsed"] == 0
+    assert res.summary["counts"]["unparsed"] == 1  # the "F": no answer, wrong (the official fallback is wrong too)
     robust, recs_r, _, _ = _replay_run(tmp_path, replies, "robust", mode="robust")
     assert recs_r[1].parsed == "C" and recs_r[2].parsed == "C" and recs_r[2].parse_method == "rule"
     assert recs_r[5].refusal and recs_r[5].parse_method == "refusal" and robust.summary["counts"]["refusals"] == 1
@@ -306,7 +310,8 @@ def test_translate_then_genvip_prior_queries(tmp_path: Path, monkeypatch: pytest
     assert Path(str(parts[0].ref.value)).name == Path(str(parts[1].ref.value)).name
     text = q.prompt_text()
     assert "One infrared image and one corresponding RGB image" in text
-    assert text.rstrip().endswith("which may cause brightness differences in the resulting images.")
+    # the official layout: the prior between the task and the guidelines
+    assert "which may cause brightness differences in the resulting images.\n\n    Evaluation Guidelines:" in text
     _, _, tq, _ = prepare("if-bench", {"translated": True, "prior": True})
     tparts = tq[0].messages[0].parts
     assert len(tparts) == 2 and "translated_rgb_imgs" in str(tparts[0].ref.value)

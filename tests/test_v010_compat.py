@@ -31,7 +31,7 @@ from evalkit.sim.server import SimThread
 
 FIXTURES = Path(__file__).parent / "fixtures" / "v010"
 # benchmarks whose official requests differ from what 0.1.0 sent (its own prompt wording or image sizes)
-OFFICIAL_REQUESTS_CHANGED = {"mme-realworld", "tdbench"}
+OFFICIAL_REQUESTS_CHANGED = {"if-bench", "mme-realworld", "tdbench"}
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").is_file())
 
 

@@ -1,10 +1,12 @@
 """IF-Bench (infrared 4-option MCQ): circular x bilingual evaluation, hybrid judgment, GenViP.
 
-Protocol: docs/protocols.md and the paper (arXiv 2512.09663). Every item is asked under
-the 4 circular shifts in English and in Chinese (680 x 8 = 5,440 queries). Official
-judgment is the first character of the reply (after `</think>`), with the paper's
-Figure 11 LLM extractor when that character is not A-D; robust mode tries a proper letter
-parser first. GenViP pairs each infrared image with its RGB translation (IR first).
+Protocol: docs/protocols.md, docs/official-ifbench.md and the paper (arXiv 2512.09663). Every
+item is asked under the 4 circular shifts in English and in Chinese (680 x 8 = 5,440 queries),
+with the official code's prompt strings (casiatao/IF-Bench@fc784fc, evaluate/bench_evaluate.py)
+unless `--if-prompt paper`. Official judgment is the first character of the reply (after
+`</think>`), with the official extractor (evaluate/qwen3_infer.py) when that character is not A-D,
+whose reply counts only when it starts with A-D; robust mode tries a proper letter parser first and
+reads the extractor leniently. GenViP pairs each infrared image with its RGB translation (IR first).
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
-from evalkit.grading.extract import is_refusal, parse_letter
+from evalkit.grading.extract import is_refusal, parse_judge_reply, parse_letter, strip_reasoning
 from evalkit.metrics.ifbench import Scored, ifbench_metrics, item_scores
 from evalkit.protocols.circular import all_shifts
 
 LETTERS = ("A", "B", "C", "D")
 _PLACEHOLDER = re.compile(r"<input_question>|<input_options>")
-JUDGE_VALID = (*LETTERS, "F")  # "F": the extractor found no option; scored wrong like the official code
+JUDGE_VALID = (*LETTERS, "F")  # robust: "F" (the extractor found no option) is an answer, scored wrong
+PROMPT_SETS = ("official", "paper")  # --if-prompt: the official code's strings, or the paper's figures
 
 
 # ---------------------------------------------------------------------------------------
@@ -47,6 +50,16 @@ def fill(template: str, question: str, options: Mapping[str, str]) -> str:
     """Replace the paper's placeholders in one pass (a question holding one stays as is)."""
     values = {"<input_question>": question, "<input_options>": render_options(options)}
     return _PLACEHOLDER.sub(lambda m: values[m.group(0)], template)
+
+
+def official_fill(template: str, question: str, options: Mapping[str, str]) -> str:
+    """The official construction: replace the question, then the options (`str()` of the dict) in the result."""
+    return template.replace("<input_question>", str(question)).replace("<input_options>", render_options(options))
+
+
+def prompt_file(kind: str, lang: str, prompt_set: str | None) -> str:
+    """prompts/if-bench/ file of a prompt: `<kind>_<lang>.txt` (official) or `paper_<kind>_<lang>.txt`."""
+    return f"{kind}_{lang}.txt" if (prompt_set or "official") == "official" else f"paper_{kind}_{lang}.txt"
 
 
 def prompt_kind(options: Mapping[str, Any]) -> str:
@@ -106,9 +119,35 @@ def robust_rule(text: str | None, options: Mapping[str, str] | None = None) -> P
     return Parsed(None, "unparsed")
 
 
-def extractor_prompt(text: str | None) -> str:
-    """The paper's Figure 11 prompt with the (thinking-stripped) response in place."""
-    return read_prompt("extract", "if-bench.txt").replace("<input_response>", after_think(text), 1)
+def without_thinking(text: str | None) -> str:
+    """The reply with no thinking text: after the last `</think>`, and nothing of an unclosed `<think>`."""
+    body = strip_reasoning(text)
+    return "" if body.lower().startswith("<think>") else body
+
+
+def extractor_prompt(text: str | None, mode: str = "official") -> str | None:
+    """The extractor's request for a reply (None: nothing to show it).
+
+    Official (evaluate/qwen3_infer.py `llm_check_infer`): its indented prompt with the reply exactly
+    as the first-character rule saw it (stripped, after the last `</think>`; an unclosed `<think>`
+    block goes as is). Robust: the paper's Figure 11 layout with the reply without any thinking.
+    """
+    if mode == "official":
+        return read_prompt("extract", "if-bench.txt").replace("<input_response>", after_think(text))
+    body = without_thinking(text)
+    return read_prompt("extract", "if-bench-paper.txt").replace("<input_response>", body, 1) if body else None
+
+
+def official_reply_letter(reply: str | None) -> str | None:
+    """The official use of an extractor reply: its text after the last `</think>`, newlines (only)
+    stripped from both ends, counts only when its first character is A-D, and then that character is
+    the answer ("Based on..." is B). Else None: the official code keeps the original reply, whose first
+    character is never A-D there (that is why it was asked), so the answer is wrong either way."""
+    content = reply or ""
+    if "</think>" in content:
+        content = content.rsplit("</think>", 1)[1]
+    content = content.strip("\n")
+    return content[0] if content and content[0] in LETTERS else None
 
 
 def judgment_counts(records: Sequence[Record], options_of: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
@@ -146,10 +185,20 @@ class IFBench(Benchmark):
     name = "if-bench"
     default_data = "if-bench/if_bench_sample.json"
     headline_metric = "Avg"
+    official_source = "casiatao/IF-Bench@fc784fc (evaluate/bench_evaluate.py, evaluate/qwen3_infer.py)"
+    deviations = (
+        "the extractor is the model --judge names, asked once at temperature 0 with replies capped at 64 tokens "
+        "(cached); the official one is a local Qwen/Qwen3-8B, thinking off, with its default generation settings",
+        "without --judge, a reply whose first character is not A-D stays unparsed and counts wrong; the official "
+        "code always asks its extractor",
+    )
 
     @dataclass(frozen=True)
     class Options:
         lang: str | None = option(help="if-bench: languages to ask, en, cn or en,cn (default both)")
+        if_prompt: str = option("official", help="if-bench: request text, official (the official code's English "
+                                                 "and Chinese strings, default) or paper (the paper's figures, "
+                                                 "as evalkit 0.1 sent them)", choices=PROMPT_SETS)
         genvip: bool = option(False, help="if-bench: GenViP, ask with the IR image then its RGB translation "
                                           "(--translated-images)")
         prior: bool = option(False, help="if-bench: add the textual prior (Fig. 13)")
@@ -192,15 +241,17 @@ class IFBench(Benchmark):
         items = []
         for (where, row), item_id in zip(rows, item_ids([r for _, r in rows]), strict=True):
             refs = []
-            for folder, label in ((ir_dir, "image"), (rgb_dir, "translated image")):
+            # as the official code: the infrared image under its path, its translation by file name alone
+            for folder, label, name in ((ir_dir, "image", row["image"]),
+                                        (rgb_dir, "translated image", Path(row["image"]).name)):
                 if folder is None:
                     continue
-                found = find_image(folder, row["image"])
+                found = find_image(folder, name)
                 if found is None:
                     if not skip:
-                        raise EvalkitError(f"{where}: {label} not found: {folder / row['image']} "
+                        raise EvalkitError(f"{where}: {label} not found: {folder / name} "
                                            f"(use --skip-missing to skip such items)")
-                    self.skipped.append(str(folder / row["image"]))
+                    self.skipped.append(str(folder / name))
                     break
                 refs.append(ImageRef.from_path(str(found)))
             else:
@@ -212,7 +263,9 @@ class IFBench(Benchmark):
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
         kind = prompt_kind(options)
         langs = parse_langs(options.get("lang"))
-        templates = {lang: read_prompt("if-bench", f"{kind}_{lang}.txt") for lang in langs}
+        prompt_set = options.get("if_prompt") or "official"
+        templates = {lang: read_prompt("if-bench", prompt_file(kind, lang, prompt_set)) for lang in langs}
+        filler = official_fill if prompt_set == "official" else fill
         transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
         params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or 1024))
         for item in items:
@@ -228,7 +281,7 @@ class IFBench(Benchmark):
                     yield Query(
                         id=f"{item.id}|s{shift}|{lang}", item_id=item.id, base_id=item.id,
                         variant={"shift": shift, "lang": lang},
-                        messages=(Message.user(*parts, fill(templates[lang], question, shown)),),
+                        messages=(Message.user(*parts, filler(templates[lang], question, shown)),),
                         gold=gold, options=shown, params=params, category=item.category,
                         meta={"lang": lang, "question": question},
                     )
@@ -240,7 +293,16 @@ class IFBench(Benchmark):
         return official_rule(text, tuple(query.options) or LETTERS)
 
     def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
-        return JudgeRequest(prompt=extractor_prompt(text), valid=JUDGE_VALID)
+        prompt = extractor_prompt(text, mode)
+        if prompt is None:
+            return None  # robust: only thinking, nothing an extractor may see
+        return JudgeRequest(prompt=prompt, valid=LETTERS if mode == "official" else JUDGE_VALID)
+
+    def judge_verdict(self, query: Query, response: str, reply: str, valid: Sequence[str], mode: str) -> Parsed:
+        """Official: the reply's first character if A-D (`official_reply_letter`), else unresolved (wrong,
+        as the official fallback is). Robust: its first valid token anywhere, "F" an answer scored wrong."""
+        answer = official_reply_letter(reply) if mode == "official" else parse_judge_reply(reply, valid)
+        return Parsed(answer, "llm") if answer is not None else Parsed(None, "llm_unresolved")
 
     # ---- aggregate ---------------------------------------------------------------------
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
@@ -250,6 +312,7 @@ class IFBench(Benchmark):
         unparsed = sum(1 for r in records if r.error is None and r.parsed is None and not r.refusal)
         metrics["judgment"]["unparsed_counted_wrong"] = unparsed
         metrics["prompt"] = prompt_kind(options)
+        metrics["prompt_set"] = options.get("if_prompt") or "official"
         metrics["n_items"] = len({r.item_id for r in records})
         metrics["skipped_missing_images"] = len(self.skipped)
         return metrics
@@ -292,6 +355,12 @@ class IFBench(Benchmark):
     def _outcomes(records: Sequence[Record]) -> list[Scored]:
         return [Scored(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
                         r.correct is True) for r in records]
+
+    def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[Any]:  # ReportTables
+        """The paper's Table 2 as one row, then dimensions × language (evalkit.benchmarks.ifbench_tables)."""
+        from evalkit.benchmarks.ifbench_tables import ifbench_tables
+
+        return ifbench_tables(metrics, label)
 
 
 def _shown_options(records: Sequence[Record]) -> dict[str, dict[str, str]]:

@@ -42,7 +42,9 @@ from evalkit.benchmarks.tdbench_io import (
     variant_image,
     variant_text,
 )
+from evalkit.benchmarks.tdbench_tables import tdbench_tables
 from evalkit.core.errors import EvalkitError
+from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
@@ -291,6 +293,11 @@ class TDBench(Benchmark):
         keys = list(problems)
         values = [float(all(problems[k].get(rot) is True for rot in rotations)) for k in keys]
         return ScoreTable("RE", tuple(p for p, _ in keys), np.array(values), tuple(c for _, c in keys), 1.0)
+
+    def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[ReportTable]:
+        """The paper's Tables 2 and 3 as one row each, then the category, reliability, VLMEvalKit and
+        grounding tables (evalkit.benchmarks.tdbench_tables)."""
+        return tdbench_tables(metrics, label)
 
 
 def grounding_hit(parsed: str | None, gold: str, criterion: str, threshold: float) -> bool:

@@ -20,12 +20,14 @@ class ReportTable:
     console: bool = False  # shown on the console too (the headline table and the main detail table)
     units: str = "%"  # what the numbers are ("%", "0–1", ...)
     groups: list[str] = field(default_factory=list)  # row labels that are group rows (bold in reports)
+    decimals: int | None = None  # digits after the point as the paper prints them (None: by units)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "head": list(self.head), "rows": self.rows, "note": self.note,
-                "console": self.console, "units": self.units, "groups": self.groups}
+        out = {"title": self.title, "head": list(self.head), "rows": self.rows, "note": self.note,
+               "console": self.console, "units": self.units, "groups": self.groups}
+        return out if self.decimals is None else {**out, "decimals": self.decimals}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> ReportTable:
         return ReportTable(d["title"], tuple(d["head"]), d["rows"], d.get("note"), bool(d.get("console")),
-                           d.get("units", "%"), list(d.get("groups") or []))
+                           d.get("units", "%"), list(d.get("groups") or []), d.get("decimals"))

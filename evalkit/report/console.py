@@ -9,7 +9,7 @@ from rich.table import Table
 
 from evalkit.core.findings import count_line
 from evalkit.grading.failures import banner
-from evalkit.report.tables import count_rows, fmt, metric_rows, pct_ci, pvalue
+from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, pct_ci, pvalue
 
 if TYPE_CHECKING:
     from evalkit.analysis.comparison import Leaderboard
@@ -29,14 +29,17 @@ def _paper_table(t: dict[str, Any], width: int) -> Table:
     terminal, so the console stays short; report.md has them whole."""
     from rich import box
 
-    table = Table(title=t["title"], show_header=True, header_style="bold", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
-    cells = [[fmt(v) for v in row] for row in t["rows"]]
+    digits = decimals(t)
+    cells = [[fmt(v, digits) for v in row] for row in t["rows"]]
     heads = [name.replace(" ", "\n", 1) if i and " " in name else name  # "RGB-Txt QAcc" over two lines
              for i, name in enumerate(t["head"])]
     widths = [max([len(row[i]) for row in cells if i < len(row)] + [len(p) for p in heads[i].split("\n")])
               for i in range(len(heads))]
-    first = max(12, min(widths[0], width - sum(w + 3 for w in widths[1:]) - 3))  # padding and a rule
+    # a space of padding either side of a column's rule; none when that would not fit (IF-Bench's 11 columns)
+    gap = 3 if 12 + sum(w + 3 for w in widths[1:]) <= width else 1
+    table = Table(title=t["title"], show_header=True, header_style="bold", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, (gap - 1) // 2))
+    first = max(12, min(widths[0], width - sum(w + gap for w in widths[1:]) - gap))  # padding and a rule
     for i, name in enumerate(heads):
         if i == 0:
             table.add_column(name, no_wrap=True, overflow="ellipsis", width=first)

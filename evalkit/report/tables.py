@@ -6,9 +6,17 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def fmt(value: Any) -> str:
+def decimals(table: dict[str, Any]) -> int:
+    """Digits after the point for a report table (summary "tables" entry): its own `decimals` when the
+    paper prints a set number (IF-Bench: 1), else three for fractions (TDBench's 0–1) and two otherwise."""
+    if isinstance(table.get("decimals"), int):
+        return table["decimals"]
+    return 3 if table.get("units") == "0–1" else 2
+
+
+def fmt(value: Any, digits: int = 2) -> str:
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return f"{value:.{digits}f}"
     if value is None:
         return "—"
     return str(value)
@@ -45,11 +53,12 @@ def count_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def md_table(head: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> list[str]:
-    """A markdown table; `align` has one of l/r per column (default: first left, the rest right)."""
+def md_table(head: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "", digits: int = 2) -> list[str]:
+    """A markdown table; `align` has one of l/r per column (default: first left, the rest right),
+    floats with `digits` after the point."""
     align = align or "l" + "r" * (len(head) - 1)
     rule = "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"
-    return ["| " + " | ".join(head) + " |", rule] + ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
+    return ["| " + " | ".join(head) + " |", rule] + ["| " + " | ".join(fmt(c, digits) for c in row) + " |" for row in rows]
 
 
 def pct_ci(lo: float, hi: float) -> str:
