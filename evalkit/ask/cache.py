@@ -68,8 +68,11 @@ def _params_dict(params: GenParams) -> dict[str, Any]:
 
 
 def _params_dict_of(params: GenParams) -> dict[str, Any]:
-    """params.to_dict() with numeric fields normalised, so temperature=0 and 0.0 share a key."""
+    """params.to_dict() with numeric fields normalised, so temperature=0 and 0.0 share a key. A repeated
+    query's sample index (--repeats) enters from 1 on only: repeat 0 keeps the key of 0.1.0's request."""
     d = params.to_dict()
+    if params.repeat:
+        d["repeat"] = int(params.repeat)
     for name in ("temperature", "top_p"):
         if d.get(name) is not None:
             d[name] = float(d[name])

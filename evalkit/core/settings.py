@@ -92,6 +92,9 @@ class RunConfig:
                                     at_least=1)
     temperature: float | None = option(help="sampling temperature (default 0)", role="generation", at_least=0)
     seed: int | None = option(help="sampling seed sent to the model", role="generation")
+    repeats: int = option(1, help="ask every query N times (repeat r sends --seed + r); scores per repeat, their "
+                          "mean and spread, agreement, majority vote and pass@k (default 1)", role="operational",
+                          at_least=1)
     extra: dict[str, Any] | None = option(
         help='JSON object merged into the request body, e.g. \'{"guided_choice": ["A","B"]}\'', role="generation")
     max_side: int | None = option(help="downscale images so the longer side is at most N pixels", role="generation",

@@ -109,6 +109,8 @@ class GenParams:
 
     extra: provider/server-specific fields passed through verbatim in the request body,
     e.g. {"chat_template_kwargs": {"enable_thinking": False}} or {"guided_choice": ["A","B"]}.
+    repeat: which sample of a repeated query this is (--repeats). Never sent to a provider and left
+    out of to_dict(); the cache key holds it from 1 on, so repeat 0 keeps 0.1.0's key.
     """
 
     temperature: float = 0.0
@@ -117,6 +119,7 @@ class GenParams:
     stop: tuple[str, ...] | None = None
     top_p: float | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # sorted (key, value) pairs, hashable
+    repeat: int = 0
 
     @staticmethod
     def with_extra(extra: dict[str, Any] | None = None, **kw: Any) -> GenParams:
@@ -127,6 +130,7 @@ class GenParams:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["repeat"]  # not a request parameter (see the class docstring)
         d["extra"] = self.extra_dict()
         d["stop"] = list(self.stop) if self.stop else None
         return d
@@ -301,6 +305,7 @@ class Record:
     image_sizes: list[list[int]] = field(default_factory=list)  # [width, height] of each image as sent
     via: str | None = None  # "batch": answered by a provider batch (billed at the batch price); None: live
     served_by: str | None = None  # the model snapshot the reply named (provenance; None: not said)
+    repeat: int = 0  # which sample of its query (--repeats); query_id is then "<query id>#r<repeat>"
 
     def to_dict(self) -> dict[str, Any]:
         """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
@@ -308,6 +313,8 @@ class Record:
         for optional in ("via", "served_by"):  # unset: lines as they always were
             if d[optional] is None:
                 del d[optional]
+        if not d["repeat"]:
+            del d["repeat"]
         d["variant"] = dict(self.variant)
         d["usage"] = dict(self.usage)
         d["image_fps"] = list(self.image_fps)
@@ -354,6 +361,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _int(x) for k, x in v.items()),
     "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str,
+    "repeat": lambda v: _int(v) and v >= 0,
     "image_fps": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "image_sizes": lambda v: isinstance(v, list) and all(isinstance(x, list) and all(_int(n) for n in x) for x in v),
 }

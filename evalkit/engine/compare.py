@@ -19,6 +19,7 @@ from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.identity import protocol_view, saved_settings
 from evalkit.engine.records_read import damaged_note
+from evalkit.engine.repeats import compare_note, n_repeats
 from evalkit.engine.rundir import RunDir
 from evalkit.report.compare_md import write_comparison
 
@@ -143,10 +144,14 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     damage: list[str] = []
     runs = [load_run(Path(p), damage) for p in run_dirs]
     _label_all(runs)
+    sampled = [(r.label, n_repeats(r.summary), r.records) for r in runs]
+    for run in runs:  # the leaderboard ranks repeat 0, each run's headline (--repeats: docs/repeats.md)
+        run.records = [rec for rec in run.records if not rec.repeat]
     notes = check_compatible(runs) + damage
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
     options = runs[0].options
+    notes += [note] if (note := compare_note(bench, options, sampled)) else []
     results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed, chance=r.summary.get("chance_pct"))
                for r in runs]
     tables = {m.label: m.table for m in results if m.table is not None and m.table.n}

@@ -44,6 +44,7 @@ from evalkit.engine.identity import (
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.provenance import run_facts
 from evalkit.engine.records_read import damaged_note
+from evalkit.engine.repeats import add_repeats, first_repeat, mark, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.engine.shutdown import on_signals
@@ -161,6 +162,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     console: Console = s.hooks.get("console") or Console(stderr=True)
     spec, judge_spec = await _specs(cfg, env)
     prepared = prepare(bench_name, s.bench_dict())
+    prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
     queries = prepared.queries
     price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None:
@@ -170,6 +172,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
               "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
               "price": price.__dict__ if price else None, "options": s.options_dict(),
+              **({"repeats": cfg.repeats} if cfg.repeats > 1 else {}),
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
         summary = await dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
@@ -260,7 +263,7 @@ async def _evaluate(job: _Job) -> RunResult:
                                status=pool.status_line if pool is not None else runner.limiter.learned_line)
 
         def sink(outcome: Outcome) -> None:
-            rec = grade(bench, outcome.query, make_record(outcome, spec.label), cfg.mode)
+            rec = grade(bench, outcome.query, mark(make_record(outcome, spec.label), outcome.query), cfg.mode)
             records[rec.query_id] = rec
             fresh.add(rec.query_id)
             if rec.error is None or rec.query_id not in waiting:
@@ -313,9 +316,12 @@ async def _evaluate(job: _Job) -> RunResult:
                                 f"`evalkit report {rundir.path} --judge {job.judge_spec.label}` judges the rest "
                                 "later (or re-run the same command)")
     bench_opts = s.bench_dict()
-    summary = summarize(bench, ordered, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(queries),
+    first, first_ids = first_repeat(ordered, by_id)  # the scores are repeat 0's (with --repeats 1: every record)
+    summary = summarize(bench, first, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(first_ids),
                         options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
-                        queries=by_id, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
+                        queries=first_ids, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
+    if cfg.repeats > 1:
+        add_repeats(summary, bench, ordered, bench_opts, cfg.repeats, len(queries))
     summary.update(run_facts(rundir.path, ordered, identity, preflight.servers(), bench.official_source,
                              [records[q] for q in fresh], ask_s, runner))
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
@@ -337,7 +343,7 @@ async def _evaluate(job: _Job) -> RunResult:
         messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
                         f"{summary['missing']} queries not sent; re-run the same command to resume")
         summary["stopped"] = "max_cost"
-    analysis = publish(rundir, summary, bench, ordered, bench_opts, plots=False,  # summary.json, report.md
+    analysis = publish(rundir, summary, bench, first, bench_opts, plots=False,  # summary.json, report.md
                        figures=cfg.plots)
     rundir.rewrite_records(resume.final_lines(by_id, ordered))  # then the records in query order
     # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one

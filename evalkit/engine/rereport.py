@@ -24,6 +24,7 @@ from evalkit.core.settings import RunConfig
 from evalkit.engine.identity import saved_settings
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import DamagedLine, damaged_note
+from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records_off_loop, spec_of_identity
 from evalkit.engine.rundir import RunDir
 from evalkit.grading.grade import grade, judge_records, summarize
@@ -52,6 +53,8 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     settings = saved_settings(saved)
     bench_opts = settings.bench_dict()
     bench, items, queries, _ = prepare(identity["benchmark"], bench_opts)
+    repeats = int(config.get("repeats") or 1)  # --repeats N: the run's queries are N times these
+    queries = with_repeats(queries, repeats)
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
     damaged = list(rundir.damaged)
@@ -77,14 +80,17 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     for message in _notes(damaged, len(resume.changed)):
         console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
     rundir.rewrite_records(resume.final_lines(by_id, ordered))  # damaged lines go to records.damaged.jsonl
-    summary = summarize(bench, ordered, model=identity["model"], mode=mode, n_items=len(items),
-                        n_queries=len(queries), options=bench_opts, config=config,
-                        judge=judge_spec.label if judge_spec else config.get("judge"), queries=by_id,
+    first, first_ids = first_repeat(ordered, by_id)  # the scores are repeat 0's
+    summary = summarize(bench, first, model=identity["model"], mode=mode, n_items=len(items),
+                        n_queries=len(first_ids), options=bench_opts, config=config,
+                        judge=judge_spec.label if judge_spec else config.get("judge"), queries=first_ids,
                         not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
+    if repeats > 1:
+        add_repeats(summary, bench, ordered, bench_opts, repeats, len(queries))
     if older:
         summary["requests"] = OLDER_REQUESTS
         summary["older_requests"] = {"queries": len(older)}
-    publish(rundir, summary, bench, ordered, bench_opts)
+    publish(rundir, summary, bench, first, bench_opts)
     return summary
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.findings import SEVERITIES
 from evalkit.grading.failures import banner
-from evalkit.report.tables import fmt, md_table, metric_rows, pct_ci
+from evalkit.report.tables import decimals, fmt, md_table, metric_rows, pct_ci
 
 if TYPE_CHECKING:
     from evalkit.analysis.result import ModelResult
@@ -36,6 +36,33 @@ def _findings(summary: dict[str, Any]) -> list[str]:
     rows = [[f["severity"], f["kind"], f.get("file") or "", ", ".join(f.get("items") or []), f["message"]]
             for f in found]
     return ["## Data findings", "", *md_table(("severity", "kind", "file", "items", "message"), rows, "lllll"), ""]
+
+
+def _repeats(summary: dict[str, Any]) -> list[str]:
+    """--repeats N: each repeat's official scores with their mean and sample sd, then how the repeats agree."""
+    rep = summary.get("repeats")
+    if not rep:
+        return []
+    names = list(dict.fromkeys(k for r in rep["per_repeat"] for k in r["scores"]))
+    rows: list[list[Any]] = [[r["repeat"], *(r["scores"].get(k) for k in names)] for r in rep["per_repeat"]]
+    rows += [["**mean**", *(rep["mean"].get(k) for k in names)], ["**sd**", *(rep["sd"].get(k) for k in names)]]
+    missing = (f", {rep['missing']:,} missing" if rep["missing"] else "") + \
+        (f", {rep['errors']:,} failed" if rep.get("errors") else "")
+    lines = ["## Repeats", "", f"Every query asked {rep['n']} times ({rep['queries']:,} queries{missing}); the "
+             f"official numbers above are repeat 0's. sd: sample standard deviation over the repeats.", "",
+             *md_table(("repeat", *names), rows), ""]
+    agree = rep.get("agreement") or {}
+    if agree.get("queries"):
+        lines += [f"Agreement over {agree['queries']:,} queries: **{fmt(agree['all_same_pct'])}%** answered the same "
+                  f"in every repeat; the most frequent answer is {fmt(agree['modal_share_pct'])}% of a query's "
+                  "answers on average.", ""]
+    votes = []
+    if rep.get("majority_vote_pct") is not None:
+        votes.append(f"majority vote **{fmt(rep['majority_vote_pct'])}%**")
+    votes += [f"pass@{k} {fmt(v)}%" for k, v in (rep.get("pass_at_k") or {}).items() if v is not None]
+    if votes:
+        lines += ["Over the repeats: " + " · ".join(votes) + ".", ""]
+    return lines
 
 
 def _counts(summary: dict[str, Any]) -> list[str]:
@@ -139,11 +166,11 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     if not failures or failures["answered"]:
         wrong = " (failed queries count as wrong)" if failures else ""
         for t in summary.get("tables") or []:
-            lines += [f"## {t['title']}{wrong}", "", *md_table(t["head"], _bold(t)), ""]
+            lines += [f"## {t['title']}{wrong}", "", *md_table(t["head"], _bold(t), digits=decimals(t)), ""]
             lines += [f"_{t['note']}_", ""] if t.get("note") else []
         lines += ["## Official metrics" + wrong, "", *_headline(summary),
                   *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
-    lines += _findings(summary)
+    lines += _repeats(summary) + _findings(summary)
     if summary.get("metrics_answered"):
         lines += [f"## metrics_answered: over the {failures['answered']:,} answered queries only", "",
                   *md_table(("metric", "value"), metric_rows(summary["metrics_answered"])), ""]

@@ -22,6 +22,9 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--g", type=float, default=None, help="accuracy when guessing (default 1/number of options)")
     g.add_argument("--seed", type=int, default=0, help="seed of every simulated draw (default 0)")
     g.add_argument("--style", choices=STYLES, default="letter", help="how replies are worded (default letter)")
+    g.add_argument("--sample-rate", type=float, default=0.0,
+                   help="share of sampled requests (temperature > 0 or a seed) answered otherwise: a different answer "
+                        "per seed, or per identical request without one (default 0: deterministic)")
     g.add_argument("--served-model-name", default="sim-model", help="name listed by /v1/models")
     g.add_argument("--strict-model", action="store_true", help="404 for other model names, like vLLM")
     f = parser.add_argument_group("faults and limits")
@@ -62,7 +65,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         rate_headers=args.rate_headers,
         seed=args.seed,
     )
-    params = SimParams(theta=args.theta, r=args.r, g=args.g, seed=args.seed, style=args.style)
+    params = SimParams(theta=args.theta, r=args.r, g=args.g, seed=args.seed, style=args.style,
+                       sample_rate=args.sample_rate)
     return SimConfig(
         answer_key=key,
         params=params,

@@ -4,6 +4,12 @@ Its behaviour follows the reliability model evalkit measures: a base question is
 probability theta; a known question is answered correctly with probability r, an unknown one with
 probability g (a guess). Every draw is a sha256-derived uniform number, so the same request gets
 the same answer in every process and on every run, which is what caching and resume tests need.
+
+With `sample_rate` > 0 the model samples, as a reasoning model does: a request with a temperature
+above 0 or a seed gets another answer than its own with that probability, drawn per (request,
+sample). The sample is the request's seed when it sends one; without a seed, identical requests
+cannot be told apart by their content, so the k-th identical request this server answers gets
+sample k (a retry draws again too). The first seedless request is sample 0.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalkit.sim.answerkey import AnswerEntry, AnswerKey
@@ -35,17 +41,45 @@ _NO = re.compile(r"\bno\b", re.IGNORECASE)
 @dataclass(frozen=True)
 class SimParams:
     """theta: share of base questions known; r: accuracy when known; g: accuracy when guessing
-    (None: 1 / number of options); style: how the reply is worded (see STYLES)."""
+    (None: 1 / number of options); style: how the reply is worded (see STYLES); sample_rate: share of
+    sampled requests (temperature > 0 or a seed) answered otherwise than the model's own answer."""
 
     theta: float = 1.0
     r: float = 1.0
     g: float | None = None
     seed: int = 0
     style: str = "letter"
+    sample_rate: float = 0.0
 
     def __post_init__(self) -> None:
         if self.style not in STYLES:
             raise ValueError(f"unknown sim style {self.style!r}; expected one of {', '.join(STYLES)}")
+        if not 0.0 <= self.sample_rate <= 1.0:
+            raise ValueError(f"sample rate must be within 0..1, not {self.sample_rate}")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What a request body says about sampling (None: not sent)."""
+
+    temperature: float | None = None
+    seed: int | None = None
+
+    @property
+    def sampled(self) -> bool:
+        return (self.temperature is not None and self.temperature > 0) or self.seed is not None
+
+
+def sampling_of(body: Any) -> Sampling:
+    """Temperature and seed of a body in any dialect: OpenAI / vLLM and Anthropic at the top level
+    (Anthropic sends no seed), Gemini in generationConfig (or generation_config)."""
+    if not isinstance(body, dict):
+        return Sampling()
+    config = body.get("generationConfig", body.get("generation_config"))
+    where = config if isinstance(config, dict) else body
+    temperature, seed = where.get("temperature"), where.get("seed")
+    return Sampling(float(temperature) if isinstance(temperature, int | float) and not isinstance(temperature, bool)
+                    else None, seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
 
 
 @dataclass(frozen=True)
@@ -103,13 +137,15 @@ def _default_prompt_dirs() -> list[Path]:
 
 
 def judge_heads(prompt_dirs: list[Path] | None = None) -> dict[str, str]:
-    """First line of each extractor prompt -> its kind ("mcq" / "yesno"); empty if not found."""
+    """First non-blank line of each extractor prompt -> its kind ("mcq" / "yesno" / "if-bench"); empty
+    if not found. Requests are matched on their text without leading whitespace (IF-Bench's official
+    extractor prompt starts with a newline and indents its lines)."""
     heads: dict[str, str] = {}
-    for kind in ("mcq", "yesno", "if-bench"):
+    for kind, file in (("mcq", "mcq"), ("yesno", "yesno"), ("if-bench", "if-bench"), ("if-bench", "if-bench-paper")):
         for d in prompt_dirs or _default_prompt_dirs():
-            path = d / "extract" / f"{kind}.txt"
+            path = d / "extract" / f"{file}.txt"
             if path.is_file():
-                first = path.read_text(encoding="utf-8").splitlines()[0].strip()
+                first = next((ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()), "")
                 if first:
                     heads[first] = kind
                 break
@@ -118,8 +154,9 @@ def judge_heads(prompt_dirs: list[Path] | None = None) -> dict[str, str]:
 
 def judge_answer(kind: str, text: str) -> str:
     """What a careful judge replies to an extractor prompt: the chosen letter, or Z / Unknown."""
-    if kind == "if-bench":  # paper Fig. 11: only the response ("Input: ..."), A-D, or F for none
-        reply = text[text.rfind("\nInput: ") + len("\nInput: "):] if "\nInput: " in text else ""
+    if kind == "if-bench":  # only the response ("Input: ...", maybe indented), A-D, or F for none
+        inputs = list(re.finditer(r"\n[ \t]*Input: ", text))
+        reply = text[inputs[-1].end():] if inputs else ""
         found = {m.group(1) for m in _STANDALONE_LETTER.finditer(reply)} & set("ABCD")
         ordinal = [i for i, word in enumerate(ORDINALS[:4]) if re.search(rf"\b{word}\b", reply.lower())]
         return found.pop() if len(found) == 1 else "ABCD"[ordinal[0]] if not found and len(ordinal) == 1 else "F"
@@ -148,13 +185,15 @@ def judge_answer(kind: str, text: str) -> str:
 
 
 class SimModel:
-    """Answers requests from an answer key; pure apart from the judge prompts it reads once."""
+    """Answers requests from an answer key; pure apart from the judge prompts it reads once and the count
+    of seedless sampled requests (see the module docstring)."""
 
     def __init__(self, params: SimParams | None = None, key: AnswerKey | None = None,
                  prompt_dirs: list[Path] | None = None) -> None:
         self.params = params or SimParams()
         self.key = key
         self._judge_heads = judge_heads(prompt_dirs)
+        self._asked: dict[tuple[Any, ...], int] = {}  # seedless sampled requests answered so far, by content
 
     # -- decisions -----------------------------------------------------------------------
 
@@ -187,6 +226,23 @@ class SimModel:
         if not others:
             return "B" if entry.answer == "A" else "A"
         return others[int(uniform(*ident, "wrong") * len(others))]
+
+    def sample(self, answer: str, choices: list[str], text: str, fps: list[str], sampling: Sampling | None) -> str:
+        """The answer of this sample: the model's own, or with probability sample_rate another of the
+        choices (see the module docstring for which sample a request is)."""
+        if self.params.sample_rate <= 0 or sampling is None or not sampling.sampled:
+            return answer
+        if sampling.seed is not None:
+            index = f"seed {sampling.seed}"
+        else:
+            content = (text, *fps, sampling.temperature)
+            index = f"draw {self._asked.get(content, 0)}"
+            self._asked[content] = self._asked.get(content, 0) + 1
+        ident = (self.params.seed, "sample", text, *fps, index)
+        others = [c for c in choices if c != answer]
+        if not others or uniform(*ident) >= self.params.sample_rate:
+            return answer
+        return others[int(uniform(*ident, "which") * len(others))]
 
     # -- wording -------------------------------------------------------------------------
 
@@ -227,10 +283,11 @@ class SimModel:
 
     # -- entry point ---------------------------------------------------------------------
 
-    def reply(self, text: str, fps: list[str]) -> SimReply:
-        """The reply to one request, given only what is in its body."""
+    def reply(self, text: str, fps: list[str], sampling: Sampling | None = None) -> SimReply:
+        """The reply to one request, given only what is in its body (`sampling`: its temperature and seed)."""
+        opening = text.lstrip()  # extractor prompts are recognised by their first line
         for head, kind in self._judge_heads.items():
-            if text.startswith(head):
+            if opening.startswith(head):
                 return SimReply(judge_answer(kind, text), None, "judge")
         entry = self.key.lookup(text, fps) if self.key is not None else None
         if entry is not None and entry.reply is not None:
@@ -238,12 +295,13 @@ class SimModel:
         style = self.style_for(text, fps)
         letters = prompt_letters(text)
         if entry is not None:
-            answer = self.decide(entry, text)
+            answer = self.sample(self.decide(entry, text), self.choices(entry, text), text, fps, sampling)
             options = entry.options or prompt_options(text)
             source = "key"
         else:
             pool = letters or ["A"]
-            answer = pool[int(uniform(self.params.seed, "unknown", text) * len(pool))]
+            answer = self.sample(pool[int(uniform(self.params.seed, "unknown", text) * len(pool))], pool, text, fps,
+                                 sampling)
             options = prompt_options(text)
             source = "unknown"
         content = self.render(style, answer, options, letters)

@@ -26,7 +26,7 @@ from evalkit.sim.edits import handle_image_edit
 from evalkit.sim.hostile import add_hostile_routes
 from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
-from evalkit.sim.model import estimate_tokens, image_tokens
+from evalkit.sim.model import estimate_tokens, image_tokens, sampling_of
 from evalkit.sim.state import STATE, SimConfig, SimState
 from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
 
@@ -98,7 +98,7 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
     """The simulated model's answer to a parsed request, in the dialect's shape (live calls and batch
     lines alike), counted as a completion."""
     fps = [fp for fp, _, _ in fps_info]
-    reply = state.model.reply(req.text, fps)
+    reply = state.model.reply(req.text, fps, sampling_of(body))
     if reply.source == "unknown" and state.config.answer_key is not None and len(state.config.answer_key):
         state.counters.unkeyed_request()  # asked what its key does not hold: answered at chance
     content, finish = shape_reply(reply.content, reply.answer, req)
