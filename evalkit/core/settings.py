@@ -20,6 +20,7 @@ import dataclasses
 import difflib
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -45,6 +46,39 @@ def option(default: Any = None, *, help: str, role: str = "identity", flag: str 
 
 def flag_of(f: dataclasses.Field[Any]) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+# ---- the reasoning switch: which provider takes what (the wire fields: providers/reasoning.py) ----
+
+REASONING_EFFORTS = ("none", "low", "medium", "high")
+ANTHROPIC_MIN_BUDGET = 1024  # docs.anthropic.com, extended thinking: budget_tokens >= 1024
+_O_SERIES = re.compile(r"^o\d")  # OpenAI o-series: reasoning cannot be switched off, lowest effort is "low"
+
+
+def reasoning_problem(provider: str, model: str, effort: str | None, budget: int | None) -> str | None:
+    """Why `--reasoning-effort` / `--thinking-budget` cannot go to PROVIDER/MODEL (one line naming the flag
+    and the provider), or None. OpenAI has effort levels and no budget; chat templates (vllm/,
+    openai-compatible/) switch thinking on or off only."""
+    if effort is None and budget is None:
+        return None
+    if effort is not None and budget is not None:
+        return "give --reasoning-effort or --thinking-budget, not both"
+    if effort is not None and effort not in REASONING_EFFORTS:
+        return f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, not {effort!r}"
+    if budget is not None:
+        if budget < 0:
+            return f"--thinking-budget must be at least 0, not {budget}"
+        if provider == "openai":
+            return "--thinking-budget: openai/ takes no thinking budget; use --reasoning-effort low|medium|high"
+        if provider in ("vllm", "openai-compatible"):
+            return (f"--thinking-budget: {provider}/ servers take no thinking budget (chat templates switch "
+                    f"thinking on or off); use --reasoning-effort")
+        if provider == "anthropic" and 0 < budget < ANTHROPIC_MIN_BUDGET:
+            return (f"--thinking-budget: anthropic/ needs at least {ANTHROPIC_MIN_BUDGET} tokens "
+                    f"(0 for no thinking), not {budget}")
+    if provider == "openai" and effort == "none" and _O_SERIES.match(model):
+        return f"--reasoning-effort none: openai/{model} cannot switch reasoning off (its lowest is low)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -92,6 +126,12 @@ class RunConfig:
                                     at_least=1)
     temperature: float | None = option(help="sampling temperature (default 0)", role="generation", at_least=0)
     seed: int | None = option(help="sampling seed sent to the model", role="generation")
+    reasoning_effort: str | None = option(help="how much the model reasons, mapped per provider: openai/ "
+                                          "reasoning_effort, anthropic/ and google/ a thinking budget, vllm/ "
+                                          "enable_thinking (docs/reasoning.md)", role="generation",
+                                          choices=REASONING_EFFORTS)
+    thinking_budget: int | None = option(help="thinking tokens (anthropic/, google/; 0 = no thinking)",
+                                         role="generation", at_least=0, metavar="TOKENS")
     repeats: int = option(1, help="ask every query N times (repeat r sends --seed + r); scores per repeat, their "
                           "mean and spread, agreement, majority vote and pass@k (default 1)", role="operational",
                           at_least=1)
@@ -119,6 +159,12 @@ class RunConfig:
                                  "--batch-timeout", role="operational", choices=("none", "live"))
     group_images: bool = option(True, help="do not send questions on the same image back to back",
                                 role="operational", flag="--no-group-images")
+
+    def __post_init__(self) -> None:
+        provider, _, name = self.model.partition("/")
+        problem = reasoning_problem(provider, name, self.reasoning_effort, self.thinking_budget)
+        if problem is not None:  # refused before anything is written
+            raise EvalkitError(problem)
 
     def cache_path(self, env: Mapping[str, str]) -> str:
         return self.cache_dir or env.get("EVALKIT_CACHE_DIR") or "cache"

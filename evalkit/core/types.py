@@ -111,6 +111,8 @@ class GenParams:
     e.g. {"chat_template_kwargs": {"enable_thinking": False}} or {"guided_choice": ["A","B"]}.
     repeat: which sample of a repeated query this is (--repeats). Never sent to a provider and left
     out of to_dict(); the cache key holds it from 1 on, so repeat 0 keeps 0.1.0's key.
+    reasoning_effort / thinking_budget: the provider-neutral reasoning switch (providers/reasoning.py);
+    in to_dict() only when set, so requests without it keep their cache keys.
     """
 
     temperature: float = 0.0
@@ -120,6 +122,8 @@ class GenParams:
     top_p: float | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # sorted (key, value) pairs, hashable
     repeat: int = 0
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
 
     @staticmethod
     def with_extra(extra: dict[str, Any] | None = None, **kw: Any) -> GenParams:
@@ -131,6 +135,9 @@ class GenParams:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         del d["repeat"]  # not a request parameter (see the class docstring)
+        for name in ("reasoning_effort", "thinking_budget"):
+            if d[name] is None:
+                del d[name]  # absent unless set: the cache keys and generation_sent of earlier runs stand
         d["extra"] = self.extra_dict()
         d["stop"] = list(self.stop) if self.stop else None
         return d

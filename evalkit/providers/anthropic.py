@@ -25,6 +25,7 @@ from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.rate_headers import rate_info
+from evalkit.providers.reasoning import anthropic_thinking
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.reply_json import (
     json_object,
@@ -43,8 +44,14 @@ EPHEMERAL = {"type": "ephemeral"}
 
 
 def thinking_enabled(params: GenParams) -> bool:
-    """Extended thinking asked for through `extra` (the API then requires the default temperature)."""
+    """Extended thinking asked for, through `extra` or the reasoning switch (the API then requires the
+    default temperature)."""
     t = params.extra_dict().get("thinking")
+    if t is None:
+        try:
+            t = anthropic_thinking(params)[0]
+        except ProviderError:  # a budget the API refuses: reported where the request is built
+            return False
     return isinstance(t, dict) and t.get("type") in ("enabled", "adaptive")
 
 
@@ -91,7 +98,8 @@ def request_args(model: str, messages: Sequence[Message], params: GenParams, ima
     (`sampling`), and temperature never with thinking on (only the default is allowed then).
     """
     system, msgs = anthropic_messages(messages, images, cache_marker=cache_marker)
-    args: dict[str, Any] = {"model": model, "messages": msgs, "max_tokens": params.max_tokens}
+    thinking, max_tokens = anthropic_thinking(params)  # --reasoning-effort / --thinking-budget
+    args: dict[str, Any] = {"model": model, "messages": msgs, "max_tokens": max_tokens}
     if system is not None:
         args["system"] = system
     if sampling and not thinking_enabled(params):
@@ -101,7 +109,9 @@ def request_args(model: str, messages: Sequence[Message], params: GenParams, ima
     if params.stop:
         args["stop_sequences"] = list(params.stop)
     extra = params.extra_dict()
-    if "thinking" in extra:
+    if thinking is not None:
+        args["thinking"] = thinking
+    if "thinking" in extra:  # --extra wins
         args["thinking"] = extra.pop("thinking")
     if extra:
         args["extra_body"] = extra
@@ -166,6 +176,17 @@ class AnthropicProvider:
             d["note"] = "seed, temperature and top_p are not accepted by Anthropic API 2026-10-21 (not sent)"
         if params.stop:
             d["stop_sequences"] = d.pop("stop")
+        try:
+            thinking, max_tokens = anthropic_thinking(params)
+        except ProviderError as e:
+            d["error"] = e.message
+        else:
+            if thinking is not None:
+                d["thinking"] = thinking
+            if max_tokens != params.max_tokens:
+                d["max_tokens"] = max_tokens
+                d["max_tokens_note"] = (f"raised from {params.max_tokens} to thinking budget "
+                                        f"{thinking and thinking['budget_tokens']} + {params.max_tokens}")
         d["cache_control"] = "ephemeral on the last image" if self.cache_marker else None
         return d
 

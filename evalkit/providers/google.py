@@ -33,6 +33,7 @@ from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.gemini_reply import GeminiReply, joined, reply_from_gemini
 from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
+from evalkit.providers.reasoning import budget_of
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.reply_json import json_object, malformed
 from evalkit.providers.sdk_errors import provider_error_in
@@ -82,13 +83,16 @@ def generation_settings(model: str, params: GenParams) -> dict[str, Any]:
     """GenerateContentConfig keyword arguments (without system_instruction) for one request.
 
     `extra` keys that are GenerateContentConfig fields (snake_case or camelCase) are passed
-    through and win over the derived values; `thinking_budget` becomes a ThinkingConfig. An
+    through and win over the derived values; `thinking_budget` (or the reasoning switch's budget,
+    providers/reasoning.py) becomes a ThinkingConfig. An
     unknown key is a permanent error: silently dropping it would change results unseen.
     """
     from google.genai import types  # lazy: only when this provider is used
 
     extra = params.extra_dict()
     budget = extra.pop("thinking_budget", None)
+    if budget is None:  # --reasoning-effort / --thinking-budget (an --extra budget wins)
+        budget = budget_of(params)
     kw: dict[str, Any] = {"temperature": params.temperature, "max_output_tokens": params.max_tokens}
     if params.stop:
         kw["stop_sequences"] = list(params.stop)

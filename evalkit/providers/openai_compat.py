@@ -31,6 +31,7 @@ from evalkit.providers.http_limits import (
 )
 from evalkit.providers.openai_format import chat_body, openai_messages, response_from_openai
 from evalkit.providers.rate_headers import rate_info
+from evalkit.providers.reasoning import chat_fields
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.replicas import Replica, ReplicaPool
 from evalkit.providers.reply_json import json_object
@@ -99,6 +100,10 @@ class OpenAICompatProvider:
         d = params.to_dict()
         if not self._send_temperature:
             d["temperature"] = None
+        try:
+            d.update(chat_fields(self.spec.provider, self.spec.model, params))  # as sent (gpt-5: none -> minimal)
+        except ProviderError as e:
+            d["error"] = e.message
         return d
 
     async def complete(self, messages: Sequence[Message], params: GenParams,
@@ -158,14 +163,16 @@ class OpenAICompatProvider:
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
         """The request body as a dict, images inline: what a batch line carries (the same JSON as _encode's)."""
         return chat_body(self.spec.model, openai_messages(messages, images), params,
-                         max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature)
+                         max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
+                         reasoning=chat_fields(self.spec.provider, self.spec.model, params))
 
     def _encode(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> bytes:
         """JSON body with the data URIs spliced in as bytes: JSON-encoding a 40 KB base64 string
         on every request was the largest cost of the client (base64 needs no JSON escaping)."""
         marks = [f"{self._nonce}{i}@" for i in range(len(images))]
         body = chat_body(self.spec.model, openai_messages(messages, marks), params,
-                         max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature)
+                         max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
+                         reasoning=chat_fields(self.spec.provider, self.spec.model, params))
         payload = json.dumps(body, ensure_ascii=False).encode()
         for mark, img in zip(marks, images, strict=True):
             payload = payload.replace(mark.encode(), img.data_uri().encode("ascii"), 1)

@@ -37,8 +37,10 @@ def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage]
 
 
 def chat_body(model: str, messages: list[dict[str, Any]], params: GenParams, *, max_tokens_field: str = "max_tokens",
-              send_temperature: bool = True) -> dict[str, Any]:
-    """The request body; server-specific extras (chat_template_kwargs, guided_choice, ...) pass through."""
+              send_temperature: bool = True, reasoning: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The request body; server-specific extras (chat_template_kwargs, guided_choice, ...) pass through.
+    `reasoning` holds the fields of the reasoning switch (providers/reasoning.py); an `extra` object of
+    the same name is merged into it, key by key, and wins."""
     body: dict[str, Any] = {"model": model, "messages": messages, max_tokens_field: params.max_tokens}
     if send_temperature:
         body["temperature"] = params.temperature
@@ -48,7 +50,10 @@ def chat_body(model: str, messages: list[dict[str, Any]], params: GenParams, *, 
         body["seed"] = params.seed
     if params.stop:
         body["stop"] = list(params.stop)
-    body.update(params.extra_dict())
+    body.update(reasoning or {})
+    for key, value in params.extra_dict().items():
+        mine = (reasoning or {}).get(key)
+        body[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value
     return body
 
 
