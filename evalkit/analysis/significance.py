@@ -54,7 +54,7 @@ class PairTest:
         return self.mcnemar.p if self.mcnemar is not None else self.p_bootstrap
 
 
-def _weights(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+def bootstrap_weights(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
     """Bootstrap counts per unit (each row sums to n_units), in chunks to bound memory."""
     import numpy as np
 
@@ -78,7 +78,7 @@ def resample(tables: Mapping[str, ScoreTable], *, n_boot: int, seed: int) -> dic
     prepared = {name: (t.matrices(units), t) for name, t in tables.items()}
     out: dict[str, list[np.ndarray]] = {name: [] for name in tables}
     rng = np.random.default_rng(seed)
-    for w in _weights(len(units), n_boot, rng):
+    for w in bootstrap_weights(len(units), n_boot, rng):
         for name, ((sums, counts), t) in prepared.items():
             out[name].append(t.from_matrices(sums, counts, w))
     return {name: np.concatenate(v) for name, v in out.items()}

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from evalkit.analysis.significance import wilson
+from evalkit.analysis.significance import bootstrap_weights, wilson
 from evalkit.core.types import Record
 from evalkit.metrics.reliability import reliability_summary
 
-if TYPE_CHECKING:
-    import numpy as np
-
 N_BOOT = 2000
-CHUNK = 250  # bootstrap rows per matrix product: bounds memory on large benchmarks
 
 
 @dataclass(frozen=True)
@@ -54,18 +50,6 @@ class Rate:
         return {"pct": self.pct, "k": self.k, "n": self.n, "ci": [lo, hi]}
 
 
-def _bootstrap_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-    """Rows of bootstrap counts per unit (each row sums to n_units), in chunks."""
-    import numpy as np
-
-    done = 0
-    while done < n_boot:
-        size = min(CHUNK, n_boot - done)
-        picks = rng.integers(0, n_units, size=(size, n_units)) + (np.arange(size) * n_units)[:, None]
-        yield np.bincount(picks.ravel(), minlength=size * n_units).reshape(size, n_units).astype(float)
-        done += size
-
-
 def clustered_intervals(units: Sequence[str], cells: Sequence[str], right: Sequence[bool], *,
                         n_boot: int = N_BOOT, seed: int = 0) -> dict[str, tuple[float, float]]:
     """95% percentile interval (%) of each cell's accuracy, resampling units (items) with replacement:
@@ -90,7 +74,7 @@ def clustered_intervals(units: Sequence[str], cells: Sequence[str], right: Seque
     np.add.at(sums, (rows, cols), np.asarray(right, dtype=float))
     np.add.at(counts, (rows, cols), 1.0)
     draws = []
-    for w in _bootstrap_counts(len(unit_order), n_boot, np.random.default_rng(seed)):
+    for w in bootstrap_weights(len(unit_order), n_boot, np.random.default_rng(seed)):
         s, c = w @ sums, w @ counts
         draws.append(np.where(c > 0, s / np.where(c > 0, c, 1.0), np.nan))
     with warnings.catch_warnings():  # a cell none of whose units was drawn is left out of that resample

@@ -149,18 +149,23 @@ def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
             await store.settle(b, answer)
         return web.json_response(openai_batch(b))
 
-    async def openai_list(request: web.Request) -> web.Response:
-        mine = [b for b in reversed(store.batches.values()) if b.api == "openai"]
-        after = request.query.get("after")
+    async def listed(api: str, request: web.Request, after_key: str) -> tuple[list[SimBatch], bool]:
+        """One page of an API's batches, newest first, after the id the cursor names (settled first)."""
+        mine = [b for b in reversed(store.batches.values()) if b.api == api]
+        after = request.query.get(after_key)
         if after:
             ids = [b.id for b in mine]
             mine = mine[ids.index(after) + 1:] if after in ids else []
         limit = int(request.query.get("limit", 20))
         for b in mine[:limit]:
             await store.settle(b, answer)
-        page = [openai_batch(b) for b in mine[:limit]]
+        return mine[:limit], len(mine) > limit
+
+    async def openai_list(request: web.Request) -> web.Response:
+        batches, more = await listed("openai", request, "after")
+        page = [openai_batch(b) for b in batches]
         return web.json_response({"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
-                                  "last_id": page[-1]["id"] if page else None, "has_more": len(mine) > limit})
+                                  "last_id": page[-1]["id"] if page else None, "has_more": more})
 
     # ---- Anthropic -------------------------------------------------------------------------
     def anthropic_batch(b: SimBatch, request: web.Request) -> dict[str, Any]:
@@ -206,16 +211,9 @@ def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
         return web.json_response(anthropic_batch(b, request))
 
     async def anthropic_list(request: web.Request) -> web.Response:
-        mine = [b for b in reversed(store.batches.values()) if b.api == "anthropic"]
-        after = request.query.get("after_id")
-        if after:
-            ids = [b.id for b in mine]
-            mine = mine[ids.index(after) + 1:] if after in ids else []
-        limit = int(request.query.get("limit", 20))
-        for b in mine[:limit]:
-            await store.settle(b, answer)
-        page = [anthropic_batch(b, request) for b in mine[:limit]]
-        return web.json_response({"data": page, "has_more": len(mine) > limit,
+        batches, more = await listed("anthropic", request, "after_id")
+        page = [anthropic_batch(b, request) for b in batches]
+        return web.json_response({"data": page, "has_more": more,
                                   "first_id": page[0]["id"] if page else None,
                                   "last_id": page[-1]["id"] if page else None})
 
