@@ -100,9 +100,12 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
                 except asyncio.TimeoutError as e:
                     slot.report_tokens(0)
                     raise ProviderError("timeout", f"no answer within {policy.timeout_s:g}s") from e
-                except ProviderError:
+                except ProviderError as e:
                     slot.report_tokens(0)
+                    if e.kind == "rate_limit" or e.limits is not None:
+                        limiter.observe(refused=e.kind == "rate_limit", info=e.limits)
                     raise
+                limiter.observe(refused=False, info=getattr(result, "limits", None))  # adaptive limits learn
                 if tokens_of is not None:
                     slot.report_tokens(tokens_of(result))
                 if breaker is not None:

@@ -281,14 +281,11 @@ class Runner:
                 response = await self.provider.complete(query.messages, query.params, images)
             except ProviderError as e:
                 self.stats.rate_limited += e.kind == "rate_limit"
-                if e.kind == "rate_limit" or e.limits is not None:
-                    self.limiter.observe(refused=e.kind == "rate_limit", info=e.limits)  # type: ignore[arg-type]
                 raise
             except (asyncio.TimeoutError, NotSent):  # NotSent: a batch pool run with --no-wait
                 raise
             except Exception as e:  # noqa: BLE001 - the adapter let something through: this query's error
                 raise unclassified(self.provider.spec.provider, e) from e
-            self.limiter.observe(refused=False, info=response.limits)
             if not response.text.strip():
                 last_empty = response
                 raise ProviderError("empty", "empty content")

@@ -11,7 +11,10 @@ import re
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalkit.core.types import RateInfo
 
 
 class EvalkitError(Exception):
@@ -31,13 +34,13 @@ class ProviderError(Exception):
     """
 
     def __init__(self, kind: str, message: str, *, retry_after: float | None = None, status: int | None = None,
-                 limits: object = None):
+                 limits: RateInfo | None = None):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retry_after = retry_after
         self.status = status
-        self.limits = limits  # core.types.RateInfo the refusal announced, if any (adaptive limits read it)
+        self.limits = limits  # what the refusal announced, if anything (adaptive limits read it)
 
     @property
     def retryable(self) -> bool:
