@@ -60,7 +60,7 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from evalkit.ask.retry import RetryPolicy
 
-    monkeypatch.setattr("evalkit.engine.evaluate.RetryPolicy",
+    monkeypatch.setattr("evalkit.engine.wiring.RetryPolicy",
                         functools.partial(RetryPolicy, initial_s=0.01, max_s=0.2))
 
 

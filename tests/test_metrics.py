@@ -47,9 +47,9 @@ RECORDS = [
 
 def test_counts_are_a_partition() -> None:
     c = counts(RECORDS)
-    assert c == {"correct": 2, "wrong": 1, "unparsed": 1, "errors": 2, "refusals": 1}
+    assert c == {"correct": 2, "wrong": 1, "unparsed": 1, "errors": 2, "refusals": 1, "cutoffs": 0}
     assert sum(c.values()) == len(RECORDS)
-    assert counts([]) == {"correct": 0, "wrong": 0, "unparsed": 0, "errors": 0, "refusals": 0}
+    assert counts([]) == {"correct": 0, "wrong": 0, "unparsed": 0, "errors": 0, "refusals": 0, "cutoffs": 0}
 
 
 def test_outcome_priorities() -> None:

@@ -24,7 +24,7 @@ from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import EvalkitError, ProviderError
-from evalkit.core.types import ImagePart, Message, Outcome, Query, Response
+from evalkit.core.types import ImagePart, Message, Outcome, Query, Response, is_cut_off
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.images.provider_limits import (
     check_image_count,
@@ -253,7 +253,8 @@ class Runner:
         if response.ok:
             self.stats.input_tokens += response.usage.input_tokens
             self.stats.output_tokens += response.usage.output_tokens
-            if response.text.strip():  # empty answers are not cached: a later run tries again
+            if response.text.strip() or is_cut_off(response.text, response.finish_reason):
+                # empty answers are not cached (a later run tries again); a cut-off is final
                 value = {**response.to_cache(), "image_sizes": sizes}
                 if self.fingerprints:  # a later hit needs no decode for its record's fingerprints
                     value["image_fps"] = fps
@@ -267,7 +268,8 @@ class Runner:
         return Outcome(query, response, key, False, fps, sizes), store
 
     async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
-        """Send with retries; empty content is retried, and if still empty it is the answer."""
+        """Send with retries; empty content is retried, and if still empty it is the answer. A reply cut
+        off while thinking (token limit, no answer) is final at once: the same request would end the same."""
         last_empty: Response | None = None
 
         first = True
@@ -286,7 +288,7 @@ class Runner:
                 raise
             except Exception as e:  # noqa: BLE001 - the adapter let something through: this query's error
                 raise unclassified(self.provider.spec.provider, e) from e
-            if not response.text.strip():
+            if not response.text.strip() and not is_cut_off(response.text, response.finish_reason):
                 last_empty = response
                 raise ProviderError("empty", "empty content")
             return response

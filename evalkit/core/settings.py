@@ -132,6 +132,9 @@ class RunConfig:
                                           choices=REASONING_EFFORTS)
     thinking_budget: int | None = option(help="thinking tokens (anthropic/, google/; 0 = no thinking)",
                                          role="generation", at_least=0, metavar="TOKENS")
+    reask_cutoffs: bool = option(False, help="ask again, with the larger --max-tokens given, only the answers cut off "
+                                 "while thinking (token limit before any answer); everything else stays as it is",
+                                 role="operational")
     repeats: int = option(1, help="ask every query N times (repeat r sends --seed + r); scores per repeat, their "
                           "mean and spread, agreement, majority vote and pass@k (default 1)", role="operational",
                           at_least=1)

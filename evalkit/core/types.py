@@ -13,6 +13,23 @@ from typing import Any, Literal
 # "refused" is the provider declining on content grounds (permanent, counted on its own).
 ErrorKind = Literal["rate_limit", "transient", "permanent", "refused", "timeout", "empty"]
 
+# How each API says "the output token limit was reached" (OpenAI and vLLM, Anthropic, Gemini).
+TOKEN_LIMIT_FINISHES = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+
+
+def is_cut_off(text: str | None, finish_reason: str | None) -> bool:
+    """Cut off while thinking: the token limit ended the reply before any final answer. Its text
+    is empty (the thinking came apart, or was hidden) or only an unclosed `<think>` block. The
+    same request cannot end differently, so it is an outcome of its own, not an error to retry."""
+    if finish_reason not in TOKEN_LIMIT_FINISHES:
+        return False
+    body = (text or "").strip()
+    lower = body.lower()
+    end = lower.rfind("</think>")
+    if end >= 0:
+        return not body[end + len("</think>"):].strip()
+    return not body or lower.startswith("<think>")
+
 
 @dataclass(frozen=True)
 class ImageRef:
@@ -313,11 +330,17 @@ class Record:
     via: str | None = None  # "batch": answered by a provider batch (billed at the batch price); None: live
     served_by: str | None = None  # the model snapshot the reply named (provenance; None: not said)
     repeat: int = 0  # which sample of its query (--repeats); query_id is then "<query id>#r<repeat>"
+    max_tokens: int | None = None  # the output budget a cut-off was asked again with (--reask-cutoffs)
+
+    @property
+    def cut_off(self) -> bool:
+        """Cut off while thinking (see is_cut_off): counted apart, never shown to an extractor."""
+        return self.error is None and is_cut_off(self.response, self.finish_reason)
 
     def to_dict(self) -> dict[str, Any]:
         """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
         d = dict(self.__dict__)
-        for optional in ("via", "served_by"):  # unset: lines as they always were
+        for optional in ("via", "served_by", "max_tokens"):  # unset: lines as they always were
             if d[optional] is None:
                 del d[optional]
         if not d["repeat"]:
@@ -369,6 +392,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str,
     "repeat": lambda v: _int(v) and v >= 0,
+    "max_tokens": lambda v: v is None or (_int(v) and v > 0),
     "image_fps": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "image_sizes": lambda v: isinstance(v, list) and all(isinstance(x, list) and all(_int(n) for n in x) for x in v),
 }

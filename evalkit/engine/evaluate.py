@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,13 @@ from rich.console import Console
 
 from evalkit.ask.batch_journal import JOURNAL, BatchJournal
 from evalkit.ask.batch_pool import BatchPool
-from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
-from evalkit.ask.rate_limiter import Limiter
-from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.benchmarks.prepare import Prepared, prepare, resolve_images
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
-from evalkit.core.settings import RunConfig
 from evalkit.core.types import GenParams, Outcome, Record
-from evalkit.engine.batching import batch_notes, batch_runner, batch_summary, fallback_live, waiting_workers
+from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
+from evalkit.engine.cutoffs import check_budget, reask_note, split_options, to_reask, with_budget
 from evalkit.engine.dry_run import dry_run
 from evalkit.engine.gate import Preflight
 from evalkit.engine.identity import (
@@ -48,6 +45,7 @@ from evalkit.engine.repeats import add_repeats, first_repeat, mark, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.engine.shutdown import on_signals
+from evalkit.engine.wiring import make_runner, open_cache, specs_for
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run, records_cost
@@ -55,13 +53,7 @@ from evalkit.money.pricing import Price, load_prices
 from evalkit.providers import (
     BATCH_PROVIDERS,
     ProviderSpec,
-    api_key_for,
-    check_batch,
-    create_provider,
-    parse_spec,
-    resolve_auto,
 )
-from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
@@ -153,17 +145,23 @@ class _Job:
     config: dict[str, Any]
     env: Mapping[str, str]
     console: Console
+    cutoff_budget: int | None = None  # --reask-cutoffs: the budget cut-off answers are asked again with
 
 
 async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     s = resolve_settings(bench_name, model, options)
+    options, cutoff_budget = split_options(options)
+    if cutoff_budget is not None:  # its --max-tokens is the cut-offs' budget: the run is the one without it
+        s = resolve_settings(bench_name, model, options)
     cfg = s.config
     env: Mapping[str, str] = s.hooks.get("env") or os.environ
     console: Console = s.hooks.get("console") or Console(stderr=True)
-    spec, judge_spec = await _specs(cfg, env)
+    spec, judge_spec = await specs_for(cfg, env)
     prepared = prepare(bench_name, s.bench_dict())
     prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
     queries = prepared.queries
+    if cutoff_budget is not None:
+        check_budget(cutoff_budget, queries)
     price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
@@ -180,7 +178,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     fresh = not where.rundir.path.exists()
     try:
         with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
-            return await _evaluate(_Job(s, spec, judge_spec, prepared, price, where, config, env, console))
+            return await _evaluate(_Job(s, spec, judge_spec, prepared, price, where, config, env, console,
+                                        cutoff_budget))
     except EvalkitError:
         if fresh and where.rundir.remove_if_empty():  # e.g. the endpoint cannot be reached: a run that
             _forget(where.created)  # received nothing leaves nothing, not even the folders it made
@@ -214,7 +213,7 @@ async def _evaluate(job: _Job) -> RunResult:
         return cfg.max_cost is not None and meter.spent_usd >= cfg.max_cost
 
     async with contextlib.AsyncExitStack() as stack:
-        cache = stack.enter_context(_open_cache(cfg, job.env))
+        cache = stack.enter_context(open_cache(cfg, job.env))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
         draining: list[int] = []
@@ -228,7 +227,7 @@ async def _evaluate(job: _Job) -> RunResult:
         stack.enter_context(on_signals(rundir.flush, drain=drain, drain_s=DRAIN_S))
         preflight = Preflight(spec, job.judge_spec, job.env, say)
         stack.callback(preflight.cancel)
-        runner = await _runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
+        runner = await make_runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
                                batch_dir=rundir.path if cfg.batch else None, price=job.price,
                                budget_left=(lambda: cfg.max_cost - meter.spent_usd) if cfg.max_cost else None)
         pool = runner.provider if isinstance(runner.provider, BatchPool) else None
@@ -249,6 +248,13 @@ async def _evaluate(job: _Job) -> RunResult:
         if resume.changed:
             say(f"{len(resume.changed)} answered queries were asked differently then (question, images or prompt "
                 "changed); asking them again")
+        again = set(to_reask(resume.current, job.cutoff_budget)) if job.cutoff_budget else set()
+        if job.cutoff_budget:
+            say(reask_note(len(again), job.cutoff_budget))
+        for qid in again:  # the cut-off answer stays on disk until a new answer replaces it
+            resume.changed[qid] = resume.current.pop(qid)
+            by_id[qid] = with_budget(by_id[qid], job.cutoff_budget)
+        queries = [by_id[q.id] for q in queries] if again else queries
         records.update(resume.current)
         waiting = resume.waiting  # their old answers stay on disk until a new answer replaces them
         todo = [q for q in queries if q.id not in records]
@@ -263,7 +269,10 @@ async def _evaluate(job: _Job) -> RunResult:
                                status=pool.status_line if pool is not None else runner.limiter.learned_line)
 
         def sink(outcome: Outcome) -> None:
-            rec = grade(bench, outcome.query, mark(make_record(outcome, spec.label), outcome.query), cfg.mode)
+            rec = mark(make_record(outcome, spec.label), outcome.query)
+            if rec.query_id in again:
+                rec = replace(rec, max_tokens=job.cutoff_budget)
+            rec = grade(bench, outcome.query, rec, cfg.mode)
             records[rec.query_id] = rec
             fresh.add(rec.query_id)
             if rec.error is None or rec.query_id not in waiting:
@@ -282,7 +291,7 @@ async def _evaluate(job: _Job) -> RunResult:
                                  stop=lambda: over_budget() or bool(draining),
                                  group_of=image_group if cfg.group_images and not pool else None)
                 if pool is not None and cfg.batch_fallback == "live" and not draining:
-                    await fallback_live(lambda: _runner(stack, spec, job.env, cfg, cache, pipeline,
+                    await fallback_live(lambda: make_runner(stack, spec, job.env, cfg, cache, pipeline,
                                                         gate=preflight.model),
                                         [q for q in todo if q.id not in records], sink, workers=2 * cfg.concurrency,
                                         stop=lambda: over_budget() or bool(draining), say=say,
@@ -303,7 +312,7 @@ async def _evaluate(job: _Job) -> RunResult:
         if job.judge_spec:
             judge_config = replace(cfg, rpm=None, tpm=None)
             judge_batch = cfg.batch and job.judge_spec.provider in BATCH_PROVIDERS  # judged in batches too
-            judge_runner = await _runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
+            judge_runner = await make_runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
                                          fingerprints=False, gate=preflight.judge,
                                          batch_dir=rundir.path if judge_batch else None)
             await judge_records(bench, by_id, ordered, judge_runner, mode=cfg.mode,
@@ -329,6 +338,8 @@ async def _evaluate(job: _Job) -> RunResult:
         summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])
     if pool is not None or (rundir.path / JOURNAL).exists():
         summary["batches"] = batch_summary(BatchJournal(rundir.path))
+    if job.cutoff_budget:
+        summary["reask_cutoffs"] = {"max_tokens": job.cutoff_budget, "queries": len(again)}
     if reask_plan is not None:
         summary["requests"] = OLDER_REQUESTS
         summary["older_requests"] = {"queries": len(older), "reask_requests": reask_plan.to_send,
@@ -359,47 +370,3 @@ def older_note(n: int, plan: DryRunPlan) -> str:
     return (f"{n:,} answers were asked with evalkit 0.1's requests, not the official ones: kept and graded "
             f"(the run is marked requests: {OLDER_REQUESTS}); --reask asks them again officially "
             f"({plan.to_send:,} requests{cost})")
-
-
-def _open_cache(cfg: RunConfig, env: Mapping[str, str]) -> contextlib.AbstractContextManager[CacheLike]:
-    cache: CacheLike = NullCache() if cfg.no_cache else ResponseCache(Path(cfg.cache_path(env)))
-    return contextlib.closing(cache)
-
-
-async def _specs(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
-    """The model's and the judge's specs; missing keys are errors before any work starts (but a dry run,
-    which sends nothing, needs none)."""
-    spec = parse_spec(cfg.model, cfg.base_url, env)
-    if cfg.cache_tag:
-        spec = replace(spec, cache_tag=cfg.cache_tag)
-    check_setup(spec, sdk=not cfg.dry_run)
-    if cfg.batch:
-        check_batch(spec)
-    judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
-    judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
-    if judge_spec:
-        check_setup(judge_spec, "--judge", sdk=not cfg.dry_run)
-    if not cfg.dry_run:
-        api_key_for(spec, env)
-        if judge_spec:
-            api_key_for(judge_spec, env, flag="--judge")
-    return await resolve_auto(spec, env), judge_spec
-
-
-async def _runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
-                  cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True,
-                  gate: Callable[[], Awaitable[None]] | None = None, batch_dir: Path | None = None,
-                  price: Price | None = None, budget_left: Callable[[], float | None] | None = None) -> Runner:
-    """A runner whose provider the stack closes (with `batch_dir`: through the provider's batch API,
-    its journal in that run directory)."""
-    provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
-    stack.push_async_callback(provider.close)
-    if batch_dir is not None:
-        return (await batch_runner(stack, provider, env, cfg, cache, pipeline, batch_dir, fingerprints=fingerprints,
-                                   gate=gate, price=price, budget_left=budget_left))[0]
-    limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
-    if cfg.adaptive:
-        limiter.adapt_rates()
-    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
-    return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
-                  fingerprints=fingerprints, gate=gate)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.core.types import Query, Record
+from evalkit.engine.cutoffs import with_budget
 from evalkit.providers.base import ProviderSpec
 
 KeysOf = Callable[[Query], Sequence[str]]
@@ -105,7 +106,7 @@ def sort_records(queries: Mapping[str, Query], existing: Mapping[str, Record], k
             out.errors[qid] = record
         else:
             try:
-                keys = keys_of(query)
+                keys = keys_of(with_budget(query, record.max_tokens))  # a re-asked cut-off: its budget
             except Exception:  # noqa: BLE001 - asking it again reports the error as that query's own
                 out.unchecked[qid] = record
                 continue

@@ -68,6 +68,8 @@ def grade(bench: BenchmarkRules, query: Query, record: Record, mode: str) -> Rec
         return replace(record, parsed=None, parse_method=None, correct=None, refusal=False)
     if record.parse_method == "llm":
         return record
+    if mode == "robust" and record.cut_off:  # no final answer, and thinking is never read as one
+        return replace(record, parsed=None, parse_method="cutoff", correct=False, refusal=False)
     parsed = bench.parse(query, record.response, mode)
     return _apply(bench, query, record, parsed)
 
@@ -79,7 +81,7 @@ def _apply(bench: BenchmarkRules, query: Query, record: Record, parsed: Parsed) 
 
 def needs_judge(record: Record) -> bool:
     return record.error is None and record.response is not None and record.parsed is None and not record.refusal \
-        and record.parse_method != "empty"
+        and record.parse_method not in ("empty", "cutoff")
 
 
 async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], records: list[Record],
@@ -163,10 +165,13 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
     failures = digest(records)
     answered = [r for r in records if not r.error] if failures else records
     metrics = bench.aggregate(records, options)
-    hint = None
+    hints = []
     if unparsed and not judge:
-        hint = (f"{unparsed} answers could not be parsed by rules; "
-                f"`evalkit report RUN_DIR --judge SPEC` would ask a judge model to resolve them")
+        hints.append(f"{unparsed} answers could not be parsed by rules; "
+                     f"`evalkit report RUN_DIR --judge SPEC` would ask a judge model to resolve them")
+    if counts["cutoffs"]:
+        hints.append(cutoff_advice(counts["cutoffs"], config))
+    hint = "; ".join(hints) or None
     return {
         "benchmark": bench.name,
         "model": model,
@@ -196,6 +201,15 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "config": config,
         "evalkit_version": __version__,
     }
+
+
+def cutoff_advice(n: int, config: Mapping[str, Any]) -> str:
+    """What to do about answers cut off while thinking: a larger budget, for those queries alone."""
+    sent = (config.get("generation_sent") or {}) if isinstance(config, Mapping) else {}
+    budget = sent.get("max_tokens") if isinstance(sent, Mapping) else None
+    larger = f"{int(budget) * 4}" if isinstance(budget, int) and budget > 0 else "N"
+    return (f"{n} answers were cut off while thinking (the token limit came before an answer); re-run the same "
+            f"command with `--reask-cutoffs --max-tokens {larger}` to ask only those again with a larger budget")
 
 
 def chance_pct(queries: Iterable[Query]) -> float | None:

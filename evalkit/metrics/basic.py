@@ -14,7 +14,10 @@ from evalkit.core.types import Record
 
 
 def outcome(record: Record) -> str:
-    """The one bucket a record falls in: errors, correct, wrong, refusals or unparsed."""
+    """The one bucket a record falls in: errors, correct, wrong, refusals, cutoffs or unparsed.
+
+    A cut-off (the token limit ended the reply while the model was still thinking) is not an
+    unparsed answer: there is no answer, and the remedy is a larger --max-tokens."""
     if record.error:
         return "errors"
     if record.correct is True:
@@ -23,12 +26,14 @@ def outcome(record: Record) -> str:
         return "wrong"
     if record.refusal:
         return "refusals"
+    if record.cut_off:
+        return "cutoffs"
     return "unparsed"
 
 
 def counts(records: Iterable[Record]) -> dict[str, int]:
-    """How many records are correct, wrong (parsed but incorrect), unparsed, errors, refusals."""
-    out = dict.fromkeys(("correct", "wrong", "unparsed", "errors", "refusals"), 0)
+    """How many records are correct, wrong (parsed but incorrect), unparsed, errors, refusals, cutoffs."""
+    out = dict.fromkeys(("correct", "wrong", "unparsed", "errors", "refusals", "cutoffs"), 0)
     for record in records:
         out[outcome(record)] += 1
     return out

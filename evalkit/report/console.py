@@ -9,7 +9,7 @@ from rich.table import Table
 
 from evalkit.core.findings import count_line
 from evalkit.grading.failures import banner
-from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, pct_ci, pvalue
+from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
 
 if TYPE_CHECKING:
     from evalkit.analysis.comparison import Leaderboard
@@ -92,7 +92,7 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     if findings:
         console.print(findings, style="yellow", markup=False, highlight=False)
     rows = dict(count_rows(summary))
-    outcomes = ("correct", "wrong", "unparsed", "errors", "refusals", "queries")
+    outcomes = (*outcome_keys(summary.get("counts", {})), "queries")
     for fields in ([f"{k} {rows[k]}" for k in outcomes], [f"{k} {v}" for k, v in rows.items() if k not in outcomes]):
         for line in joined(fields, console.width):
             console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.findings import SEVERITIES
 from evalkit.grading.failures import banner
-from evalkit.report.tables import decimals, fmt, md_table, metric_rows, pct_ci
+from evalkit.report.tables import decimals, fmt, md_table, metric_rows, outcome_keys, pct_ci
 
 if TYPE_CHECKING:
     from evalkit.analysis.result import ModelResult
@@ -67,7 +67,7 @@ def _repeats(summary: dict[str, Any]) -> list[str]:
 
 def _counts(summary: dict[str, Any]) -> list[str]:
     c = summary.get("counts", {})
-    rows = [[k, c.get(k, 0)] for k in ("correct", "wrong", "unparsed", "errors", "refusals")]
+    rows = [[k, c.get(k, 0)] for k in outcome_keys(c)]
     rows.append(["queries", f"{summary.get('n_queries')} ({summary.get('missing', 0)} missing)"])
     lines = ["## Counts", "", *md_table(("what", "n"), rows), ""]
     outside = summary.get("not_in_run") or 0

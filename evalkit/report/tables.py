@@ -38,11 +38,18 @@ def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def outcome_keys(counts: dict[str, Any]) -> tuple[str, ...]:
+    """The outcome counts a report shows: cut-offs only where there are some (runs before them and
+    runs without them read as they always did)."""
+    base = ("correct", "wrong", "unparsed", "errors", "refusals")
+    return (*base, "cutoffs") if counts.get("cutoffs") else base
+
+
 def count_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     c = summary.get("counts", {})
     u = summary.get("usage", {})
     cache = summary.get("cache", {})
-    rows = [(k, fmt(c.get(k, 0))) for k in ("correct", "wrong", "unparsed", "errors", "refusals")]
+    rows = [(k, fmt(c.get(k, 0))) for k in outcome_keys(c)]
     rows += [("queries", f"{summary.get('n_queries')} ({summary.get('missing', 0)} missing)"),
              ("cache hits / misses", f"{cache.get('hits', 0)} / {cache.get('misses', 0)}"),
              ("input / output tokens", f"{u.get('input_tokens', 0):,} / {u.get('output_tokens', 0):,}"),

@@ -1,0 +1,70 @@
+"""What a run asks through: the model's and the judge's specs, the response cache, and a runner
+(provider, limiter, retry policy; or a provider's batch API) whose provider the run's exit stack closes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.core.settings import RunConfig
+from evalkit.engine.batching import batch_runner
+from evalkit.images.pipeline import ImagePipeline
+from evalkit.money.pricing import Price
+from evalkit.providers import (
+    ProviderSpec,
+    api_key_for,
+    check_batch,
+    create_provider,
+    parse_spec,
+    resolve_auto,
+)
+from evalkit.providers.preflight import check_setup
+
+
+def open_cache(cfg: RunConfig, env: Mapping[str, str]) -> contextlib.AbstractContextManager[CacheLike]:
+    cache: CacheLike = NullCache() if cfg.no_cache else ResponseCache(Path(cfg.cache_path(env)))
+    return contextlib.closing(cache)
+
+
+async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
+    """The model's and the judge's specs; missing keys are errors before any work starts (but a dry run,
+    which sends nothing, needs none)."""
+    spec = parse_spec(cfg.model, cfg.base_url, env)
+    if cfg.cache_tag:
+        spec = replace(spec, cache_tag=cfg.cache_tag)
+    check_setup(spec, sdk=not cfg.dry_run)
+    if cfg.batch:
+        check_batch(spec)
+    judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
+    judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
+    if judge_spec:
+        check_setup(judge_spec, "--judge", sdk=not cfg.dry_run)
+    if not cfg.dry_run:
+        api_key_for(spec, env)
+        if judge_spec:
+            api_key_for(judge_spec, env, flag="--judge")
+    return await resolve_auto(spec, env), judge_spec
+
+
+async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
+                  cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True,
+                  gate: Callable[[], Awaitable[None]] | None = None, batch_dir: Path | None = None,
+                  price: Price | None = None, budget_left: Callable[[], float | None] | None = None) -> Runner:
+    """A runner whose provider the stack closes (with `batch_dir`: through the provider's batch API,
+    its journal in that run directory)."""
+    provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
+    stack.push_async_callback(provider.close)
+    if batch_dir is not None:
+        return (await batch_runner(stack, provider, env, cfg, cache, pipeline, batch_dir, fingerprints=fingerprints,
+                                   gate=gate, price=price, budget_left=budget_left))[0]
+    limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
+    if cfg.adaptive:
+        limiter.adapt_rates()
+    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
+    return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
+                  fingerprints=fingerprints, gate=gate)
