@@ -142,3 +142,92 @@ def replace_params(query: Query, max_tokens: int) -> Query:
     from dataclasses import replace
 
     return replace(query, params=GenParams(max_tokens=max_tokens))
+
+
+# ---- end to end: the simulated model thinks (evalkit sim --think-tokens) -----------------------
+
+N = 12
+
+
+def _sim(data: Path, think: int):  # noqa: ANN202
+    from evalkit.sim.from_bench import answer_key_for
+    from evalkit.sim.model import SimParams
+    from evalkit.sim.server import SimConfig, SimThread
+
+    key = answer_key_for("mcq", {"data": str(data)})
+    return SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.9, seed=3), think_tokens=think))
+
+
+def _run(sim, data: Path, tmp: Path, provider: str, *extra: str):  # noqa: ANN001, ANN202
+    from cli_under_test import run_cli
+    from test_hostile_replies import pointed_at
+
+    args, env = pointed_at(provider, sim.url)
+    return run_cli(["run", "mcq", "--model", f"{provider}/sim-model", "--data", str(data), "--out", str(tmp / "run"),
+                    "--cache-dir", str(tmp / "cache"), "--no-progress", "--no-plots", *args, *extra], env=env)
+
+
+def _requests(sim) -> int:  # noqa: ANN001
+    return sim.counters.snapshot()["requests"]
+
+
+def _read(run: Path) -> tuple[dict, list[dict]]:
+    import json
+
+    summary = json.loads((run / "summary.json").read_text())
+    return summary, [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("provider", ["vllm", "openai", "anthropic"])
+def test_cut_offs_end_to_end_then_reask_only_those(tmp_path, provider):
+    from conftest import make_mcq_jsonl
+
+    data = make_mcq_jsonl(tmp_path / "ds", N, seed=61)
+    think = ("--thinking-budget", "1024") if provider == "anthropic" else ("--reasoning-effort", "high")
+    run = tmp_path / "run"
+    with _sim(data, think=1500) as sim:  # each question thinks 750..2250 tokens
+        first = _run(sim, data, tmp_path, provider, *think, "--max-tokens", "400")
+        summary, records = _read(run)
+        sent_cut = sim.counters.snapshot()["cutoffs"]
+        # Anthropic's max_tokens is raised above the thinking budget (1024 + 400): some answer
+        cut = [r for r in records if r["finish_reason"] in ("length", "max_tokens")]
+        assert first.returncode == 0, first.stderr
+        assert summary["counts"]["cutoffs"] == len(cut) == sent_cut > 0
+        assert summary["counts"]["unparsed"] == 0 and summary["counts"]["errors"] == 0
+        assert _requests(sim) == N  # one request per query: a cut-off is never retried
+        assert "--reask-cutoffs --max-tokens" in summary["hint"] and "cut off while thinking" in first.stdout
+        assert all(r["correct"] is False and r["parsed"] is None for r in cut)
+
+        assert _run(sim, data, tmp_path, provider, *think, "--max-tokens", "400").returncode == 0
+        assert _requests(sim) == N  # cached and recorded: nothing is sent again
+
+        again = _run(sim, data, tmp_path, provider, *think, "--reask-cutoffs", "--max-tokens", "4000")
+        assert again.returncode == 0, again.stderr
+        assert _requests(sim) == N + len(cut)  # exactly the cut-off ones
+        summary2, records2 = _read(run)
+        assert summary2["counts"]["cutoffs"] == 0 and summary2["reask_cutoffs"] == {"max_tokens": 4000,
+                                                                                    "queries": len(cut)}
+        budgets = {r["query_id"]: r.get("max_tokens") for r in records2}
+        assert {q for q, b in budgets.items() if b == 4000} == {r["query_id"] for r in cut}
+        assert summary2["counts"]["correct"] > summary["counts"]["correct"]
+        assert len(records2) == N
+
+        for argv in ([*think, "--max-tokens", "400"], [*think, "--reask-cutoffs", "--max-tokens", "4000"]):
+            assert _run(sim, data, tmp_path, provider, *argv).returncode == 0
+            assert _requests(sim) == N + len(cut)  # both commands find everything answered
+        assert _read(run)[0]["counts"] == summary2["counts"]
+
+
+def test_reask_cutoffs_needs_a_larger_budget_and_the_run(tmp_path):
+    from conftest import make_mcq_jsonl
+
+    data = make_mcq_jsonl(tmp_path / "ds", 4, seed=62)
+    with _sim(data, think=1500) as sim:
+        no_budget = _run(sim, data, tmp_path, "vllm", "--reask-cutoffs")
+        assert no_budget.returncode == 2 and "--reask-cutoffs needs --max-tokens N" in no_budget.stderr
+        no_run = _run(sim, data, tmp_path, "vllm", "--reask-cutoffs", "--max-tokens", "4000")
+        assert no_run.returncode == 2 and "no run directory holds this run" in no_run.stderr
+        assert _run(sim, data, tmp_path, "vllm", "--reasoning-effort", "high", "--max-tokens", "300").returncode == 0
+        small = _run(sim, data, tmp_path, "vllm", "--reasoning-effort", "high", "--reask-cutoffs", "--max-tokens", "300")
+        assert small.returncode == 2 and "must be larger than the run's own max_tokens (300)" in small.stderr
+        assert _requests(sim) == 4

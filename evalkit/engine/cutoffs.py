@@ -11,8 +11,10 @@ same command, or the plain one, sends nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
@@ -28,7 +30,8 @@ def with_budget(query: Query, max_tokens: int | None) -> Query:
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], int | None]:
     """With reask_cutoffs, --max-tokens is the cut-offs' budget: the run's options without it, and
-    the budget (None: not re-asking cut-offs)."""
+    the budget (None: not re-asking cut-offs). The run's own max_tokens is then its directory's
+    (`run_cut_off`)."""
     if not options.get("reask_cutoffs"):
         return dict(options), None
     budget = options.get("max_tokens")
@@ -38,9 +41,22 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], int | Non
     return {k: v for k, v in options.items() if k != "max_tokens"}, budget
 
 
+def run_cut_off(identity: Mapping[str, Any], candidates: Iterable[Path]) -> tuple[Path, dict[str, Any]] | None:
+    """The run directory whose identity is this command's but for max_tokens (the run that was cut
+    off, with its own --max-tokens or the default), and that identity; None: there is none."""
+    for path in candidates:
+        try:
+            saved = json.loads((path / "config.json").read_text(encoding="utf-8")).get("identity")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(saved, dict) and {k: v for k, v in saved.items() if k != "max_tokens"} == dict(identity):
+            return path, saved
+    return None
+
+
 def check_budget(budget: int, queries: Sequence[Query]) -> None:
     run_budget = max((q.params.max_tokens for q in queries), default=0)
-    if budget <= run_budget:
+    if budget <= run_budget:  # (the run's own budget: its directory's --max-tokens, or the benchmark's)
         raise EvalkitError(f"--max-tokens {budget} with --reask-cutoffs must be larger than the run's own "
                            f"max_tokens ({run_budget}): the same budget would cut them off again")
 

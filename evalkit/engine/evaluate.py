@@ -26,9 +26,9 @@ from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.benchmarks.prepare import Prepared, prepare, resolve_images
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import GenParams, Outcome, Record
+from evalkit.core.types import GenParams, Outcome, Query, Record
 from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
-from evalkit.engine.cutoffs import check_budget, reask_note, split_options, to_reask, with_budget
+from evalkit.engine.cutoffs import check_budget, reask_note, run_cut_off, split_options, to_reask, with_budget
 from evalkit.engine.dry_run import dry_run
 from evalkit.engine.gate import Preflight
 from evalkit.engine.identity import (
@@ -120,6 +120,23 @@ def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping
     return _Located(RunDir(new), identity, legacy, None, data, (*fresh_cache, *_absent_parents(new)))
 
 
+def _cut_off_run(where: _Located, queries: list[Query], budget: int) -> tuple[_Located, list[Query]]:
+    """--reask-cutoffs: the run directory of this command but for --max-tokens, and the queries as that
+    run asked them (its max_tokens); the cut-off ones are asked again with `budget` once resumed."""
+    default = where.rundir.path
+    prefix = default.name.rsplit("-", 1)[0] + "-"
+    candidates = [default] if where.note is None and (default / "config.json").exists() else []
+    candidates += sorted(p for p in default.parent.glob(prefix + "*") if p != default)
+    found = run_cut_off(where.identity, candidates)
+    if found is None:
+        raise EvalkitError(f"--reask-cutoffs: no run directory holds this run (but for --max-tokens) under "
+                           f"{default.parent}; run the command without --reask-cutoffs first, or name it with --out")
+    path, identity = found
+    queries = [with_budget(q, identity.get("max_tokens")) for q in queries]
+    check_budget(budget, queries)
+    return replace(where, rundir=RunDir(path), identity=identity, note=None), queries
+
+
 def _absent_parents(path: Path) -> tuple[Path, ...]:
     """The parents of `path` that do not exist yet, innermost first."""
     return tuple(p for p in path.absolute().parents if not p.exists())
@@ -160,12 +177,13 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     prepared = prepare(bench_name, s.bench_dict())
     prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
     queries = prepared.queries
-    if cutoff_budget is not None:
-        check_budget(cutoff_budget, queries)
     price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
     where = _locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
+    if cutoff_budget is not None:  # the run that was cut off, with its own max_tokens
+        where, queries = _cut_off_run(where, queries, cutoff_budget)
+        prepared = prepared._replace(queries=queries)
     config = {**where.identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
               "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,

@@ -45,10 +45,12 @@ from PIL import Image
 
 from evalkit.core import fingerprint
 from evalkit.sim.model import estimate_tokens, image_tokens
+from evalkit.sim.thinking import SIGNATURE
 from evalkit.sim.wire import BadRequest, ParsedRequest, Usage
 
 if TYPE_CHECKING:
     from evalkit.sim.state import SimState
+    from evalkit.sim.thinking import Thought
 
 MAX_BREAKPOINTS = 4
 NO_SAMPLING_VERSION = "2026-10-21"  # first API version without sampling parameters
@@ -263,7 +265,8 @@ class AnthropicDialect:
                 "model": state.config.snapshot or model, "content": content, "stop_reason": stop_reason, "stop_sequence": stop_sequence,
                 "usage": usage}
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response:
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+           thought: Thought | None = None) -> web.Response:
         breakpoints = req.breakpoints if isinstance(req, AnthropicRequest) else ()
         read, created = self.cache_for(state).use(breakpoints, processing_s=state.latency_s)
         read, created = min(read, usage.input_tokens), min(created, max(0, usage.input_tokens - read))
@@ -274,9 +277,11 @@ class AnthropicDialect:
             stop_sequence = self._cut_by(state, req)
             stop_reason = "stop_sequence" if stop_sequence else "end_turn"
         blocks: list[dict[str, Any]] = []
-        if isinstance(req, AnthropicRequest) and req.thinking and content:
+        if thought is not None:  # the simulated model thinks (evalkit.sim.thinking); cut off: nothing after it
+            blocks.append({"type": "thinking", "thinking": thought.text, "signature": SIGNATURE})
+        elif isinstance(req, AnthropicRequest) and req.thinking and content:
             blocks.append({"type": "thinking", "thinking": "Looking at the image and the options.",
-                           "signature": "c2ltLXNpZ25hdHVyZQ=="})
+                           "signature": SIGNATURE})
         if content:
             blocks.append({"type": "text", "text": content})
         body = self._message(state, req.model, blocks, stop_reason, stop_sequence, {

@@ -25,6 +25,9 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--sample-rate", type=float, default=0.0,
                    help="share of sampled requests (temperature > 0 or a seed) answered otherwise: a different answer "
                         "per seed, or per identical request without one (default 0: deterministic)")
+    g.add_argument("--think-tokens", type=int, default=0, metavar="N",
+                   help="requests with reasoning on think about N tokens (N/2 to 3N/2 per question) before answering, "
+                        "and are cut off while thinking when their output limit is smaller (default 0: no thinking)")
     g.add_argument("--served-model-name", default="sim-model", help="name listed by /v1/models")
     g.add_argument("--strict-model", action="store_true", help="404 for other model names, like vLLM")
     f = parser.add_argument_group("faults and limits")
@@ -74,4 +77,5 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         served_model_name=args.served_model_name,
         latency_s=max(0.0, args.latency_ms) / 1000.0,
         strict_model=args.strict_model,
+        think_tokens=args.think_tokens,
     )

@@ -37,7 +37,8 @@ class SimCounters:
 
     completions: successful non-empty answers; per_key: request key -> successful completions;
     unkeyed: questions the answer key does not hold (answered at chance: a run asked with other
-    benchmark flags than the server was started with).
+    benchmark flags than the server was started with); cutoffs / per_key_cutoffs: replies cut off
+    while thinking (evalkit.sim.thinking), which are not completions.
     """
 
     requests: int = 0
@@ -50,6 +51,8 @@ class SimCounters:
     max_in_flight: int = 0
     per_key: dict[str, int] = field(default_factory=dict)
     unkeyed: int = 0
+    cutoffs: int = 0
+    per_key_cutoffs: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def start(self) -> None:
@@ -66,6 +69,12 @@ class SimCounters:
         with self._lock:
             self.completions += 1
             self.per_key[key] = self.per_key.get(key, 0) + 1
+
+    def cut_off(self, key: str) -> None:
+        """Count a reply cut off while thinking (its output limit ran out before any answer)."""
+        with self._lock:
+            self.cutoffs += 1
+            self.per_key_cutoffs[key] = self.per_key_cutoffs.get(key, 0) + 1
 
     def unkeyed_request(self) -> None:
         with self._lock:
@@ -89,9 +98,10 @@ class SimCounters:
         """Zero everything but in_flight (requests still running will finish and decrement it)."""
         with self._lock:
             self.requests = self.completions = self.rate_limited = self.errors_5xx = self.bad_requests = 0
-            self.unkeyed = 0
+            self.unkeyed = self.cutoffs = 0
             self.faults = {}
             self.per_key = {}
+            self.per_key_cutoffs = {}
             self.max_in_flight = self.in_flight
 
     def snapshot(self) -> dict[str, Any]:
@@ -107,6 +117,8 @@ class SimCounters:
                 "max_in_flight": self.max_in_flight,
                 "per_key": dict(self.per_key),
                 "unkeyed": self.unkeyed,
+                "cutoffs": self.cutoffs,
+                "per_key_cutoffs": dict(self.per_key_cutoffs),
             }
 
     def __getitem__(self, name: str) -> Any:

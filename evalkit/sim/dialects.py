@@ -19,6 +19,7 @@ from evalkit.sim.wire import ParsedRequest, Usage, error_response, parse_body
 
 if TYPE_CHECKING:
     from evalkit.sim.state import SimState
+    from evalkit.sim.thinking import Thought
 
 
 class Dialect(Protocol):
@@ -30,7 +31,10 @@ class Dialect(Protocol):
         """The parts the simulator uses; raise BadRequest for a body the real API would reject."""
         ...
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response: ...
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+           thought: Thought | None = None) -> web.Response:
+        """A success; `thought`: the thinking to carry (content is "" when it was cut off)."""
+        ...
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
         """kind: bad_request, not_found, rate_limit, server, overloaded."""
@@ -59,8 +63,19 @@ class OpenAIDialect:
     def parse(self, body: Any, request: web.Request) -> ParsedRequest:
         return parse_body(body)
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response:
-        return web.json_response(self._completion(state, req, content, finish, usage))
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+           thought: Thought | None = None) -> web.Response:
+        """OpenAI returns no thinking, only its count; vLLM's chat template writes it into the content as a
+        `<think>` block, left open when the output limit ended it."""
+        reply = self._completion(state, req, content, finish, usage)
+        if thought is not None and thought.style == "vllm":
+            closed = "" if thought.cut else f"\n</think>\n\n{content}"
+            reply["choices"][0]["message"]["content"] = f"<think>\n{thought.text}{closed}"
+        elif thought is not None:
+            reply["usage"]["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens,
+                                                           "audio_tokens": 0, "accepted_prediction_tokens": 0,
+                                                           "rejected_prediction_tokens": 0}
+        return web.json_response(reply)
 
     @staticmethod
     def _completion(state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> dict[str, Any]:

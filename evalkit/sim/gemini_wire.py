@@ -12,7 +12,9 @@ from the URL, not the body. What the real API does and the simulator copies:
   ends with STOP, as in the real API), `usageMetadata` with `cachedContentTokenCount` only when
   a prefix was cached (the server's automatic prefix-cache rule, see evalkit.sim.prompt_cache)
   and `thoughtsTokenCount` only when thoughts were returned (`includeThoughts` with a non-zero
-  budget: one short thought part, flagged `thought: true`, before the answer).
+  budget: one short thought part, flagged `thought: true`, before the answer). With `--think-tokens`
+  the model really thinks (evalkit.sim.thinking): thoughts are always counted, returned only with
+  `includeThoughts`, and a reply cut off while thinking ends with MAX_TOKENS and no answer part.
 - Errors: `{"error": {"code", "message", "status", "details"}}`; a 429 carries
   `google.rpc.RetryInfo.retryDelay` (e.g. "0.05s") and no Retry-After header, as the real API.
   "Overloaded" is 503 UNAVAILABLE. A refusal is a prompt block: `promptFeedback.blockReason`
@@ -42,6 +44,7 @@ from evalkit.sim.wire import BadRequest, ParsedRequest, Usage
 
 if TYPE_CHECKING:
     from evalkit.sim.state import SimState
+    from evalkit.sim.thinking import Thought
 
 ROUTE = r"/{version:v1|v1beta|v1alpha}/models/{model:[^/:]+}:generateContent"
 IMAGE_OUTPUT_TOKENS = 1290  # what Gemini bills for one generated image up to 1024x1024
@@ -196,11 +199,17 @@ class GeminiDialect:
     def _envelope(state: SimState, model: str, extra: dict[str, Any]) -> dict[str, Any]:
         return {**extra, "modelVersion": state.config.snapshot or model, "responseId": "sim-" + state.next_id().removeprefix("chatcmpl-sim")}
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> web.Response:
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+           thought: Thought | None = None) -> web.Response:
         modalities = req.modalities if isinstance(req, GeminiRequest) else ("TEXT",)
+        shown = isinstance(req, GeminiRequest) and req.thoughts  # includeThoughts: thoughts come back
         parts: list[dict[str, Any]] = []
         output, thought_tokens = usage.output_tokens, 0
-        if content and isinstance(req, GeminiRequest) and req.thoughts:
+        if thought is not None:  # the simulated model thinks (evalkit.sim.thinking), counted apart
+            output, thought_tokens = usage.output_tokens - usage.reasoning_tokens, usage.reasoning_tokens
+            if shown:
+                parts.append({"text": thought.text, "thought": True})
+        elif content and shown:
             parts.append({"text": THOUGHT_TEXT, "thought": True})
             thought_tokens = estimate_tokens(THOUGHT_TEXT)
         if content and "IMAGE" in modalities and req.image_urls:
@@ -214,11 +223,14 @@ class GeminiDialect:
             parts.append({"text": content})
         meta: dict[str, Any] = {"promptTokenCount": usage.input_tokens, "candidatesTokenCount": output,
                                 "totalTokenCount": usage.input_tokens + output + thought_tokens}
+        if thought is not None and thought.cut:
+            del meta["candidatesTokenCount"]  # the real API leaves out a count of no answer tokens
         if usage.cached_input_tokens:
             meta["cachedContentTokenCount"] = usage.cached_input_tokens
         if thought_tokens:
             meta["thoughtsTokenCount"] = thought_tokens
-        candidate = {"content": {"role": "model", "parts": parts},
+        # a reply cut off with its thoughts hidden has no parts at all, as the real API sends it
+        candidate = {"content": {"role": "model", "parts": parts} if parts or thought is None else {"role": "model"},
                      "finishReason": "MAX_TOKENS" if finish == "length" else "STOP", "index": 0}
         return web.json_response(self._envelope(state, req.model, {"candidates": [candidate],
                                                                    "usageMetadata": meta}))

@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -28,6 +29,7 @@ from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
 from evalkit.sim.model import estimate_tokens, image_tokens, sampling_of
 from evalkit.sim.state import STATE, SimConfig, SimState
+from evalkit.sim.thinking import think, think_length, thinking_style
 from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
 
 
@@ -96,21 +98,35 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
                 cached: int = 0, *, empty: bool = False, count_completion: bool = True,
                 generated: Callable[[int], None] | None = None) -> web.Response:
     """The simulated model's answer to a parsed request, in the dialect's shape (live calls and batch
-    lines alike), counted as a completion."""
+    lines alike), counted as a completion, or as a cut-off when it ran out of tokens while thinking."""
     fps = [fp for fp, _, _ in fps_info]
     reply = state.model.reply(req.text, fps, sampling_of(body))
     if reply.source == "unknown" and state.config.answer_key is not None and len(state.config.answer_key):
         state.counters.unkeyed_request()  # asked what its key does not hold: answered at chance
-    content, finish = shape_reply(reply.content, reply.answer, req)
-    if empty:
-        content = ""
+    style = thinking_style(dialect.name, body) if state.config.think_tokens > 0 and not empty else None
     prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
-    usage = Usage(max(prompt_tokens, cached), estimate_tokens(content) + 1, cached)
+    thought = None
+    if style is None:
+        content, finish = shape_reply(reply.content, reply.answer, req)
+        if empty:
+            content = ""
+        usage = Usage(max(prompt_tokens, cached), estimate_tokens(content) + 1, cached)
+    else:  # the output limit covers thinking and answer together: it cuts below, not on the answer alone
+        content, finish = shape_reply(reply.content, reply.answer, replace(req, max_tokens=None))
+        answer_tokens = estimate_tokens(content) + 1
+        need = think_length(state.config.think_tokens, state.config.params.seed, req.text, fps)
+        thought = think(style, need, req.max_tokens, answer_tokens)
+        if thought.cut:
+            content, finish, answer_tokens = "", "length", 0
+        usage = Usage(max(prompt_tokens, cached), thought.tokens + answer_tokens, cached, thought.tokens)
     if generated is not None:  # the output counts against a token limit once it is generated
         generated(usage.output_tokens)
-    if content and count_completion:
+    if thought is not None and thought.cut:
+        if count_completion:
+            state.counters.cut_off(request_key(body))
+    elif content and count_completion:
         state.counters.completed(request_key(body))
-    return dialect.ok(state, req, content, finish, usage)
+    return dialect.ok(state, req, content, finish, usage, thought=thought)
 
 
 SIM_OWNER = "evalkit-sim"  # what the model list and lookups say in owned_by: the simulator, by name

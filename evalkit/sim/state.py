@@ -44,6 +44,11 @@ class SimConfig:
     fp_cache_size: int = 4096
     snapshot: str | None = None  # the model name replies carry (a dated snapshot); None: the name asked for
     system_fingerprint: str | None = None  # OpenAI-style backend fingerprint in chat-completion replies
+    think_tokens: int = 0  # > 0: requests with reasoning on think about this many tokens (evalkit.sim.thinking)
+
+    def __post_init__(self) -> None:
+        if self.think_tokens < 0:
+            raise ValueError(f"think tokens must be 0 or more, not {self.think_tokens}")
 
 
 ImageInfo = tuple[str, int, int]

@@ -24,8 +24,9 @@ class Usage:
     """Token counts of one simulated reply, as every dialect reports them."""
 
     input_tokens: int
-    output_tokens: int
+    output_tokens: int  # all of the output, thinking included
     cached_input_tokens: int = 0
+    reasoning_tokens: int = 0  # the thinking part of output_tokens (evalkit.sim.thinking)
 
 
 @dataclass(frozen=True)
