@@ -28,6 +28,29 @@ class LoadedRun:
     options: dict[str, Any] = field(default_factory=dict)  # what the benchmark's methods read
 
 
+PAIRED_TEST = ("the paired bootstrap of the difference (McNemar's exact test needs one right-or-wrong answer "
+               "per item, and a mean over repeats is a fraction)")
+
+
+@dataclass(frozen=True)
+class CommonRepeats:
+    """A comparison over the k >= 2 repeats every run has (`--repeats`): label -> the run's own count."""
+
+    k: int
+    per_run: dict[str, int]
+
+    @property
+    def method(self) -> str:
+        """What the ranking, the intervals and the tests rest on."""
+        return (f"ranked on the mean of {self.k} common repeats; intervals and paired tests resample items "
+                "with per-item mean correctness over the repeats")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "used": list(range(self.k)), "per_run": self.per_run,
+                "unused": {label: list(range(self.k, n)) for label, n in self.per_run.items() if n > self.k},
+                "method": self.method, "paired_test": PAIRED_TEST}
+
+
 @dataclass
 class Leaderboard:
     """A ranked leaderboard of one benchmark, with intervals, paired tests and correlations."""
@@ -40,6 +63,7 @@ class Leaderboard:
     correlation: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     out_dir: Path | None = None
+    repeats: CommonRepeats | None = None      # None: repeat 0 only (no run has two repeats in common)
 
     @property
     def metric(self) -> str | None:
@@ -66,6 +90,12 @@ class Leaderboard:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._base_dict()
+        if self.repeats is not None:  # only then: a comparison without repeats says what it always said
+            out["repeats"] = self.repeats.to_dict()
+        return out
+
+    def _base_dict(self) -> dict[str, Any]:
         return {
             "benchmark": self.benchmark,
             "metric": self.metric,

@@ -21,6 +21,22 @@ N_BOOT = 2000
 ALL_VARIANTS_RIGHT = frozenset({"circular_accuracy", "RE"})
 
 
+@dataclass(frozen=True)
+class OverRepeats:
+    """A model's headline scores on each of the k repeats a comparison shares (`--repeats`): what it is
+    ranked on (the mean of the headline metric) and how much it moves from repeat to repeat (sd)."""
+
+    k: int
+    of_run: int                             # how many repeats the run has (the ones beyond k are unused)
+    per_repeat: list[dict[str, float]]      # repeat r's headline scores (the benchmark's own aggregate)
+    mean: dict[str, float | None]
+    sd: dict[str, float | None]             # sample standard deviation (n - 1) across the k repeats
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "of_run": self.of_run, "per_repeat": self.per_repeat, "mean": self.mean,
+                "sd": self.sd}
+
+
 class Scored(Protocol):
     """What the analysis needs of a benchmark: its headline metric as observations."""
 
@@ -41,6 +57,7 @@ class ModelResult:
     chance: float | None = None            # % right answering at random (summary.json's chance_pct)
     headline_chance: float | None = None   # the headline metric at random, in its own scale
     answered: int | None = None            # records without an error; None: counted from `records`
+    repeats: OverRepeats | None = None     # compare over k >= 2 common repeats: `table` and `ci` are theirs
 
     def __post_init__(self) -> None:
         if self.answered is None:
@@ -72,6 +89,12 @@ class ModelResult:
                 "n_units": len(set(self.table.units)), "n_observations": self.table.n}
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._base_dict()
+        if self.repeats is not None:  # only then: a comparison without repeats says what it always said
+            out["repeats"] = self.repeats.to_dict()
+        return out
+
+    def _base_dict(self) -> dict[str, Any]:
         return {
             "model": self.label,
             "headline": self.headline_dict(),

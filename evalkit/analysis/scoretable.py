@@ -5,6 +5,9 @@ Every benchmark's headline number is a mean of per-observation scores, either pl
 mean within each cell). A ScoreTable holds those observations with the unit they are
 resampled by (the item, so all its variants travel together), which turns a bootstrap
 into two matrix products instead of thousands of calls to the benchmark's aggregate.
+
+With repeated sampling (`--repeats`), `mean_over_repeats` averages each observation over the
+repeats: the cells become fractions (per-item mean correctness), still resampled by item.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class ScoreTable:
     strata: tuple[str, ...] | None = None  # macro cells; None for a plain mean
     scale: float = 100.0              # 100 for percentages, 1 for fractions
     keys: tuple[str, ...] = field(default=())  # pairing key per observation (default unit|stratum)
+    repeats: int = 1                  # how many repeats each value is the mean of
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -54,10 +58,11 @@ class ScoreTable:
 
     @property
     def binary(self) -> bool:
-        """Whether every observation is right or wrong (what McNemar's test needs)."""
+        """Whether every observation is one right-or-wrong answer (what McNemar's test needs); a mean
+        over repeats is not, even where every repeat agrees (one test for all pairs of a comparison)."""
         import numpy as np
 
-        return bool(np.all((self.values == 0) | (self.values == 1)))
+        return self.repeats == 1 and bool(np.all((self.values == 0) | (self.values == 1)))
 
     def estimate(self) -> float:
         return self._point
@@ -76,7 +81,7 @@ class ScoreTable:
         keep = [i for i, k in enumerate(self.keys) if k in keys]
         return ScoreTable(self.metric, tuple(self.units[i] for i in keep), self.values[keep],
                           tuple(self.strata[i] for i in keep) if self.strata is not None else None,
-                          self.scale, tuple(self.keys[i] for i in keep))
+                          self.scale, tuple(self.keys[i] for i in keep), self.repeats)
 
     def matrices(self, unit_order: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(sums, counts): units x cells, so any weighting of units gives every cell's mean."""
@@ -101,6 +106,41 @@ class ScoreTable:
     def from_matrices(self, sums: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """`resampled` with this table's matrices already built (they cost more than the product)."""
         return _estimate(sums, counts, weights, self.strata is not None) * self.scale
+
+
+def mean_over_repeats(tables: Sequence[ScoreTable]) -> ScoreTable:
+    """One table whose value per observation is its mean over the repeats' tables (per-item mean
+    correctness), observations matched by pairing key (the n-th of a key with the n-th). Each repeat's
+    table must key its observations as repeat 0's does. An observation some repeat lacks (not answered
+    yet) is averaged over the repeats that have it. With every repeat complete, `estimate()` is the
+    mean of the repeats' estimates (each cell's mean is linear in the values, with equal counts)."""
+    import numpy as np
+
+    if not tables:
+        raise ValueError("no tables to average")
+    first = tables[0]
+    where: dict[tuple[str, int], int] = {}   # (key, occurrence) -> observation of the mean table
+    units: list[str] = []
+    strata: list[str] = []
+    keys: list[str] = []
+    sums: list[float] = []
+    counts: list[int] = []
+    for table in tables:
+        seen: dict[str, int] = {}
+        for i, key in enumerate(table.keys):
+            nth = seen[key] = seen.get(key, -1) + 1
+            j = where.setdefault((key, nth), len(keys))
+            if j == len(keys):
+                units.append(table.units[i])
+                strata.append(table.strata[i] if table.strata is not None else "")
+                keys.append(key)
+                sums.append(0.0)
+                counts.append(0)
+            sums[j] += float(table.values[i])
+            counts[j] += 1
+    return ScoreTable(first.metric, tuple(units), np.array(sums) / np.array(counts, dtype=float),
+                      tuple(strata) if first.strata is not None else None, first.scale, tuple(keys),
+                      len(tables))
 
 
 def _estimate(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray, macro: bool) -> np.ndarray:

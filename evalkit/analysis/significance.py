@@ -3,7 +3,8 @@
 Pure functions over ScoreTables, seeded so a report is reproducible: a percentile
 bootstrap over items for each model's headline number, and for each pair of models the
 exact McNemar test on per-observation correctness (when scores are right/wrong) and a
-paired bootstrap of the score difference (always), Holm-corrected across pairs.
+paired bootstrap of the score difference (always), Holm-corrected across pairs. Scores that
+are means over repeats (fractions per item) are tested by the paired bootstrap alone.
 """
 
 from __future__ import annotations

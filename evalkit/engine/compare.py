@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from evalkit.analysis.comparison import Leaderboard, LoadedRun
+from evalkit.analysis.comparison import CommonRepeats, Leaderboard, LoadedRun
 from evalkit.analysis.correlation import load_sizes, size_correlation
 from evalkit.analysis.result import N_BOOT, analyze
 from evalkit.analysis.significance import all_pairs, bootstrap_ci, resample, same_observations
@@ -19,7 +20,7 @@ from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.identity import protocol_view, saved_settings
 from evalkit.engine.records_read import damaged_note
-from evalkit.engine.repeats import compare_note, n_repeats
+from evalkit.engine.repeats import compare_note, n_repeats, over_repeats
 from evalkit.engine.rundir import RunDir
 from evalkit.report.compare_md import write_comparison
 
@@ -144,22 +145,31 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     damage: list[str] = []
     runs = [load_run(Path(p), damage) for p in run_dirs]
     _label_all(runs)
-    sampled = [(r.label, n_repeats(r.summary), r.records) for r in runs]
-    for run in runs:  # the leaderboard ranks repeat 0, each run's headline (--repeats: docs/repeats.md)
+    counts = {r.label: n_repeats(r.summary) for r in runs}
+    every = {r.label: r.records for r in runs}  # records of every repeat
+    for run in runs:  # the analysis (categories, confusion, ...) and the checks read repeat 0, each run's headline
         run.records = [rec for rec in run.records if not rec.repeat]
     notes = check_compatible(runs) + damage
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
     options = runs[0].options
-    notes += [note] if (note := compare_note(bench, options, sampled)) else []
     results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed, chance=r.summary.get("chance_pct"))
                for r in runs]
+    common = min(counts.values())  # the repeats every run has (docs/repeats.md)
+    if common >= 2:  # ranked on the mean over them; tests on per-item mean correctness
+        for m in results:
+            m.repeats, m.table = over_repeats(bench, every[m.label], options, common, counts[m.label])
+    spreads = {m.label: m.repeats for m in results if m.repeats is not None}
+    notes += [note] if (note := compare_note(bench.headline_for(options), counts, spreads)) else []
     tables = {m.label: m.table for m in results if m.table is not None and m.table.n}
     draws = resample(tables, n_boot=n_boot, seed=seed) if n_boot > 0 and same_observations(tables) else None
     for m in results:
         if m.label in tables:  # every model's interval from the same resamples as the paired tests
             m.ci = bootstrap_ci(tables[m.label], n_boot=n_boot, seed=seed,
                                 draws=draws[m.label] if draws else None)
+            mean = m.repeats.mean.get(m.table.metric) if m.repeats else None
+            if mean is not None:  # the mean of the repeats' official headlines (their tables' mean when complete)
+                m.ci = replace(m.ci, estimate=mean)
     results.sort(key=lambda m: (-(m.estimate if m.estimate is not None else float("-inf")), m.label))
     pairs = all_pairs({m.label: tables[m.label] for m in results if m.label in tables}, n_boot=n_boot,
                       seed=seed, alpha=alpha, draws=draws)
@@ -169,7 +179,8 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
         scores = {m.label: m.estimate for m in results if m.estimate is not None}
         correlation = size_correlation(scores, load_sizes(Path(sizes)))
     settings = {k: v for k, v in runs[0].identity.items() if k not in PER_MODEL}
-    comparison = Comparison(bench_name, settings, results, {r.label: r for r in runs}, pairs, correlation, notes)
+    comparison = Comparison(bench_name, settings, results, {r.label: r for r in runs}, pairs, correlation, notes,
+                            repeats=CommonRepeats(common, counts) if common >= 2 else None)
     if out is not None:
         comparison.write(Path(out))
     return comparison

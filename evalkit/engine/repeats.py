@@ -8,7 +8,8 @@ the run identity: raising N grows the same run directory and sends only the new 
 
 The headline, counts and report analysis read repeat 0, so a 1-repeat run and repeat 0 of an
 N-repeat run say the same; summary["repeats"] adds each repeat's official scores, their mean and
-spread, agreement, majority vote and pass@k.
+spread, agreement, majority vote and pass@k. `compare` ranks runs on the mean over the repeats they
+all have, with per-item mean correctness in its intervals and paired tests (`over_repeats`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from evalkit.analysis.comparison import PAIRED_TEST, CommonRepeats
+from evalkit.analysis.result import OverRepeats
+from evalkit.analysis.scoretable import ScoreTable, mean_over_repeats
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query, Record
 from evalkit.metrics.basic import usage_totals
@@ -152,25 +156,46 @@ def n_repeats(summary: Mapping[str, Any]) -> int:
     return int((summary.get("repeats") or {}).get("n") or 1)
 
 
-def compare_note(bench: Aggregates, options: dict[str, Any],
-                 runs: Sequence[tuple[str, int, Sequence[Record]]]) -> str | None:
-    """What `compare` says about runs of (label, repeats, records of every repeat): the leaderboard ranks
-    repeat 0 (each run's headline); over the repeats all runs have, each run's mean ± sd."""
-    if all(n == 1 for _, n, _ in runs):
+class Compared(Aggregates, Protocol):
+    """What `compare` needs of a benchmark over repeats: the repeat scores and the headline as observations."""
+
+    def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None: ...
+
+
+def over_repeats(bench: Compared, records: Sequence[Record], options: dict[str, Any], k: int,
+                 of_run: int) -> tuple[OverRepeats, ScoreTable | None]:
+    """One run in a comparison over its first k repeats (of `of_run`): each repeat's headline scores with
+    their mean and sd (as summary["repeats"] computes them), and the headline's observations averaged
+    over the k repeats (per-item mean correctness), paired with other runs by repeat 0's keys."""
+    used = [r for r in records if r.repeat < k]
+    per_repeat = repeat_scores(bench, used, options, k)
+    mean, sd = spread(per_repeat)
+    by_repeat: dict[int, list[Record]] = defaultdict(list)
+    for rec in used:  # each repeat's records under repeat 0's ids, so its table pairs as repeat 0's does
+        by_repeat[rec.repeat].append(replace(rec, query_id=source_id(rec), repeat=0))
+    tables = [t for r in range(k) if by_repeat[r] and (t := bench.score_table(by_repeat[r], options)) and t.n]
+    return OverRepeats(k, of_run, per_repeat, mean, sd), mean_over_repeats(tables) if tables else None
+
+
+def compare_note(metric: str, counts: Mapping[str, int], spreads: Mapping[str, OverRepeats]) -> str | None:
+    """What `compare` says about runs with these repeat counts (label -> N) and, over the k >= 2 repeats
+    they share, each run's spread: which repeats are used, what the ranking and the tests rest on."""
+    if all(n == 1 for n in counts.values()):
         return None
-    common = min(n for _, n, _ in runs)
-    counts = ", ".join(f"{label}: {n}" for label, n, _ in runs)
-    lead = (f"repeats differ ({counts})" if len({n for _, n, _ in runs}) > 1 else f"every run has {common} repeats")
-    if common < 2:
+    k = min(counts.values())
+    lead = f"repeats differ ({', '.join(f'{label}: {n}' for label, n in counts.items())})"
+    if k < 2:
         return f"{lead}: compared on repeat 0, the one repeat they have in common (each run's headline)"
-    metric = bench.headline_for(options)
-    shown = []
-    for label, _, records in runs:
-        scores = repeat_scores(bench, [r for r in records if r.repeat < common], options, common)
-        m, sd = mean_sd([s[metric] for s in scores if metric in s])
-        shown.append(f"{label} {_num(m)} ± {_num(sd)}")
-    return (f"{lead}: the leaderboard ranks repeat 0 (each run's headline); {metric} over their common repeats "
-            f"0–{common - 1} (mean ± sd): " + ", ".join(shown))
+    if len(set(counts.values())) == 1:
+        lead = f"every run has {k} repeats (0–{k - 1})"
+    else:
+        unused = "; ".join(f"{label}: {k}" + (f"–{n - 1}" if n - 1 > k else "")
+                           for label, n in counts.items() if n > k)
+        lead += f": compared on the {k} common repeats 0–{k - 1}; later repeats are not used ({unused})"
+    shown = ", ".join(f"{label} {_num(s.mean.get(metric))} ± {_num(s.sd.get(metric))}"
+                      for label, s in spreads.items())
+    return (f"{lead}; {CommonRepeats(k, dict(counts)).method}; the paired test is {PAIRED_TEST}; "
+            f"{metric} over the common repeats (mean ± sd across repeats): {shown}")
 
 
 def _num(x: float | None) -> str:
