@@ -25,6 +25,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams, Message, Query, Record
 from evalkit.engine.compare import compare
 from evalkit.engine.repeats import source_id, with_repeats
+from evalkit.metrics.reliability import fit_histogram
 from evalkit.metrics.repeats import (
     agreement,
     majority_answer,
@@ -283,6 +284,14 @@ def test_summary_statistics_equal_those_computed_from_the_records(tmp_path):
                                          for g in groups.values())
         assert rep["pass_at_k"][str(k)] == pytest.approx(expected)
     assert rep["pass_at_k"]["1"] == pytest.approx(statistics.mean(per))
+    hist = [0] * 5  # the repeats as variants: how many queries came back right c of 4 times
+    for g in groups.values():
+        hist[sum(r["correct"] is True for r in g)] += 1
+    fit = rep["reliability"]
+    assert fit["k"] == 4 and fit["n"] == N and json.loads(json.dumps(fit_histogram(hist).as_dict())) == fit
+    if fit["A_adj"] is not None:  # θ·r: right because known, never more than the single-pass accuracy
+        assert fit["A_adj"] <= statistics.mean(per) / 100 + 1e-9
+    assert f"The repeats as variants (known/guess mixture over {N} queries, k = 4)" in (run / "report.md").read_text()
 
 
 def test_a_cache_written_without_repeats_answers_repeat_zero(tmp_path):

@@ -26,6 +26,7 @@ from evalkit.analysis.scoretable import ScoreTable, mean_over_repeats
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query, Record
 from evalkit.metrics.basic import usage_totals
+from evalkit.metrics.reliability import fit_histogram, histogram
 from evalkit.metrics.repeats import agreement, majority_vote_pct, mean_sd, pass_at_ks
 
 MARK = "#r"  # "<query id>#r<repeat>"
@@ -137,7 +138,17 @@ def repeats_summary(bench: Aggregates, records: Sequence[Record], options: dict[
         if single_gold else None,
         "pass_at_k": {str(k): v for k, v in pass_at_ks([[r.correct is True for r in g] for g in groups], n).items()}
         if single_gold else None,
+        "reliability": repeats_as_variants(groups, n),
     }
+
+
+def repeats_as_variants(groups: Sequence[Sequence[Record]], n: int) -> dict[str, Any] | None:
+    """The known/guess mixture (θ, r, g; metrics.reliability) with the n repeats of each query as its
+    variants: a question the model knows comes back right in most repeats, a guess only by luck.
+    Over the queries with every repeat answered; None when there are none, or fewer than the 3
+    repeats the mixture needs to be identifiable."""
+    counts = [sum(r.correct is True for r in g) for g in groups if len(g) == n]
+    return fit_histogram(histogram(counts, n)).as_dict() if counts and n >= 3 else None
 
 
 def add_repeats(summary: dict[str, Any], bench: Aggregates, records: Sequence[Record], options: dict[str, Any],

@@ -62,6 +62,11 @@ def _repeats(summary: dict[str, Any]) -> list[str]:
     votes += [f"pass@{k} {fmt(v)}%" for k, v in (rep.get("pass_at_k") or {}).items() if v is not None]
     if votes:
         lines += ["Over the repeats: " + " · ".join(votes) + ".", ""]
+    fit = rep.get("reliability")
+    if fit:
+        lines += [f"The repeats as variants (known/guess mixture over {fit['n']:,} queries, k = {fit['k']}): "
+                  f"θ {fmt(fit['theta'])} · r {fmt(fit['r'])} · g {fmt(fit['g'])} · A_adj = θ·r "
+                  f"{fmt(fit['A_adj'])}" + (f" ({fit['note']})" if fit.get("note") else "") + ".", ""]
     return lines
 
 
