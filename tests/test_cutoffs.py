@@ -146,7 +146,7 @@ def replace_params(query: Query, max_tokens: int) -> Query:
 
 # ---- end to end: the simulated model thinks (evalkit sim --think-tokens) -----------------------
 
-N = 12
+N = 8
 
 
 def _sim(data: Path, think: int):  # noqa: ANN202
@@ -212,6 +212,8 @@ def test_cut_offs_end_to_end_then_reask_only_those(tmp_path, provider):
         assert summary2["counts"]["correct"] > summary["counts"]["correct"]
         assert len(records2) == N
 
+        if provider != "vllm":  # the resume below is the same code for every provider
+            return
         for argv in ([*think, "--max-tokens", "400"], [*think, "--reask-cutoffs", "--max-tokens", "4000"]):
             assert _run(sim, data, tmp_path, provider, *argv).returncode == 0
             assert _requests(sim) == N + len(cut)  # both commands find everything answered

@@ -264,14 +264,14 @@ def test_generated_and_official_forms_give_identical_metrics(tmp_path):
 
 
 @pytest.mark.slow
-def test_estimators_end_to_end_1000_problems(tmp_path, no_plots):
-    src = _tiny_set(tmp_path / "gen", 1000, seed=11, size=24, unique_text=True, pairs=False, grounding=False)
+def test_estimators_end_to_end_500_problems(tmp_path, no_plots):
+    src = _tiny_set(tmp_path / "gen", 500, seed=11, size=24, unique_text=True, pairs=False, grounding=False)
     params = SimParams(theta=0.7, r=0.95, g=0.25, seed=2)
     s = _run(tmp_path, src, params, "e2e", td_image_size=0, td_boot=200)
-    assert s["n_queries"] == 4000 and s["counts"]["errors"] == 0
+    assert s["n_queries"] == 2000 and s["counts"]["errors"] == 0
     ml = s["metrics"]["reliability_ml"]
     counts = s["metrics"]["per_category"]
-    pooled = {k: sum(c[k] * c["n"] for c in counts.values()) / 1000 for k in ("RE", "VE", "MA")}
+    pooled = {k: sum(c[k] * c["n"] for c in counts.values()) / 500 for k in ("RE", "VE", "MA")}
     from evalkit.metrics.reliability import decompose
 
     paper = decompose(pooled["RE"], pooled["VE"], pooled["MA"])
