@@ -116,10 +116,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
     if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
         _add_sim_parser(sp, argv)
+    from evalkit.benchmarks.genvip_command import add_translate_parser
     from evalkit.benchmarks.tdbench_derive import add_derive_parser
 
     add_derive_parser(sub)
-    _add_translate_parser(sub.add_parser("translate", help="GenViP: translate infrared images to RGB with an editor"))
+    from evalkit.lint.command import add_lint_parser
+
+    add_lint_parser(sub)
+    add_translate_parser(sub)
     dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
     dp.add_argument("--out", default=str(DEMO_OUT), help=f"where the demo writes its run and cache (default {DEMO_OUT})")
     return parser
@@ -143,42 +147,6 @@ def _add_sim_parser(sp: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     add_sim_arguments(sp)
     _add_bench_options(sp, _bench_in(argv, "--bench"),
                        "{bench} options (as for `evalkit run`, to key the same variants)")
-
-
-def _add_translate_parser(tp: argparse.ArgumentParser) -> None:
-    tp.add_argument("bench", choices=("if-bench",), help="benchmark whose images to translate")
-    tp.add_argument("--images", required=True, help="folder of infrared images")
-    tp.add_argument("--out", required=True, help="folder for the translations (resumable)")
-    tp.add_argument("--model", required=True, help="editor, e.g. openai/gpt-image-1 or google/gemini-2.5-flash-image")
-    tp.add_argument("--data", help="question file: translate only the images it names")
-    tp.add_argument("--base-url", action="append", help="editor server URL")
-    tp.add_argument("--concurrency", type=int, default=8)
-    tp.add_argument("--rpm", type=float)
-    tp.add_argument("--max-attempts", type=int, default=6)
-    tp.add_argument("--timeout", type=float, default=300.0)
-    tp.add_argument("--limit", type=int, help="only the first N images")
-    tp.add_argument("--cache-dir", default=None)
-    tp.add_argument("--no-cache", action="store_true")
-    tp.add_argument("--no-progress", action="store_true")
-
-
-def cmd_translate(args: argparse.Namespace, console: Console) -> int:
-    import asyncio
-
-    from evalkit.benchmarks.ifbench_genvip import translate_images
-
-    results = asyncio.run(translate_images(
-        Path(args.images), Path(args.out), args.model, data=Path(args.data) if args.data else None,
-        base_urls=tuple(args.base_url or ()), cache_dir=None if args.no_cache else _cache_dir(args.cache_dir),
-        concurrency=args.concurrency, max_attempts=args.max_attempts, timeout_s=args.timeout, limit=args.limit,
-        rpm=args.rpm, progress=not args.no_progress))
-    failed = [r for r in results if not r.ok]
-    sources = {s: sum(1 for r in results if r.ok and r.source == s) for s in ("network", "cache", "output")}
-    console.print(f"translated {len(results) - len(failed)}/{len(results)} images into {args.out} "
-                  f"(new {sources['network']}, from cache {sources['cache']}, already there {sources['output']})")
-    for r in failed[:5]:
-        console.print(f"[red]{r.id}: {r.error} {r.error_message or ''}[/red]")
-    return 1 if failed else 0
 
 
 def _cache_dir(value: str | None) -> str:
@@ -368,6 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "sim":
             return cmd_sim(args)
         if args.command == "translate":
+            from evalkit.benchmarks.genvip_command import cmd_translate
+
             return cmd_translate(args, console)
         if args.command == "derive":
             from evalkit.benchmarks.tdbench_derive import cmd_derive
@@ -375,6 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_derive(args, console)
         if args.command == "demo":
             return cmd_demo(args, console)
+        if args.command == "lint":
+            from evalkit.lint.command import cmd_lint
+
+            return cmd_lint(args, console)
     except EvalkitError as e:
         err.print(f"evalkit: error: {e}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalkit.analysis.scoretable import ScoreTable
+from evalkit.benchmarks.lenient import LenientLoad, Sink
 from evalkit.core.findings import Finding
 from evalkit.core.report_table import ReportTable
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
@@ -71,6 +72,18 @@ class Benchmark:
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         """Read the official files into Items. Bad rows raise EvalkitError naming file and row."""
         raise NotImplementedError
+
+    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
+        """Read like `load`, but never stop at a fault: the items that could be read, plus one problem
+        per row (or file) that could not (`evalkit lint` reports them all; a run keeps `load`).
+        Items whose content is faulty but readable (gold not among the options, an image file that is
+        not there) are kept, for lint's checks to name. Every registered benchmark overrides this; the
+        default is the strict load, its first fault the only problem."""
+        sink = Sink(lenient=True)
+        items: list[Item] = []
+        with sink.guard(data, kind="unreadable-file"):
+            items = self.load(data, images, options)
+        return LenientLoad(items, sink.problems)
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
         """One Query per (item, variant), the gold answer moved with the variant."""

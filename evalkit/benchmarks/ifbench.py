@@ -21,7 +21,16 @@ from typing import Any
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
-from evalkit.benchmarks.ifbench_io import LANGS, default_image_dir, entries, find_image, item_ids, parse_item
+from evalkit.benchmarks.ifbench_io import (
+    LANGS,
+    default_image_dir,
+    dimension_of,
+    entries,
+    find_image,
+    item_ids,
+    parse_item,
+)
+from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import read_prompt
 from evalkit.core.settings import option
@@ -214,7 +223,14 @@ class IFBench(Benchmark):
 
 
     # ---- load / expand ---------------------------------------------------------------
-    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
+    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
+        sink = Sink(lenient=True)
+        items: list[Item] = []
+        with sink.guard(data, kind="unreadable-file"):
+            items = self.load(data, images, options, sink)
+        return LenientLoad(items, sink.problems)
+
+    def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
         path = Path(data)
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".json" and "image_list" not in p.name)
@@ -227,7 +243,15 @@ class IFBench(Benchmark):
             raise EvalkitError(f"{path}: cannot read ({exc})") from exc
         except json.JSONDecodeError as exc:
             raise EvalkitError(f"{path}: invalid JSON ({exc})") from exc
-        rows = [(where, parse_item(where, dim, obj)) for where, dim, obj in entries(raw, path)]
+        found_entries = entries(raw, path)
+        # ids come from each entry's dimension and place, so a bad entry (lenient) shifts no other id
+        with_dim = [k for k, (_, dim, obj) in enumerate(found_entries) if dimension_of(dim, obj)]
+        ids = dict(zip(with_dim, item_ids([{"dimension": dimension_of(*found_entries[k][1:])} for k in with_dim]),
+                       strict=True))
+        rows: list[tuple[str, dict[str, Any], str]] = []
+        for k, (where, dim, obj) in enumerate(found_entries):
+            with sink.guard(path, row=where.split(": ", 1)[-1], items=(ids[k],) if k in ids else ()):
+                rows.append((where, parse_item(where, dim, obj, sink), ids.get(k, "")))
         ir_dir = images or default_image_dir(path, "infrared_imgs")
         kind = prompt_kind(options)
         rgb_dir: Path | None = None
@@ -239,7 +263,7 @@ class IFBench(Benchmark):
         skip = bool(options.get("skip_missing"))
         self.skipped = []
         items = []
-        for (where, row), item_id in zip(rows, item_ids([r for _, r in rows]), strict=True):
+        for where, row, item_id in rows:
             refs = []
             # as the official code: the infrared image under its path, its translation by file name alone
             for folder, label, name in ((ir_dir, "image", row["image"]),
@@ -247,6 +271,8 @@ class IFBench(Benchmark):
                 if folder is None:
                     continue
                 found = find_image(folder, name)
+                if found is None and sink.lenient:  # kept under its expected path: lint names it missing
+                    found = folder / name
                 if found is None:
                     if not skip:
                         raise EvalkitError(f"{where}: {label} not found: {folder / name} "

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.core.errors import EvalkitError
 
 LANGS = ("en", "cn")
@@ -38,8 +39,9 @@ def _options(where: str, raw: Any, name: str) -> dict[str, str]:
     return opts
 
 
-def parse_item(where: str, dim_key: str | None, obj: Any) -> dict[str, Any]:
-    """One raw item checked and flattened; `pos_info` and `original_answer` are ignored."""
+def parse_item(where: str, dim_key: str | None, obj: Any, sink: Sink = STRICT) -> dict[str, Any]:
+    """One raw item checked and flattened; `pos_info` and `original_answer` are ignored. Lenient
+    (`sink`): a gold outside the options is kept as read, for lint's checks to name."""
     if not isinstance(obj, Mapping):
         raise EvalkitError(f"{where}: expected an object")
     q = obj.get("question")
@@ -62,7 +64,7 @@ def parse_item(where: str, dim_key: str | None, obj: Any) -> dict[str, Any]:
         raise EvalkitError(f"{where}: en_options and cn_options have different letters")
     answer = str(q.get("answer") or "").strip().upper()
     if answer not in out["en_options"]:
-        raise EvalkitError(f"{where}: answer {q.get('answer')!r} is not among the options {', '.join(out['en_options'])}")
+        sink.content(f"{where}: answer {q.get('answer')!r} is not among the options {', '.join(out['en_options'])}")
     out["answer"] = answer
     return out
 
@@ -84,6 +86,12 @@ def find_image(folder: Path, name: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def dimension_of(dim_key: str | None, obj: Any) -> str:
+    """An entry's dimension as parse_item reads it, "" when it has none (for the ids of bad entries)."""
+    q = obj.get("question") if isinstance(obj, Mapping) else None
+    return str((q.get("dimension") if isinstance(q, Mapping) else None) or dim_key or "").strip()
 
 
 def item_ids(rows: Sequence[dict[str, Any]]) -> list[str]:

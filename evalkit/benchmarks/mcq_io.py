@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Item
 
@@ -46,11 +47,11 @@ def _maybe_list(text: str) -> list[str] | None:
     return [str(v) for v in value] if isinstance(value, list) else None
 
 
-def _resolve_file(path: Path, base: Path, where: str) -> ImageRef:
-    """An image path made absolute against `base`, which must exist."""
+def _resolve_file(path: Path, base: Path, where: str, sink: Sink = STRICT) -> ImageRef:
+    """An image path made absolute against `base`, which must exist (lenient: kept for lint to name)."""
     full = path if path.is_absolute() else base / path
     if not full.is_file():
-        raise EvalkitError(f"{where}: image file not found: {full}")
+        sink.content(f"{where}: image file not found: {full}")
     return ImageRef.from_path(str(full))
 
 
@@ -92,18 +93,20 @@ def _check_row_span(path: Path, k: int, last_line: int, row: Mapping[Any, Any]) 
                            "an unbalanced double quote (\") swallowed what follows; close or remove the quote")
 
 
-def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
-    """Items from a VLMEvalKit-style TSV. Image paths resolve against `images`, else the TSV's folder."""
+def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
+    """Items from a VLMEvalKit-style TSV. Image paths resolve against `images`, else the TSV's folder.
+    Lenient (`sink`, see benchmarks.lenient): bad rows are problems, the other rows items."""
     _raise_field_limit()
+    rows: dict[int, Mapping[Any, Any]] = {}  # data row number (1-based) -> row
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh, delimiter="\t", restval="")
             header = [h.strip() for h in (reader.fieldnames or [])]
             reader.fieldnames = header
-            rows = []
-            for row in reader:
-                _check_row_span(path, len(rows) + 1, reader.line_num, row)
-                rows.append(row)
+            for count, row in enumerate(reader, start=1):
+                with sink.guard(path, row=f"row {count}"):
+                    _check_row_span(path, count, reader.line_num, row)
+                    rows[count] = row
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -118,13 +121,17 @@ def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
         raise EvalkitError(f"{path}: no option columns (A, B, ...)")
 
     by_index: dict[str, int] = {}
-    for k, row in enumerate(rows, start=1):
+    for k, row in list(rows.items()):
         idx = _cell(row.get("index"))
         if not idx:
-            raise EvalkitError(f"{path}: row {k}: empty index")
-        if idx in by_index:
-            raise EvalkitError(f"{path}: row {k}: duplicate index {idx} (first at row {by_index[idx]})")
-        by_index[idx] = k
+            sink.add(f"{path}: row {k}: empty index", path, row=f"row {k}")
+        elif idx in by_index:
+            sink.add(f"{path}: row {k}: duplicate index {idx} (first at row {by_index[idx]})", path, row=f"row {k}",
+                     items=(idx,), kind="duplicate-id")
+        else:
+            by_index[idx] = k
+            continue
+        del rows[k]  # lenient: the row is a problem, not an item
 
     base = images or path.parent
     resolved: dict[int, tuple[ImageRef, ...]] = {}
@@ -133,7 +140,7 @@ def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
         """Row k's images, following index references (with cycle detection)."""
         if k in resolved:
             return resolved[k]
-        row, where = rows[k - 1], f"{path}: row {k} (index {_cell(rows[k - 1].get('index'))})"
+        row, where = rows[k], f"{path}: row {k} (index {_cell(rows[k].get('index'))})"
         cell = _cell(row.get("image"))
         if cell.isdigit() and len(cell) <= 32:
             target = by_index.get(cell)
@@ -150,12 +157,12 @@ def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
             if not cell:
                 raise EvalkitError(f"{where}: no image (empty 'image' and 'image_path')")
             paths = _maybe_list(cell) or [cell]
-            refs = tuple(_resolve_file(Path(p), base, where) for p in paths)
+            refs = tuple(_resolve_file(Path(p), base, where, sink) for p in paths)
         resolved[k] = refs
         return refs
 
     items = []
-    for k, row in enumerate(rows, start=1):
+    for k, row in rows.items():
         idx = _cell(row.get("index"))
         where = f"{path}: row {k} (index {idx})"
         options = {x: _cell(row.get(x)) for x in letters if _cell(row.get(x))}
@@ -164,18 +171,26 @@ def load_tsv(path: Path, images: Path | None = None) -> list[Item]:
             for h in header
             if h not in _KNOWN_TSV and h not in letters and 0 < len(_cell(row.get(h))) <= _MAX_EXTRA_CHARS
         }
-        items.append(
-            _make_item(
-                where,
-                idx,
-                question=_cell(row.get("question")),
-                options=options,
-                answer=_cell(row.get("answer")),
-                images=images_of(k),
-                category=_cell(row.get("category")),
-                meta={"hint": _cell(row.get("hint")), "source": str(path), "row": k, **extra},
+        with sink.guard(path, row=f"row {k}", items=(idx,)):
+            meta = {"hint": _cell(row.get("hint")), "source": str(path), "row": k, **extra}
+            if sink.lenient:  # what lint's option and image checks need beyond the item (not in a run's items)
+                meta["lint_option_cells"] = {x: _cell(row.get(x)) for x in letters}
+                ref = _cell(row.get("image"))
+                if ref.isdigit() and len(ref) <= 32:
+                    meta["lint_image_from"] = ref  # shares another row's image on purpose
+            items.append(
+                _make_item(
+                    where,
+                    idx,
+                    question=_cell(row.get("question")),
+                    options=options,
+                    answer=_cell(row.get("answer")),
+                    images=images_of(k),
+                    category=_cell(row.get("category")),
+                    meta=meta,
+                    sink=sink,
+                )
             )
-        )
     return items
 
 
@@ -201,7 +216,7 @@ def _json_options(where: str, raw: Any) -> dict[str, str]:
     return options
 
 
-def _json_item(where: str, obj: Any, base: Path, source: Path) -> Item:
+def _json_item(where: str, obj: Any, base: Path, source: Path, sink: Sink = STRICT) -> Item:
     if not isinstance(obj, Mapping):
         raise EvalkitError(f"{where}: expected a JSON object")
     raw_id = obj.get("id", obj.get("index"))
@@ -213,20 +228,34 @@ def _json_item(where: str, obj: Any, base: Path, source: Path) -> Item:
     if not paths or not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
         raise EvalkitError(f"{where}: no image ('image' path or 'images' list)")
     answer = obj.get("answer")
+    meta: dict[str, Any] = {"hint": str(obj.get("hint") or "").strip(), "source": str(source)}
+    if sink.lenient:  # every option as given, empty ones too, for lint's empty-option check
+        meta["lint_option_cells"] = option_cells(obj.get("options"))
     return _make_item(
         where,
         str(raw_id).strip(),
         question=str(obj.get("question") or "").strip(),
         options=_json_options(where, obj.get("options") or {}),
         answer="" if answer is None else str(answer).strip(),
-        images=tuple(_resolve_file(Path(p), base, where) for p in paths),
+        images=tuple(_resolve_file(Path(p), base, where, sink) for p in paths),
         category=str(obj.get("category") or "").strip(),
-        meta={"hint": str(obj.get("hint") or "").strip(), "source": str(source)},
+        meta=meta,
+        sink=sink,
     )
 
 
-def load_jsonl(path: Path, images: Path | None = None) -> list[Item]:
-    """Items from JSONL (or a .json list). Image paths resolve against `images`, else the file's folder."""
+def option_cells(raw: Any) -> dict[str, str]:
+    """JSON `options` as letter -> text with the empty ones kept (what `_json_options` skips)."""
+    if isinstance(raw, list):
+        raw = {string.ascii_uppercase[i]: v for i, v in enumerate(raw[:26])}
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k).strip().upper(): "" if v is None else str(v).strip() for k, v in raw.items()}
+
+
+def load_jsonl(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
+    """Items from JSONL (or a .json list). Image paths resolve against `images`, else the file's folder.
+    Lenient (`sink`): bad lines are problems, the other lines items."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError as exc:
@@ -250,15 +279,19 @@ def load_jsonl(path: Path, images: Path | None = None) -> list[Item]:
             try:
                 entries.append((f"{path}: line {n}", json.loads(line)))
             except json.JSONDecodeError as exc:
-                raise EvalkitError(f"{path}: line {n}: invalid JSON ({exc.msg})") from exc
+                sink.add(f"{path}: line {n}: invalid JSON ({exc.msg})", path, row=f"line {n}")
     items: list[Item] = []
     first: dict[str, str] = {}
     for where, obj in entries:
-        item = _json_item(where, obj, base, path)
-        if item.id in first:
-            raise EvalkitError(f"{where}: duplicate id {item.id} (first at {first[item.id]})")
-        first[item.id] = where.rsplit(": ", 1)[-1]
-        items.append(item)
+        row = where.rsplit(": ", 1)[-1]
+        with sink.guard(path, row=row):
+            item = _json_item(where, obj, base, path, sink)
+            if item.id in first:
+                sink.add(f"{where}: duplicate id {item.id} (first at {first[item.id]})", path, row=row,
+                         items=(item.id,), kind="duplicate-id")
+                continue
+            first[item.id] = row
+            items.append(item)
     return items
 
 
@@ -277,18 +310,19 @@ def _make_item(
     images: tuple[ImageRef, ...],
     category: str,
     meta: dict[str, Any],
+    sink: Sink = STRICT,
 ) -> Item:
-    """An Item after the checks both forms share."""
+    """An Item after the checks both forms share (lenient: kept as read, for lint's checks to name)."""
     if not question:
-        raise EvalkitError(f"{where}: empty question")
+        sink.content(f"{where}: empty question")
     if not options:
-        raise EvalkitError(f"{where}: no options")
+        sink.content(f"{where}: no options")
     if not answer:
-        raise EvalkitError(f"{where}: no answer")
+        sink.content(f"{where}: no answer")
     if len(answer) == 1:
         answer = answer.upper()
     if answer not in options:
-        raise EvalkitError(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
+        sink.content(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
     return Item(
         id=item_id,
         question=question,

@@ -21,6 +21,7 @@ from typing import Any
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
+from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
 from evalkit.core.errors import EvalkitError
 from evalkit.core.report_table import ReportTable
@@ -144,23 +145,25 @@ def _choices(where: str, raw: Any) -> dict[str, str]:
 
 
 def _item(where: str, item_id: str, *, question: str, options: dict[str, str], answer: str, images: tuple,
-          task: str, subtask: str, category: str, meta: dict[str, Any]) -> Item:
-    """An Item after the checks both forms share; category is the scoring key Task/DOMAIN/group."""
+          task: str, subtask: str, category: str, meta: dict[str, Any], sink: Sink = STRICT) -> Item:
+    """An Item after the checks both forms share; category is the scoring key Task/DOMAIN/group.
+    Lenient: an empty question or a gold outside the options is kept, for lint's checks to name."""
     if not question:
-        raise EvalkitError(f"{where}: empty question")
+        sink.content(f"{where}: empty question")
     for name, value in (("Task", task), ("Subtask", subtask), ("Category", category)):
         if not value:
             raise EvalkitError(f"{where}: empty {name}")
     answer = answer.strip().strip("()").upper()
     if answer not in options:
-        raise EvalkitError(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
+        sink.content(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
     return Item(id=item_id, question=question, options=options, answer=answer, images=images,
                 category=scoring_key(task, subtask, category),
                 meta={**meta, "task": task, "subtask": subtask, "raw_category": category})
 
 
-def load_json(path: Path, images: Path | None = None) -> list[Item]:
-    """Items from the official JSON list. A bad record is an error naming file and record."""
+def load_json(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
+    """Items from the official JSON list. A bad record is an error naming file and record (lenient,
+    `sink`: a problem, and the next record is read)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError as exc:
@@ -174,38 +177,47 @@ def load_json(path: Path, images: Path | None = None) -> list[Item]:
     first: dict[str, int] = {}
     for k, rec in enumerate(data, start=1):
         where = f"{path}: record {k}"
-        if not isinstance(rec, Mapping):
-            raise EvalkitError(f"{where}: expected an object")
-        missing = [f for f in _REQUIRED if rec.get(f) in (None, "")]
-        if missing:
-            raise EvalkitError(f"{where}: missing {', '.join(missing)}")
-        qid = str(rec["Question_id"]).strip()
-        where = f"{where} ({qid})"
-        if qid in first:
-            raise EvalkitError(f"{where}: duplicate Question_id (first at record {first[qid]})")
-        first[qid] = k
-        qtype = rec.get("Question type", rec.get("Question Type"))
-        items.append(_item(
-            where, qid, question=str(rec["Text"]).strip(), options=_choices(where, rec["Answer choices"]),
-            answer=str(rec["Ground truth"]), images=(_resolve_file(Path(str(rec["Image"])), base, where),),
-            task=str(rec["Task"]).strip(), subtask=str(rec["Subtask"]).strip(),
-            category=str(rec["Category"]).strip(),
-            meta={"question_type": qtype, "dataset": rec.get("Dataset"), "image": str(rec["Image"])},
-        ))
+        qid = str(rec.get("Question_id") or "").strip() if isinstance(rec, Mapping) else ""
+        with sink.guard(path, row=f"record {k}", items=(qid,) if qid else ()):
+            if not isinstance(rec, Mapping):
+                raise EvalkitError(f"{where}: expected an object")
+            missing = [f for f in _REQUIRED if rec.get(f) in (None, "")]
+            if missing:
+                raise EvalkitError(f"{where}: missing {', '.join(missing)}")
+            qid = str(rec["Question_id"]).strip()
+            where = f"{where} ({qid})"
+            if qid in first:
+                sink.add(f"{where}: duplicate Question_id (first at record {first[qid]})", path, row=f"record {k}",
+                         items=(qid,), kind="duplicate-id")
+                continue
+            first[qid] = k
+            qtype = rec.get("Question type", rec.get("Question Type"))
+            items.append(_item(
+                where, qid, question=str(rec["Text"]).strip(), options=_choices(where, rec["Answer choices"]),
+                answer=str(rec["Ground truth"]), images=(_resolve_file(Path(str(rec["Image"])), base, where, sink),),
+                task=str(rec["Task"]).strip(), subtask=str(rec["Subtask"]).strip(),
+                category=str(rec["Category"]).strip(),
+                meta={"question_type": qtype, "dataset": rec.get("Dataset"), "image": str(rec["Image"]),
+                      **({"record": k, "source": str(path)} if sink.lenient else {})},
+                sink=sink,
+            ))
     return items
 
 
-def load_vlmeval_tsv(path: Path, images: Path | None = None) -> list[Item]:
+def load_vlmeval_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
     """Items from the VLMEvalKit TSV (category "Task/Subtask", l2-category = Category)."""
     out = []
-    for item in load_tsv(path, images):  # shared TSV reading: base64 cells, index references, bad rows
+    for item in load_tsv(path, images, sink):  # shared TSV reading: base64 cells, index references, bad rows
         where = f"{path}: row {item.meta.get('row')} (index {item.id})"
         task, _, subtask = str(item.category).partition("/")
         category = str(item.meta.get("l2-category") or "")
         options = {k: option_text(v, k) for k, v in item.options.items()}
-        out.append(_item(where, item.id, question=item.question, options=options, answer=item.answer,
-                         images=item.images, task=task, subtask=subtask, category=category,
-                         meta={"question_type": None, "dataset": item.meta.get("Dataset")}))
+        lint = {k: v for k, v in item.meta.items() if k in ("row", "source") or k.startswith("lint_")}
+        with sink.guard(path, row=f"row {item.meta.get('row')}", items=(item.id,)):
+            out.append(_item(where, item.id, question=item.question, options=options, answer=item.answer,
+                             images=item.images, task=task, subtask=subtask, category=category,
+                             meta={"question_type": None, "dataset": item.meta.get("Dataset"),
+                                   **(lint if sink.lenient else {})}, sink=sink))
     return out
 
 
@@ -255,7 +267,14 @@ class MMERealWorld(Benchmark):
                                [[k, v, n_by.get(k)] for k, v in per.items()]))
         return out
 
-    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
+    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
+        sink = Sink(lenient=True)
+        items: list[Item] = []
+        with sink.guard(data, kind="unreadable-file"):
+            items = self.load(data, images, options, sink)
+        return LenientLoad(items, sink.problems)
+
+    def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
         path = Path(data)
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.suffix.lower() in (".json", ".tsv"))
@@ -264,9 +283,9 @@ class MMERealWorld(Benchmark):
                 raise EvalkitError(f"{path}: expected one .json or .tsv file in the folder, found {names}")
             path = found[0]
         if path.suffix.lower() == ".tsv":
-            items = load_vlmeval_tsv(path, images)
+            items = load_vlmeval_tsv(path, images, sink)
         elif path.suffix.lower() == ".json":
-            items = load_json(path, images)
+            items = load_json(path, images, sink)
         else:
             raise EvalkitError(f"{path}: unknown format (expected the official .json or a VLMEvalKit .tsv)")
         lang = options.get("mme_lang") or "auto"

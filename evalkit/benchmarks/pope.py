@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
+from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
@@ -151,8 +152,9 @@ def _field(row: dict[str, Any], names: tuple[str, ...], where: str) -> Any:
     raise EvalkitError(f"{where}: missing field '{names[0]}'" + (f" (or '{names[1]}')" if len(names) > 1 else ""))
 
 
-def load_file(path: Path, images: Path | None, *, prefix: str = "") -> list[Item]:
-    """Items of one JSONL file; any bad row is an EvalkitError naming the file and line."""
+def load_file(path: Path, images: Path | None, *, prefix: str = "", sink: Sink = STRICT) -> list[Item]:
+    """Items of one JSONL file; any bad row is an EvalkitError naming the file and line (lenient,
+    `sink`: a problem, and the next line is read; a label or an image file lint names is kept)."""
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -165,42 +167,47 @@ def load_file(path: Path, images: Path | None, *, prefix: str = "") -> list[Item
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvalkitError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
-        if not isinstance(row, dict):
-            raise EvalkitError(f"{where}: expected a JSON object, got {type(row).__name__}")
-        raw_id = _field(row, ("question_id", "id"), where)
-        if isinstance(raw_id, (bool, dict, list, float)):
-            raise EvalkitError(f"{where}: question_id {raw_id!r} is not a string or an integer")
-        qid = prefix + str(raw_id).strip()
-        if qid in first_line:
-            raise EvalkitError(f"{where}: duplicate id '{qid}' (first on line {first_line[qid]})")
-        first_line[qid] = lineno
-        image = _field(row, ("image",), where)
-        question = _field(row, ("text", "question"), where)
-        label = _field(row, ("label", "answer"), where)
-        if not isinstance(image, str) or not isinstance(question, str):
-            raise EvalkitError(f"{where}: 'image' and 'text' must be strings")
-        gold = label.strip().lower() if isinstance(label, str) else ""
-        if gold not in ("yes", "no"):
-            raise EvalkitError(f"{where}: label {label!r} is not yes or no")
-        category = row.get("category")
-        if category is not None and not isinstance(category, str):
-            raise EvalkitError(f"{where}: category {category!r} is not a string")
-        full = Path(image) if Path(image).is_absolute() else base / image
-        if not full.is_file():
-            raise EvalkitError(f"{where}: image file not found: {full}")
-        items.append(Item(id=qid, question=question.strip(), options={}, answer=gold.capitalize(),
-                          images=(ImageRef.from_path(str(full)),), category=(category or file_split).strip(),
-                          meta={"image": image, "line": lineno}))
+        with sink.guard(path, row=f"line {lineno}"):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvalkitError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
+            if not isinstance(row, dict):
+                raise EvalkitError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            raw_id = _field(row, ("question_id", "id"), where)
+            if isinstance(raw_id, (bool, dict, list, float)):
+                raise EvalkitError(f"{where}: question_id {raw_id!r} is not a string or an integer")
+            qid = prefix + str(raw_id).strip()
+            if qid in first_line:
+                sink.add(f"{where}: duplicate id '{qid}' (first on line {first_line[qid]})", path,
+                         row=f"line {lineno}", items=(qid,), kind="duplicate-id")
+                continue
+            first_line[qid] = lineno
+            image = _field(row, ("image",), where)
+            question = _field(row, ("text", "question"), where)
+            label = _field(row, ("label", "answer"), where)
+            if not isinstance(image, str) or not isinstance(question, str):
+                raise EvalkitError(f"{where}: 'image' and 'text' must be strings")
+            gold = label.strip().lower() if isinstance(label, str) else ""
+            if gold not in ("yes", "no"):
+                sink.content(f"{where}: label {label!r} is not yes or no")  # lenient: kept for lint's check
+                gold = str(label).strip()
+            category = row.get("category")
+            if category is not None and not isinstance(category, str):
+                raise EvalkitError(f"{where}: category {category!r} is not a string")
+            full = Path(image) if Path(image).is_absolute() else base / image
+            if not full.is_file():
+                sink.content(f"{where}: image file not found: {full}")  # lenient: kept, lint names it
+            items.append(Item(id=qid, question=question.strip(), options={}, answer=gold.capitalize(),
+                              images=(ImageRef.from_path(str(full)),), category=(category or file_split).strip(),
+                              meta={"image": image, "line": lineno,
+                                    **({"source": str(path)} if sink.lenient else {})}))
     if not items:
         raise EvalkitError(f"{path}: no questions")
     return items
 
 
-def load_pope(data: Path, images: Path | None = None, split: str | None = None) -> list[Item]:
+def load_pope(data: Path, images: Path | None = None, split: str | None = None, sink: Sink = STRICT) -> list[Item]:
     """Items of a file, or of every .jsonl/.json file in a folder (ids prefixed by file name);
     `split` keeps one category and must match some question."""
     if data.is_dir():
@@ -208,9 +215,12 @@ def load_pope(data: Path, images: Path | None = None, split: str | None = None) 
         if not files:
             raise EvalkitError(f"{data}: no .jsonl or .json file in the folder")
         many = len(files) > 1
-        items = [it for f in files for it in load_file(f, images, prefix=f"{f.stem}/" if many else "")]
+        items = []
+        for f in files:
+            with sink.guard(f, kind="unreadable-file"):
+                items += load_file(f, images, prefix=f"{f.stem}/" if many else "", sink=sink)
     elif data.is_file():
-        items = load_file(data, images)
+        items = load_file(data, images, sink=sink)
     else:
         raise EvalkitError(f"{data}: not found")
     if split:
@@ -253,6 +263,13 @@ class POPE(Benchmark):
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         return load_pope(Path(data), images, options.get("pope_split"))
+
+    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
+        sink = Sink(lenient=True)
+        items: list[Item] = []
+        with sink.guard(data, kind="unreadable-file"):
+            items = load_pope(Path(data), images, options.get("pope_split"), sink)
+        return LenientLoad(items, sink.problems)
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
         template = read_prompt("pope", "default.txt")

@@ -22,6 +22,7 @@ from typing import Any
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
+from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core.errors import EvalkitError
 from evalkit.core.findings import Finding
 from evalkit.core.report_table import ReportTable
@@ -80,25 +81,26 @@ def _question_files(data: Path) -> list[Path]:
     return found
 
 
-def _image(scene: Path, name: Any, where: str) -> ImageRef:
+def _image(scene: Path, name: Any, where: str, sink: Sink = STRICT) -> ImageRef:
     """A data_id entry resolved by file name against the scene folder (Windows separators too)."""
     if not isinstance(name, str) or not name.strip():
         raise EvalkitError(f"{where}: data_id entry {name!r} is not a file name")
     path = scene / name.replace("\\", "/").rsplit("/", 1)[-1].strip()
     if not path.is_file():
-        raise EvalkitError(f"{where}: image file not found: {path}")
+        sink.content(f"{where}: image file not found: {path}")  # lenient: kept, lint names it missing
     return ImageRef.from_path(str(path))
 
 
-def _answer(raw: Any, where: str) -> str:
+def _answer(raw: Any, where: str, sink: Sink = STRICT) -> str:
     text = str(raw or "").strip().rstrip(".").capitalize()
     if text not in ("Yes", "No"):
-        raise EvalkitError(f"{where}: answer {raw!r} is not Yes or No")
+        sink.content(f"{where}: answer {raw!r} is not Yes or No")  # lenient: kept, lint's yes/no check
     return text
 
 
-def load_questions_file(path: Path, skills: Sequence[str] | None) -> list[Item]:
-    """Items of one scene's questions.json; skills None keeps every skill in the file."""
+def load_questions_file(path: Path, skills: Sequence[str] | None, sink: Sink = STRICT) -> list[Item]:
+    """Items of one scene's questions.json; skills None keeps every skill in the file. Lenient
+    (`sink`): a bad block or question is a problem and reading goes on."""
     where0 = str(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8-sig"))
@@ -112,43 +114,53 @@ def load_questions_file(path: Path, skills: Sequence[str] | None) -> list[Item]:
     items = []
     for b, block in enumerate(blocks):
         where = f"{where0}: block {b}"
-        if not isinstance(block, dict):
-            raise EvalkitError(f"{where}: expected an object")
-        skill = str(block.get("skill_type") or "").strip()
-        dtype = str(block.get("data_type") or "").strip()
-        if not skill:
-            raise EvalkitError(f"{where}: no skill_type")
-        if skills is not None and skill not in skills:
-            continue
-        ids = block.get("data_id")
-        names = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else None
-        if dtype == SINGLE and names and len(names) >= 1:
-            images = (_image(scene, names[0], where),)
-        elif dtype == PAIR and names and len(names) == 2:
-            images = (_image(scene, names[0], where), _image(scene, names[1], where))
-        else:
-            raise EvalkitError(f"{where}: data_type {dtype!r} with data_id {ids!r} is neither "
-                               f"'{SINGLE}' with one file nor '{PAIR}' with [rgb, thermal]")
-        qas = block.get("QAs")
-        if not isinstance(qas, list) or not qas:
-            raise EvalkitError(f"{where}: no QAs")
-        for q, qa in enumerate(qas):
-            wq = f"{where}, question {q}"
-            question = str((qa or {}).get("question") or "").strip() if isinstance(qa, dict) else ""
-            if not question:
-                raise EvalkitError(f"{wq}: empty question")
-            items.append(Item(
-                id=f"{scene_id}/b{b:02d}/q{q}", question=question, options={}, answer=_answer(qa.get("answer"), wq),
-                images=images, category=skill,
-                meta={"scene": scene_id, "skill": skill, "data_type": dtype, "block": b,
-                      "prompt_group": prompt_group(skill) or "-"},
-            ))
+        with sink.guard(path, row=f"block {b}", where=f"{scene_id}, block {b}"):
+            if not isinstance(block, dict):
+                raise EvalkitError(f"{where}: expected an object")
+            skill = str(block.get("skill_type") or "").strip()
+            dtype = str(block.get("data_type") or "").strip()
+            if not skill:
+                raise EvalkitError(f"{where}: no skill_type")
+            if skills is not None and skill not in skills:
+                continue
+            ids = block.get("data_id")
+            names = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else None
+            if dtype == SINGLE and names and len(names) >= 1:
+                images = (_image(scene, names[0], where, sink),)
+            elif dtype == PAIR and names and len(names) == 2:
+                images = (_image(scene, names[0], where, sink), _image(scene, names[1], where, sink))
+            else:
+                raise EvalkitError(f"{where}: data_type {dtype!r} with data_id {ids!r} is neither "
+                                   f"'{SINGLE}' with one file nor '{PAIR}' with [rgb, thermal]")
+            qas = block.get("QAs")
+            if not isinstance(qas, list) or not qas:
+                raise EvalkitError(f"{where}: no QAs")
+            for q, qa in enumerate(qas):
+                wq = f"{where}, question {q}"
+                item_id = f"{scene_id}/b{b:02d}/q{q}"
+                with sink.guard(path, row=f"block {b}, question {q}", items=(item_id,),
+                                where=f"{scene_id}, block {b}"):
+                    question = str((qa or {}).get("question") or "").strip() if isinstance(qa, dict) else ""
+                    if not question:
+                        if not isinstance(qa, dict):
+                            raise EvalkitError(f"{wq}: empty question")
+                        sink.content(f"{wq}: empty question")  # lenient: kept, lint's text check names it
+                    items.append(Item(
+                        id=item_id, question=question, options={}, answer=_answer(qa.get("answer"), wq, sink),
+                        images=images, category=skill,
+                        meta={"scene": scene_id, "skill": skill, "data_type": dtype, "block": b,
+                              "prompt_group": prompt_group(skill) or "-"},
+                    ))
     return items
 
 
-def load_release(data: Path, skills: Sequence[str] | None = PAPER_SKILLS) -> list[Item]:
+def load_release(data: Path, skills: Sequence[str] | None = PAPER_SKILLS, sink: Sink = STRICT) -> list[Item]:
     """All items of a release tree, in path order then file order."""
-    return [item for path in _question_files(data) for item in load_questions_file(path, skills)]
+    items: list[Item] = []
+    for path in _question_files(data):
+        with sink.guard(path, kind="unreadable-file"):
+            items += load_questions_file(path, skills, sink)
+    return items
 
 
 def skill_selection(value: Any) -> tuple[str, ...] | None:
@@ -197,6 +209,13 @@ class RGBThBench(Benchmark):
     def __init__(self) -> None:
         self.warnings: list[str] = []
 
+
+    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
+        sink = Sink(lenient=True)
+        items: list[Item] = []
+        with sink.guard(data, kind="unreadable-file"):
+            items = load_release(Path(data), skill_selection(options.get("skills")), sink)
+        return LenientLoad(items, sink.problems)
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
         items = load_release(Path(data), skill_selection(options.get("skills")))

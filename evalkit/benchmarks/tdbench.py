@@ -29,6 +29,7 @@ from typing import Any
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
+from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.benchmarks.mcq_io import load_tsv
 from evalkit.benchmarks.tdbench_io import (
     box_values,
@@ -106,7 +107,14 @@ class TDBench(Benchmark):
 
 
     # ---- load / expand --------------------------------------------------------------------
-    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
+    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
+        sink = Sink(lenient=True)
+        items: list[Item] = []
+        with sink.guard(data, kind="unreadable-file"):
+            items = self.load(data, images, options, sink)
+        return LenientLoad(items, sink.problems)
+
+    def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
         data = Path(data)
         strict = not options.get("td_any_category")
         which = options.get("td_set") or "all"
@@ -117,7 +125,7 @@ class TDBench(Benchmark):
                 for prefix, files in sorted(found.items()):
                     grounding = "grounding" in prefix.lower()
                     if which == "all" or (which == "grounding") == grounding:
-                        items += load_official(files, grounding=grounding, strict=strict)
+                        items += load_official(files, grounding=grounding, strict=strict, sink=sink)
                 if not items:
                     raise EvalkitError(f"{data}: no TDBench files for --td-set {which}")
                 return items
@@ -126,9 +134,9 @@ class TDBench(Benchmark):
                 raise EvalkitError(f"{data}: expected tdbench_rot{{0,90,180,270}}.tsv files or one .jsonl file")
             data = jsonl[0]
         if data.suffix.lower() == ".jsonl":
-            return load_generated(data, images)
+            return load_generated(data, images, sink)
         if data.suffix.lower() == ".tsv":  # a case-study file: one rotation of plain MCQs
-            return [_single(it) for it in load_tsv(data, images)]
+            return [_single(it) for it in load_tsv(data, images, sink)]
         raise EvalkitError(f"{data}: expected a folder of TDBench TSVs, a .tsv or a .jsonl file")
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:

@@ -17,7 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.benchmarks.mcq_io import _cell, _json_options, _raise_field_limit, _resolve_file, load_tsv
+from evalkit.benchmarks.lenient import STRICT, Sink
+from evalkit.benchmarks.mcq_io import (
+    _cell,
+    _json_options,
+    _raise_field_limit,
+    _resolve_file,
+    load_tsv,
+    option_cells,
+)
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Item
 from evalkit.images.ops import rotate_image, to_rgb
@@ -164,63 +172,79 @@ def _read_rows(path: Path) -> list[dict[str, str]]:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
 
 
-def _grounding_rows(path: Path) -> dict[str, dict[str, Any]]:
+def _grounding_rows(path: Path, sink: Sink = STRICT) -> dict[str, dict[str, Any]]:
     rows = _read_rows(path)
     out: dict[str, dict[str, Any]] = {}
     for k, row in enumerate(rows, start=1):
         idx = _cell(row.get("index"))
         where = f"{path}: row {k} (index {idx})"
-        if not idx or idx in out:
-            raise EvalkitError(f"{where}: empty or duplicate index")
-        b64 = _cell(row.get("image"))
-        if not b64:
-            raise EvalkitError(f"{where}: no image")
-        ref = ImageRef.from_b64(b64)
-        try:
-            size = source_size(ref)
-        except Exception as exc:  # noqa: BLE001 - any decode failure is a bad row
-            raise EvalkitError(f"{where}: image is not a decodable base64 picture ({exc})") from exc
-        obj = _cell(row.get("question"))
-        if not obj:
-            raise EvalkitError(f"{where}: empty question (the object name)")
-        box = parse_gold_box(_cell(row.get("answer")), where, size)
-        out[idx] = {"question": obj, "options": {}, "answer": format_box(box), "images": (ref,),
-                    "category": _cell(row.get("category")) or "Visual Grounding", "where": where}
+        with sink.guard(path, row=f"row {k}", items=(idx,) if idx else ()):
+            if not idx or idx in out:
+                raise EvalkitError(f"{where}: empty or duplicate index")
+            b64 = _cell(row.get("image"))
+            if not b64:
+                raise EvalkitError(f"{where}: no image")
+            ref = ImageRef.from_b64(b64)
+            try:
+                size = source_size(ref)
+            except Exception as exc:  # noqa: BLE001 - any decode failure is a bad row
+                raise EvalkitError(f"{where}: image is not a decodable base64 picture ({exc})") from exc
+            obj = _cell(row.get("question"))
+            if not obj:
+                raise EvalkitError(f"{where}: empty question (the object name)")
+            box = parse_gold_box(_cell(row.get("answer")), where, size)
+            out[idx] = {"question": obj, "options": {}, "answer": format_box(box), "images": (ref,),
+                        "category": _cell(row.get("category")) or "Visual Grounding", "where": where}
     return out
 
 
-def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bool = True) -> list[Item]:
-    """One Item per index, its rotations joined from the files; a missing index is an error."""
+def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bool = True,
+                  sink: Sink = STRICT) -> list[Item]:
+    """One Item per index, its rotations joined from the files; a missing index is an error.
+
+    Lenient (`sink`): a rotation file that lacks indices of the others, or an index whose category
+    differs across rotations, is a "rotation-mismatch" problem; the index is still an item (with the
+    rotations it has, the first file's category), so its text is checked too."""
     per_rot: dict[int, dict[str, dict[str, Any]]] = {}
     for deg, path in sorted(files.items()):
-        if grounding:
-            per_rot[deg] = _grounding_rows(path)
-        else:
-            per_rot[deg] = {
-                it.id: {"question": it.question, "options": dict(it.options), "answer": it.answer,
-                        "images": it.images, "category": it.category, "hint": it.meta.get("hint") or "",
-                        "where": f"{path}: row {it.meta['row']}"}
-                for it in load_tsv(path)
-            }
+        with sink.guard(path, kind="unreadable-file"):
+            if grounding:
+                per_rot[deg] = _grounding_rows(path, sink)
+            else:
+                per_rot[deg] = {
+                    it.id: {"question": it.question, "options": dict(it.options), "answer": it.answer,
+                            "images": it.images, "category": it.category, "hint": it.meta.get("hint") or "",
+                            "where": f"{path}: row {it.meta['row']}",
+                            **({"lint_option_cells": it.meta.get("lint_option_cells")} if sink.lenient else {})}
+                    for it in load_tsv(path, None, sink)
+                }
     degs = sorted(per_rot)
-    first = per_rot[degs[0]]
     for deg in degs:
         for other in degs:
             missing = [i for i in per_rot[other] if i not in per_rot[deg]]
             if missing:
-                raise EvalkitError(f"{files[deg]}: index {missing[0]} (in {files[other].name}) is missing "
-                                   f"from this rotation file ({len(missing)} missing)")
+                sink.add(f"{files[deg]}: index {missing[0]} (in {files[other].name}) is missing "
+                         f"from this rotation file ({len(missing)} missing)", files[deg], items=missing,
+                         kind="rotation-mismatch")
+                break  # (lenient) one problem per file: its missing indices are named once
     items = []
-    for idx, row in first.items():
-        cats = {canonical_category(per_rot[d][idx]["category"], per_rot[d][idx]["where"], strict) for d in degs}
-        if len(cats) > 1:
-            raise EvalkitError(f"{row['where']}: index {idx} has different categories across rotations: "
-                               f"{', '.join(sorted(cats))}")
-        variants = {d: {k: per_rot[d][idx].get(k, "") for k in ("question", "options", "answer", "images", "hint")}
-                    for d in degs}
-        items.append(Item(idx, row["question"], row["options"], row["answer"], row["images"], cats.pop(),
-                          {"form": "official", "task": "grounding" if grounding else "mcq", "variants": variants,
-                           "source": str(files[degs[0]])}))
+    order = list(dict.fromkeys(i for d in degs for i in per_rot[d]))  # the first file's order, then the rest
+    for idx in order:
+        have = [d for d in degs if idx in per_rot[d]]
+        row = per_rot[have[0]][idx]
+        with sink.guard(files[have[0]], items=(idx,)):
+            cats = {canonical_category(per_rot[d][idx]["category"], per_rot[d][idx]["where"], strict) for d in have}
+            if len(cats) > 1:
+                sink.add(f"{row['where']}: index {idx} has different categories across rotations: "
+                         f"{', '.join(sorted(cats))}", files[have[0]], row=row["where"].rsplit(": ", 1)[-1],
+                         items=(idx,), kind="rotation-mismatch")
+            keys = ("question", "options", "answer", "images", "hint") + (("where", "lint_option_cells", "category")
+                                                                          if sink.lenient else ())
+            variants = {d: {k: per_rot[d][idx].get(k, "") for k in keys} for d in have}
+            category = canonical_category(row["category"], row["where"], strict)
+            items.append(Item(idx, row["question"], row["options"], row["answer"], row["images"], category,
+                              {"form": "official", "task": "grounding" if grounding else "mcq", "variants": variants,
+                               "source": str(files[degs[0]])}))
     return items
 
 
@@ -229,7 +253,7 @@ def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bo
 # ---------------------------------------------------------------------------------------
 
 
-def load_generated(path: Path, images: Path | None = None) -> list[Item]:
+def load_generated(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
     """Items of a custom top-down set; placeholders and boxes are checked here, not at ask time.
 
     A line: {"id", "image" | "images" (two, with "layout": "h" | "v"), "question", "options",
@@ -247,18 +271,22 @@ def load_generated(path: Path, images: Path | None = None) -> list[Item]:
         if not line.strip():
             continue
         where = f"{path}: line {n}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvalkitError(f"{where}: invalid JSON ({exc.msg})") from exc
-        items.append(_generated_item(where, obj, base))
-        if items[-1].id in seen:
-            raise EvalkitError(f"{where}: duplicate id {items[-1].id}")
-        seen.add(items[-1].id)
+        with sink.guard(path, row=f"line {n}"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvalkitError(f"{where}: invalid JSON ({exc.msg})") from exc
+            item = _generated_item(where, obj, base, sink)
+            if item.id in seen:
+                sink.add(f"{where}: duplicate id {item.id}", path, row=f"line {n}", items=(item.id,),
+                         kind="duplicate-id")
+                continue
+            items.append(item)
+            seen.add(item.id)
     return items
 
 
-def _generated_item(where: str, obj: Any, base: Path) -> Item:
+def _generated_item(where: str, obj: Any, base: Path, sink: Sink = STRICT) -> Item:
     if not isinstance(obj, dict):
         raise EvalkitError(f"{where}: expected a JSON object")
     item_id = str(obj.get("id", obj.get("index", ""))).strip()
@@ -268,7 +296,7 @@ def _generated_item(where: str, obj: Any, base: Path) -> Item:
     paths = [paths] if isinstance(paths, str) else paths
     if not isinstance(paths, list) or len(paths) not in (1, 2) or not all(isinstance(p, str) for p in paths):
         raise EvalkitError(f"{where}: 'image' must be a path or 'images' a list of one or two paths")
-    refs = tuple(_resolve_file(Path(p), base, where) for p in paths)
+    refs = tuple(_resolve_file(Path(p), base, where, sink) for p in paths)
     layout = str(obj.get("layout") or "h")
     if layout not in ("h", "v"):
         raise EvalkitError(f"{where}: layout must be 'h' or 'v'")
@@ -295,7 +323,9 @@ def _generated_item(where: str, obj: Any, base: Path) -> Item:
         raise EvalkitError(f"{where}: {exc}") from exc
     answer = str(obj.get("answer") or "").strip().upper()
     if not options or answer not in options:
-        raise EvalkitError(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
+        sink.content(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
+    if sink.lenient:
+        meta["lint_option_cells"] = option_cells(obj.get("options"))
     return Item(item_id, question, options, answer, refs, category, meta)
 
 

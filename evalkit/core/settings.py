@@ -117,6 +117,8 @@ class RunConfig:
                                  "answered (with --out)", role="operational")
     reask: bool = option(False, help="ask again, with today's requests, the queries this run directory answered "
                          "with an earlier evalkit's (0.1's non-official prompts)", role="operational")
+    strict: bool = option(False, help="stop before any request when the data's lint finds an error-level fault "
+                          "(exit 2; without it the faults are reported and the run goes on)", role="operational")
     allow_outside_images: bool = option(False, help="read image paths that lead outside the data and --images "
                                         "folders (absolute, ../, symlinks)", role="operational")
     cache_dir: str | None = option(help="response cache folder (default ./cache or EVALKIT_CACHE_DIR)",

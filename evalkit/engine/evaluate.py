@@ -48,6 +48,7 @@ from evalkit.engine.shutdown import on_signals
 from evalkit.engine.wiring import make_runner, open_cache, specs_for
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
+from evalkit.lint import LintSummary, lint_at_start
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run, records_cost
 from evalkit.money.pricing import Price, load_prices
 from evalkit.providers import (
@@ -162,6 +163,7 @@ class _Job:
     config: dict[str, Any]
     env: Mapping[str, str]
     console: Console
+    lint: LintSummary
     cutoff_budget: int | None = None  # --reask-cutoffs: the budget cut-off answers are asked again with
 
 
@@ -184,6 +186,10 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     if cutoff_budget is not None:  # the run that was cut off, with its own max_tokens
         where, queries = _cut_off_run(where, queries, cutoff_budget)
         prepared = prepared._replace(queries=queries)
+    lint = lint_at_start(prepared.bench, prepared.items, prepared.data, None if cfg.no_cache else Path(cfg.cache_path(env)))
+    if cfg.strict and lint.errors:
+        raise EvalkitError(f"{lint.line}; --strict: the run is not started (`evalkit lint {bench_name} --data "
+                           f"{prepared.data}` lists them)")
     config = {**where.identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
               "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
@@ -197,7 +203,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     try:
         with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
             return await _evaluate(_Job(s, spec, judge_spec, prepared, price, where, config, env, console,
-                                        cutoff_budget))
+                                        lint, cutoff_budget))
     except EvalkitError:
         if fresh and where.rundir.remove_if_empty():  # e.g. the endpoint cannot be reached: a run that
             _forget(where.created)  # received nothing leaves nothing, not even the folders it made
@@ -219,6 +225,9 @@ async def _evaluate(job: _Job) -> RunResult:
     bound = rundir.bind(identity, config, legacy=job.where.legacy, data=job.where.data.to_dict(),
                         reask_changed=cfg.reask_changed)
     say(job.where.note or bound)
+    job.lint.write(rundir.path)
+    if job.lint.report.findings:
+        say(job.lint.line)
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
     damaged = list(rundir.damaged)
@@ -356,6 +365,7 @@ async def _evaluate(job: _Job) -> RunResult:
         summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])
     if pool is not None or (rundir.path / JOURNAL).exists():
         summary["batches"] = batch_summary(BatchJournal(rundir.path))
+    summary["lint"] = job.lint.to_summary()
     if job.cutoff_budget:
         summary["reask_cutoffs"] = {"max_tokens": job.cutoff_budget, "queries": len(again)}
     if reask_plan is not None:

@@ -90,6 +90,9 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     if older:
         summary["requests"] = OLDER_REQUESTS
         summary["older_requests"] = {"queries": len(older)}
+    with contextlib.suppress(Exception):  # what the run found in its data (lint.json) still stands
+        if isinstance(lint := rundir.read_summary().get("lint"), dict):
+            summary["lint"] = lint
     publish(rundir, summary, bench, first, bench_opts)
     return summary
 

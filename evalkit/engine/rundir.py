@@ -152,7 +152,7 @@ class RunDir:
         self.close()
         if self.records_path.exists() and self.records_path.stat().st_size:
             return False
-        return remove_own_dir(self.path, {CONFIG, LOCK_FILE, RECORDS})
+        return remove_own_dir(self.path, {CONFIG, LOCK_FILE, RECORDS, "lint.json"})
 
     def write_config(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
         saved: dict[str, Any] = {"identity": identity, "config": config}

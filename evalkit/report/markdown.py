@@ -142,6 +142,37 @@ def reliability_section(rel: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _lint(summary: dict[str, Any]) -> list[str]:
+    """The data's lint at the start of the run (lint.json): its counts, and each error-level finding
+    beside the scores of the categories it affects (those the benchmark's own findings above do not
+    already name)."""
+    lint = summary.get("lint")
+    if not lint or not isinstance(lint.get("counts"), dict):
+        return []
+    said = {(f.get("kind"), tuple(f.get("items") or ())) for f in summary.get("findings") or []}
+    errors = [e for e in lint.get("errors") or [] if (e.get("kind"), tuple(e.get("items") or ())) not in said]
+    counts = ", ".join(f"{n} {k}" for k, n in lint["counts"].items() if n) or "nothing found"
+    how = f"full check of {lint['reused']}" if lint.get("reused") else "cheap checks; `evalkit lint` runs them all"
+    lines = ["## Data checks (lint)", "", f"{counts} ({how}; every finding in {lint.get('file') or 'lint.json'}).", ""]
+    if not errors:
+        return lines
+    rows = [[e["kind"], ", ".join(e.get("items") or []), e["message"],
+             "; ".join(_scored(summary.get("metrics") or {}, c) for c in e.get("categories") or []) or "the overall score"]
+            for e in errors]
+    return lines + md_table(("error", "items", "what", "affects"), rows, "llll") + [""]
+
+
+def _scored(metrics: dict[str, Any], category: str) -> str:
+    """A category with its score where the metrics hold one per category ("Counting (62.5)")."""
+    for value in metrics.values():
+        found = value.get(category) if isinstance(value, dict) else None
+        if isinstance(found, dict):
+            found = next((v for v in found.values() if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+        if isinstance(found, (int, float)) and not isinstance(found, bool):
+            return f"{category} ({fmt(found)})"
+    return category
+
+
 def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
                   figures: list[tuple[str, str]] | None = None) -> str:
     lines = [f"# {summary['benchmark']} — {summary['model']}", "",
@@ -175,7 +206,7 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
             lines += [f"_{t['note']}_", ""] if t.get("note") else []
         lines += ["## Official metrics" + wrong, "", *_headline(summary),
                   *md_table(("metric", "value"), metric_rows(summary["metrics"])), ""]
-    lines += _repeats(summary) + _findings(summary)
+    lines += _repeats(summary) + _findings(summary) + _lint(summary)
     if summary.get("metrics_answered"):
         lines += [f"## metrics_answered: over the {failures['answered']:,} answered queries only", "",
                   *md_table(("metric", "value"), metric_rows(summary["metrics_answered"])), ""]

@@ -1,0 +1,82 @@
+"""`evalkit lint BENCH --data PATH [--images DIR] [--json]`: the data's faults, before any money is spent.
+
+Exit codes: 0 without error-level findings, 1 with, 2 for bad input (unknown benchmark, no such
+data file or folder; one line naming it). Kept light at import (`evalkit --help` imports this
+module): the engine is imported inside `cmd_lint`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_LISTED = 6  # item ids shown on a human line before "+N"
+
+
+def add_lint_parser(sub: Any) -> None:
+    """Register `evalkit lint` on the CLI's subparsers."""
+    p = sub.add_parser("lint", help="check a benchmark's data for faults that would silently distort a score",
+                       description="Read the data through the benchmark's own loader, leniently, and report "
+                                   "every fault: duplicate or contradictory questions, golds outside the options, "
+                                   "empty or duplicate options, missing or broken images, balance and protocol "
+                                   "checks. Exit 0 without error-level findings, 1 with, 2 for bad input.")
+    p.add_argument("bench", metavar="BENCH", help="benchmark name (see `evalkit list`)")
+    p.add_argument("--data", metavar="PATH", help="data file or folder (default: the benchmark's bundled sample)")
+    p.add_argument("--images", metavar="DIR", help="folder the image paths are relative to (as for `evalkit run`)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--cache-dir", metavar="DIR", help="where the full result is kept for runs to reuse "
+                                       "(default $EVALKIT_CACHE_DIR or ./cache, as for `evalkit run`)")
+    p.add_argument("--no-cache", action="store_true", help="neither reuse nor keep a result")
+
+
+def cmd_lint(args: argparse.Namespace, console: Any) -> int:
+    from evalkit.core.errors import EvalkitError
+    from evalkit.lint.engine import lint_data
+
+    for flag, value, want_dir in (("--data", args.data, False), ("--images", args.images, True)):
+        if value is None:
+            continue
+        path = Path(value).expanduser()
+        if not path.exists():
+            raise EvalkitError(f"{flag}: no such file or directory: {path}")
+        if want_dir and not path.is_dir():
+            raise EvalkitError(f"{flag}: not a directory: {path}")
+    cache = None if args.no_cache else Path(args.cache_dir or os.environ.get("EVALKIT_CACHE_DIR") or "cache")
+    report, reused = lint_data(args.bench, args.data, args.images, cache_dir=cache)
+    if args.json:
+        doc = {**report.to_dict(), "reused": reused}
+        console.file.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        print_report(report, reused, console)
+    return 1 if report.errors() else 0
+
+
+def print_report(report: Any, reused: str | None, console: Any) -> None:
+    """Findings grouped by severity, most severe first, one line each, then one summary line."""
+    from rich.markup import escape
+
+    from evalkit.core.findings import SEVERITIES
+    from evalkit.lint.model import count_text
+
+    for severity in SEVERITIES:
+        group = [f for f in report.findings if f.severity == severity]
+        if not group:
+            continue
+        console.print(f"[{STYLES[severity]}]{severity}s ({len(group)})[/]" if severity != "info"
+                      else f"[{STYLES[severity]}]info ({len(group)})[/]", highlight=False)
+        for f in group:
+            place = ", ".join(p for p in (f.file, f.where) if p)
+            ids = ""
+            if f.items:
+                shown = ", ".join(f.items[:_LISTED]) + (f" +{len(f.items) - _LISTED}" if len(f.items) > _LISTED else "")
+                ids = f" [{shown}]"
+            line = f"  [{STYLES[severity]}]{severity:<7}[/] {escape(f.kind)}  " \
+                   f"{escape(place) + ': ' if place else ''}{escape(f.message)}{escape(ids)}"
+            console.print(line, highlight=False, soft_wrap=True)
+    how = f"full result of {reused}, data unchanged" if reused else "full check"
+    console.print(f"lint {report.benchmark}: {count_text(report.counts)} in {report.n_items} items and "
+                  f"{report.n_images} images ({how})", markup=False, highlight=False, soft_wrap=True)
