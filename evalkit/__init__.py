@@ -11,7 +11,7 @@ from typing import Any
 
 from evalkit.core.version import __version__
 
-__all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "__version__"]
+__all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "build_view", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,4 +24,8 @@ def __getattr__(name: str) -> Any:
         from evalkit.engine import compare as comparison
 
         return getattr(comparison, name)
+    if name == "build_view":
+        from evalkit.view import build_view
+
+        return build_view
     raise AttributeError(name)

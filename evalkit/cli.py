@@ -121,8 +121,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     add_derive_parser(sub)
     from evalkit.lint.command import add_lint_parser
+    from evalkit.view.command import add_view_parser
 
     add_lint_parser(sub)
+    add_view_parser(sub)
     add_translate_parser(sub)
     dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
     dp.add_argument("--out", default=str(DEMO_OUT), help=f"where the demo writes its run and cache (default {DEMO_OUT})")
@@ -349,6 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from evalkit.lint.command import cmd_lint
 
             return cmd_lint(args, console)
+        if args.command == "view":
+            from evalkit.view.command import cmd_view
+
+            return cmd_view(args, console)
     except EvalkitError as e:
         err.print(f"evalkit: error: {e}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code
