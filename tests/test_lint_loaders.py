@@ -3,6 +3,7 @@ readable items plus every problem on damaged data) and the per-benchmark protoco
 
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
 from pathlib import Path
@@ -24,7 +25,9 @@ def kinds_of(report, item: str) -> set[tuple[str, str]]:
 @pytest.mark.parametrize("name", list_benchmarks())
 def test_lenient_hook_reads_clean_data_as_the_strict_loader(name):
     bench = get_benchmark(name)
-    assert type(bench).load_lenient is not Benchmark.load_lenient, f"{name} does not implement the lenient hook"
+    reads_with_a_sink = "sink" in inspect.signature(type(bench).load).parameters
+    assert reads_with_a_sink or type(bench).load_lenient is not Benchmark.load_lenient, \
+        f"{name} does not implement the lenient hook"
     data = resolve_data(bench, None)
     strict = bench.load(data, None, {})
     lenient = bench.load_lenient(data, None, {})

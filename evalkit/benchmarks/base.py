@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalkit.analysis.scoretable import ScoreTable
-from evalkit.benchmarks.lenient import LenientLoad, Sink
+from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core.findings import Finding
 from evalkit.core.report_table import ReportTable
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
@@ -69,20 +69,21 @@ class Benchmark:
                      category=item.category, meta={"question": item.question, **(meta or {})})
 
     # ---- load / expand ---------------------------------------------------------------
-    def load(self, data: Path, images: Path | None, options: dict[str, Any]) -> list[Item]:
-        """Read the official files into Items. Bad rows raise EvalkitError naming file and row."""
+    def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
+        """Read the official files into Items. Bad rows raise EvalkitError naming file and row; a
+        lenient `sink` collects them instead (`load_lenient`)."""
         raise NotImplementedError
 
     def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
         """Read like `load`, but never stop at a fault: the items that could be read, plus one problem
         per row (or file) that could not (`evalkit lint` reports them all; a run keeps `load`).
         Items whose content is faulty but readable (gold not among the options, an image file that is
-        not there) are kept, for lint's checks to name. Every registered benchmark overrides this; the
-        default is the strict load, its first fault the only problem."""
+        not there) are kept, for lint's checks to name. This default hands `load` a lenient sink; a
+        benchmark whose loader reads otherwise overrides it."""
         sink = Sink(lenient=True)
         items: list[Item] = []
         with sink.guard(data, kind="unreadable-file"):
-            items = self.load(data, images, options)
+            items = self.load(data, images, options, sink)
         return LenientLoad(items, sink.problems)
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:

@@ -30,7 +30,7 @@ from evalkit.benchmarks.ifbench_io import (
     item_ids,
     parse_item,
 )
-from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
+from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import read_prompt
 from evalkit.core.settings import option
@@ -223,13 +223,6 @@ class IFBench(Benchmark):
 
 
     # ---- load / expand ---------------------------------------------------------------
-    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
-        sink = Sink(lenient=True)
-        items: list[Item] = []
-        with sink.guard(data, kind="unreadable-file"):
-            items = self.load(data, images, options, sink)
-        return LenientLoad(items, sink.problems)
-
     def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
         path = Path(data)
         if path.is_dir():

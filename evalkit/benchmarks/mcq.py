@@ -13,7 +13,7 @@ from typing import Any
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table, all_right_table
-from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
+from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.mcq_io import load_jsonl, load_tsv, resolve_data
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
@@ -80,13 +80,6 @@ class MCQ(Benchmark):
         if path.suffix.lower() in (".jsonl", ".json"):
             return load_jsonl(path, images, sink)
         raise EvalkitError(f"{path}: unknown format (expected .tsv, .jsonl or .json)")
-
-    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
-        sink = Sink(lenient=True)
-        items: list[Item] = []
-        with sink.guard(data, kind="unreadable-file"):
-            items = self.load(data, images, options, sink)
-        return LenientLoad(items, sink.problems)
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
         template = read_prompt("mcq", "default.txt")

@@ -21,7 +21,7 @@ from typing import Any
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
-from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
+from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
 from evalkit.core.errors import EvalkitError
 from evalkit.core.report_table import ReportTable
@@ -266,13 +266,6 @@ class MMERealWorld(Benchmark):
         out.append(ReportTable("Accuracy per sub-task (%)", ("task / domain / sub-task", "accuracy", "questions"),
                                [[k, v, n_by.get(k)] for k, v in per.items()]))
         return out
-
-    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
-        sink = Sink(lenient=True)
-        items: list[Item] = []
-        with sink.guard(data, kind="unreadable-file"):
-            items = self.load(data, images, options, sink)
-        return LenientLoad(items, sink.problems)
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
         path = Path(data)

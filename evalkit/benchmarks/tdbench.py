@@ -29,7 +29,7 @@ from typing import Any
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
-from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
+from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.mcq_io import load_tsv
 from evalkit.benchmarks.tdbench_io import (
     box_values,
@@ -107,13 +107,6 @@ class TDBench(Benchmark):
 
 
     # ---- load / expand --------------------------------------------------------------------
-    def load_lenient(self, data: Path, images: Path | None, options: dict[str, Any]) -> LenientLoad:
-        sink = Sink(lenient=True)
-        items: list[Item] = []
-        with sink.guard(data, kind="unreadable-file"):
-            items = self.load(data, images, options, sink)
-        return LenientLoad(items, sink.problems)
-
     def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
         data = Path(data)
         strict = not options.get("td_any_category")
