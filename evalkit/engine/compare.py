@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 from evalkit.analysis.comparison import CommonRepeats, Leaderboard, LoadedRun
 from evalkit.analysis.correlation import load_sizes, size_correlation
@@ -54,7 +55,12 @@ def load_run(path: Path, notes: list[str] | None = None) -> LoadedRun:
                      saved_settings(saved).bench_dict())
 
 
-def _label_all(runs: list[LoadedRun]) -> None:
+class _Labelled(Protocol):
+    label: str
+    path: Path
+
+
+def label_all(runs: Sequence[_Labelled]) -> None:
     """Model labels, made unique with the run directory's name where two runs share a model."""
     seen: dict[str, int] = {}
     for run in runs:
@@ -144,7 +150,7 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
         raise EvalkitError("compare needs at least two run directories")
     damage: list[str] = []
     runs = [load_run(Path(p), damage) for p in run_dirs]
-    _label_all(runs)
+    label_all(runs)
     counts = {r.label: n_repeats(r.summary) for r in runs}
     every = {r.label: r.records for r in runs}  # records of every repeat
     for run in runs:  # the analysis (categories, confusion, ...) and the checks read repeat 0, each run's headline

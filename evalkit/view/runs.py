@@ -15,6 +15,7 @@ from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
+from evalkit.engine.compare import label_all
 from evalkit.engine.identity import protocol_view, saved_settings
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.rundir import RunDir
@@ -91,17 +92,8 @@ def read_runs(paths: Sequence[str | Path]) -> list[ViewRun]:
     if len(benches) > 1:
         named = ", ".join(f"{r.path.name}: {r.benchmark}" for r in runs)
         raise EvalkitError(f"cannot view runs of different benchmarks together ({named}); view each benchmark apart")
-    _label_all(runs)
+    label_all(runs)
     return runs
-
-
-def _label_all(runs: list[ViewRun]) -> None:
-    seen: dict[str, int] = {}
-    for run in runs:
-        seen[run.label] = seen.get(run.label, 0) + 1
-    for run in runs:
-        if seen[run.label] > 1:
-            run.label = f"{run.label} ({run.path.name})"
 
 
 def setting_notes(runs: Sequence[ViewRun]) -> list[str]:
