@@ -226,7 +226,7 @@ async def _evaluate(job: _Job) -> RunResult:
                         reask_changed=cfg.reask_changed)
     say(job.where.note or bound)
     job.lint.write(rundir.path)
-    if job.lint.report.findings:
+    if job.lint.counts.get("error") or job.lint.counts.get("warning"):  # info stays in lint.json
         say(job.lint.line)
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
