@@ -22,7 +22,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.engine.identity import protocol_view, saved_settings
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import compare_note, n_repeats, over_repeats
-from evalkit.engine.rundir import RunDir
+from evalkit.engine.rundir import read_finished
 from evalkit.report.compare_md import write_comparison
 
 # Settings that may differ between the models of one comparison: who answered, and how it
@@ -35,15 +35,7 @@ def load_run(path: Path, notes: list[str] | None = None) -> LoadedRun:
     """One run as its summary scored it: records kept but not scored there (queries no longer in its
     data, answers to changed questions) are left out. Damaged records lines are skipped, and said
     so in `notes`."""
-    rundir = RunDir(Path(path))
-    saved = rundir.read_config()
-    summary_path = rundir.path / "summary.json"
-    if not summary_path.exists():
-        raise EvalkitError(f"{summary_path}: missing; finish the run or rebuild it with `evalkit report {path}`")
-    try:
-        summary = rundir.read_summary()
-    except (OSError, ValueError) as e:
-        raise EvalkitError(f"{summary_path}: unreadable ({e}); rebuild it with `evalkit report {path}`") from e
+    rundir, saved, summary = read_finished(Path(path))
     unscored = set(summary.get("unscored_ids") or ())
     records = [r for qid, r in rundir.load_records().items() if qid not in unscored]
     if rundir.damaged and notes is not None:

@@ -281,3 +281,18 @@ class RunDir:
 
     def read_summary(self) -> dict[str, Any]:
         return json.loads((self.path / SUMMARY).read_text(encoding="utf-8"))
+
+
+def read_finished(path: Path) -> tuple[RunDir, dict[str, Any], dict[str, Any]]:
+    """A run directory that has scored: (it, its config, its summary). Not a run directory, or no
+    readable summary yet, is a one-line error saying what to do (compare and view read runs so)."""
+    rundir = RunDir(Path(path))
+    saved = rundir.read_config()
+    summary_path = rundir.path / SUMMARY
+    if not summary_path.exists():
+        raise EvalkitError(f"{summary_path}: missing; finish the run or rebuild it with `evalkit report {path}`")
+    try:
+        summary = rundir.read_summary()
+    except (OSError, ValueError) as e:
+        raise EvalkitError(f"{summary_path}: unreadable ({e}); rebuild it with `evalkit report {path}`") from e
+    return rundir, saved, summary

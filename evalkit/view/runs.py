@@ -18,7 +18,7 @@ from evalkit.core.types import Record
 from evalkit.engine.compare import label_all
 from evalkit.engine.identity import protocol_view, saved_settings
 from evalkit.engine.records_read import damaged_note
-from evalkit.engine.rundir import RunDir
+from evalkit.engine.rundir import read_finished
 
 MANIFEST = "manifest.json"
 # Settings that may differ between the models of one site without a note (who answered, and how).
@@ -59,15 +59,7 @@ class ViewRun:
 
 def read_run(path: Path) -> ViewRun:
     """One run directory; a folder that is not one, or has no summary yet, is a one-line error."""
-    rundir = RunDir(Path(path))
-    saved = rundir.read_config()
-    summary_path = rundir.path / "summary.json"
-    if not summary_path.exists():
-        raise EvalkitError(f"{summary_path}: missing; finish the run or rebuild it with `evalkit report {path}`")
-    try:
-        summary = rundir.read_summary()
-    except (OSError, ValueError) as e:
-        raise EvalkitError(f"{summary_path}: unreadable ({e}); rebuild it with `evalkit report {path}`") from e
+    rundir, saved, summary = read_finished(Path(path))
     records = rundir.load_records()
     notes = [f"{rundir.path.name}: " + damaged_note(rundir.damaged, saved=False, then="they are not shown")
              ] if rundir.damaged else []
