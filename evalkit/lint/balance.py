@@ -10,7 +10,7 @@ from uniform at p < ALPHA; cells expecting fewer than MIN_EXPECTED golds are not
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from evalkit.core.findings import Finding
 from evalkit.core.types import Item
@@ -54,25 +54,31 @@ def _line(name: str, observed: dict[str, int], expected: dict[str, float], n: in
     return f"gold positions {name}: {shares} (n={n}); chi-square {stat:.1f}, p={p:.3g} against uniform", p
 
 
+def _per_category(kind: str, items: Sequence[Item], line: Callable[[str, Sequence[Item]], tuple[str, float | None]],
+                  against: str) -> list[Finding]:
+    """The overall finding, then one per category whose own test rejects `against` at ALPHA."""
+    by_cat: dict[str, list[Item]] = defaultdict(list)
+    for it in items:
+        by_cat[it.category or "(none)"].append(it)
+    out = []
+    if len(by_cat) > 1:
+        for cat, group in sorted(by_cat.items()):
+            text, p = line(f"in {cat!r}", group)
+            if p is not None and p < ALPHA:
+                out.append(finding("info", kind, text))
+    text, _ = line("overall", items)
+    if len(by_cat) > 1:
+        text += f"; {len(out)} of {len(by_cat)} categories differ from {against} at p < {ALPHA}"
+    return [finding("info", kind, text), *out]
+
+
 def answer_balance(bench: str, items: Sequence[Item]) -> list[Finding]:
     """Gold-position balance of the multiple-choice items, overall and per imbalanced category."""
     mcq = [it for it in items if item_kind(bench, it) == "mcq" and it.answer in it.options]
     if not mcq:
         return []
-    by_cat: dict[str, list[Item]] = defaultdict(list)
-    for it in mcq:
-        by_cat[it.category or "(none)"].append(it)
-    out, imbalanced = [], 0
-    if len(by_cat) > 1:
-        for cat, group in sorted(by_cat.items()):
-            text, p = _line(f"in {cat!r}", *_positions(group), len(group))
-            if p is not None and p < ALPHA:
-                imbalanced += 1
-                out.append(finding("info", "answer-balance", text, items=()))
-    text, _ = _line("overall", *_positions(mcq), len(mcq))
-    if len(by_cat) > 1:
-        text += f"; {imbalanced} of {len(by_cat)} categories differ from uniform at p < {ALPHA}"
-    return [finding("info", "answer-balance", text), *out]
+    return _per_category("answer-balance", mcq, lambda name, group: _line(name, *_positions(group), len(group)),
+                         "uniform")
 
 
 def yes_no_balance(bench: str, items: Sequence[Item]) -> list[Finding]:
@@ -90,17 +96,4 @@ def yes_no_balance(bench: str, items: Sequence[Item]) -> list[Finding]:
             return head + "; too few for a chi-square test", None
         return head + f"; chi-square {test[0]:.1f}, p={test[1]:.3g} against 50%", test[1]
 
-    by_cat: dict[str, list[Item]] = defaultdict(list)
-    for it in yn:
-        by_cat[it.category or "(none)"].append(it)
-    out, imbalanced = [], 0
-    if len(by_cat) > 1:
-        for cat, group in sorted(by_cat.items()):
-            text, p = line(f"in {cat!r}", group)
-            if p is not None and p < ALPHA:
-                imbalanced += 1
-                out.append(finding("info", "yes-no-balance", text))
-    text, _ = line("overall", yn)
-    if len(by_cat) > 1:
-        text += f"; {imbalanced} of {len(by_cat)} categories differ from 50% at p < {ALPHA}"
-    return [finding("info", "yes-no-balance", text), *out]
+    return _per_category("yes-no-balance", yn, line, "50%")
