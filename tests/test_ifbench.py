@@ -12,17 +12,8 @@ from pathlib import Path
 import pytest
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.benchmarks.ifbench import (
-    JUDGE_VALID,
-    IFBench,
-    extractor_prompt,
-    fill,
-    judgment_counts,
-    official_rule,
-    parse_langs,
-    render_options,
-    robust_rule,
-)
+from evalkit.benchmarks.ifbench import JUDGE_VALID, IFBench, fill, parse_langs, render_options
+from evalkit.benchmarks.ifbench_judge import extractor_prompt, judgment_counts, official_rule, robust_rule
 from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main as cli_main
 from evalkit.core.errors import EvalkitError

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from conftest import SHARED_DATA
 
-from evalkit.benchmarks.ifbench import IFBench, after_think
+from evalkit.benchmarks.ifbench import IFBench
+from evalkit.benchmarks.ifbench_judge import after_think
 from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main as cli_main
 from evalkit.core.resources import read_prompt
