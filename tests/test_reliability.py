@@ -6,14 +6,13 @@ import numpy as np
 import pytest
 
 from evalkit.core.types import Record
+from evalkit.metrics.moments import decompose, forward
 from evalkit.metrics.reliability import (
     binomial_hist_pmf,
     category_table,
     consistency,
-    decompose,
     fit_groups,
     fit_histogram,
-    forward,
     histogram,
     reliability_summary,
 )

@@ -272,7 +272,7 @@ def test_estimators_end_to_end_500_problems(tmp_path, no_plots):
     ml = s["metrics"]["reliability_ml"]
     counts = s["metrics"]["per_category"]
     pooled = {k: sum(c[k] * c["n"] for c in counts.values()) / 500 for k in ("RE", "VE", "MA")}
-    from evalkit.metrics.reliability import decompose
+    from evalkit.metrics.moments import decompose
 
     paper = decompose(pooled["RE"], pooled["VE"], pooled["MA"])
     assert paper is not None
