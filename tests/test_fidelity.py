@@ -31,7 +31,7 @@ from evalkit.benchmarks.prepare import prepare
 from evalkit.benchmarks.rgbth import PAIR, SINGLE, RGBThBench
 from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.benchmarks.tdbench import TDBench
-from evalkit.benchmarks.tdbench_io import box_values
+from evalkit.benchmarks.tdbench_boxes import box_values
 from evalkit.core.types import Query
 from evalkit.grading import vlmeval
 from evalkit.metrics.rgbth import PAPER_SKILLS, RGB_TH_TXT

@@ -31,15 +31,12 @@ from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.mcq_io import load_tsv
+from evalkit.benchmarks.tdbench_boxes import box_values, format_box, parse_box, source_size
 from evalkit.benchmarks.tdbench_io import (
-    box_values,
-    format_box,
     load_generated,
     load_official,
     official_files,
-    parse_box,
     png_bytes,
-    source_size,
     variant_image,
     variant_text,
 )
