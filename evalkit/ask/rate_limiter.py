@@ -22,11 +22,17 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from evalkit.ask.adaptive import AdaptiveRate
-from evalkit.core.types import RateInfo
+from evalkit.core.types import Query, RateInfo
 
 # Float slack when comparing a refilled level with what is needed: sleeping exactly the
 # computed wait must be enough, or the head of the queue would spin on rounding errors.
 _EPS = 1e-9
+
+
+def estimate_tokens(query: Query) -> int:
+    """Rough input+output tokens for the TPM bucket before the request (corrected afterwards)."""
+    text = sum(len(m.text()) for m in query.messages)
+    return text // 4 + 800 * len(query.image_parts()) + query.params.max_tokens
 
 
 class Clock(Protocol):

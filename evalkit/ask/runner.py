@@ -21,7 +21,7 @@ from evalkit.ask.breaker import Breaker
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.cache_writes import CacheWrites
 from evalkit.ask.feed import Feed, Looked
-from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.rate_limiter import Limiter, estimate_tokens
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import ImagePart, Message, Outcome, Query, Response, is_cut_off
@@ -62,12 +62,6 @@ def unclassified(provider: str, error: Exception) -> ProviderError:
     text = " ".join(str(error).split())[:200]
     return ProviderError("permanent", f"unexpected {type(error).__name__} in the {provider} adapter"
                                       f"{': ' + text if text else ''} (please report it)")
-
-
-def estimate_tokens(query: Query) -> int:
-    """Rough input+output tokens for the TPM bucket before the request (corrected afterwards)."""
-    text = sum(len(m.text()) for m in query.messages)
-    return text // 4 + 800 * len(query.image_parts()) + query.params.max_tokens
 
 
 class Runner:

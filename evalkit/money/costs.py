@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.ask.runner import Runner, estimate_tokens
+from evalkit.ask.rate_limiter import estimate_tokens
+from evalkit.ask.runner import Runner
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Outcome, Query, Record, Usage
 from evalkit.images.pipeline import ImagePipeline
