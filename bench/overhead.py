@@ -1,7 +1,7 @@
 """Everything around the network: each phase of a run per 1,000 queries, and whole runs against a
 server that costs nothing, as ratios to a bare aiohttp loop and to a cold run.
 
-The server is a canned one (this script with --serve, in its own process): it reads each request
+The server is a canned one (bench/_canned.py, in its own process): it reads each request
 body, sleeps the latency and returns a pre-encoded chat completion ("A".."D" in turn); it never
 parses JSON or decodes an image, so its CPU per request is negligible and the client's own cost
 shows. The data set is an `mcq` JSONL of --items questions over --images distinct ~30 KB JPEGs
@@ -40,9 +40,7 @@ import argparse
 import asyncio
 import importlib.util
 import inspect
-import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -52,125 +50,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import bare_loop, chat_body, env_without_keys, free_port, stop_process
+from _canned import CannedServer, build_dataset
+from _common import bare_loop, chat_body, env_without_keys
 
 # the evalkit this script imports (PYTHONPATH may point at another checkout, e.g. to measure a
 # baseline); `python -m evalkit.cli` runs from there, since -m puts the working directory first
 ROOT = Path(importlib.util.find_spec("evalkit").origin).resolve().parents[1]  # type: ignore[arg-type]
 
-CANNED = [json.dumps({
-    "id": "chatcmpl-canned", "object": "chat.completion", "created": 0, "model": "sim-model",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": letter}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 300, "completion_tokens": 1, "total_tokens": 301},
-}).encode() for letter in "ABCD"]
-MODELS = json.dumps({"object": "list", "data": [{"id": "sim-model", "object": "model"}]}).encode()
 TARGETS = {"cached_qps": 5000.0, "report_s": 0.5, "plots_s": 1.5, "run_ratio": 0.8, "rerun_ratio": 0.3}
-
-
-# ------------------------------------------------------------------ the canned server
-
-
-def serve(port: int, latency_ms: float) -> None:
-    """Read the body, sleep, answer a canned completion; nothing parsed, nothing decoded."""
-    from aiohttp import web
-
-    served = [0]
-
-    async def complete(request: web.Request) -> web.Response:
-        await request.read()
-        if latency_ms > 0:
-            await asyncio.sleep(latency_ms / 1000)
-        served[0] += 1
-        return web.Response(body=CANNED[served[0] % 4], content_type="application/json")
-
-    async def models(request: web.Request) -> web.Response:
-        return web.Response(body=MODELS, content_type="application/json")
-
-    async def health(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "served": served[0]})
-
-    app = web.Application(client_max_size=64 << 20)
-    app.router.add_post("/v1/chat/completions", complete)
-    app.router.add_get("/v1/models", models)
-    app.router.add_get("/health", health)
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
-
-
-class CannedServer:
-    """This script with --serve in a child process; killed on exit, also on error."""
-
-    def __init__(self, latency_ms: float):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.latency_ms = latency_ms
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> CannedServer:
-        import urllib.request
-
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(self.port), str(self.latency_ms)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"canned server exited: {self.proc.stderr.read().decode(errors='replace')}")
-            try:
-                urllib.request.urlopen(self.url + "/health", timeout=1).read()
-                return self
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.__exit__()
-                    raise RuntimeError("canned server did not start within 30 s") from None
-                time.sleep(0.05)
-
-    def __exit__(self, *exc: object) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc)
-
-
-# ------------------------------------------------------------------ the data set
-
-
-def build_dataset(folder: Path, n_items: int, n_images: int) -> Path:
-    """n_images noise-and-shapes JPEGs of ~30 KB (kept between runs) and an mcq JSONL over them."""
-    import numpy as np
-    from PIL import Image, ImageDraw, ImageFilter
-
-    (folder / "images").mkdir(parents=True, exist_ok=True)
-    quality = None
-    for k in range(n_images):
-        path = folder / "images" / f"img{k:04d}.jpg"
-        if path.exists():
-            continue
-        rng = np.random.default_rng(k)
-        img = Image.fromarray(rng.integers(0, 256, (288, 384, 3), dtype=np.uint8)).filter(ImageFilter.GaussianBlur(1.2))
-        draw = ImageDraw.Draw(img)
-        for _ in range(12):
-            x0, y0 = int(rng.integers(384)), int(rng.integers(288))
-            box = (x0, y0, x0 + int(rng.integers(20, 140)), y0 + int(rng.integers(20, 140)))
-            draw.rectangle(box, fill=tuple(int(c) for c in rng.integers(0, 256, 3)))
-        if quality is None:  # searched once on the first picture: the others have the same statistics
-            quality = next((q for q in range(95, 4, -5) if _jpeg_size(img, q) <= 32_000), 5)
-        img.save(path, "JPEG", quality=quality)
-    data = folder / f"data-{n_items}.jsonl"
-    if not data.exists():
-        rng = random.Random(0)
-        with data.open("w", encoding="utf-8") as f:
-            for i in range(n_items):
-                f.write(json.dumps({
-                    "id": f"q{i:05d}", "image": f"images/img{i * n_images // n_items:04d}.jpg",
-                    "question": f"Question {i}: what is shown in the picture?",
-                    "options": {"A": "a cat", "B": "a dog", "C": "a tree", "D": "a car"},
-                    "answer": "ABCD"[rng.randrange(4)], "category": f"cat{i % 5}"}) + "\n")
-    return data
-
-
-def _jpeg_size(img: Any, quality: int) -> int:
-    import io
-
-    buf = io.BytesIO()
-    img.save(buf, "JPEG", quality=quality)
-    return buf.tell()
 
 
 # ------------------------------------------------------------------ part 1: phases
@@ -431,9 +318,6 @@ def rerun(args: argparse.Namespace, data: Path, work: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--serve":
-        serve(int(sys.argv[2]), float(sys.argv[3]))
-        return 0
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--items", type=int, default=5000)
     p.add_argument("--images", type=int, default=500)
