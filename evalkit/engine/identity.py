@@ -91,10 +91,12 @@ class FileHashes:
     """sha256 of files, memoised by (path, size, mtime) in a small JSON file (in the cache folder),
     so a re-run does not re-read unchanged images. Without a memo file it only memoises in memory."""
 
-    def __init__(self, memo_file: Path | None = None):
+    def __init__(self, memo_file: Path | None = None, memo: dict[str, list[Any]] | None = None):
+        """`memo`: path -> [size, mtime_ns, sha256] kept elsewhere by the caller (`memo` after use)."""
         self.memo_file = memo_file
-        self._memo: dict[str, list[Any]] = {}
+        self._memo: dict[str, list[Any]] = dict(memo or {})
         self._dirty = False
+        self.reads = 0  # files read to hash them (the rest were known by path, size and mtime)
         if memo_file is not None and memo_file.is_file():
             try:
                 loaded = json.loads(memo_file.read_text(encoding="utf-8"))
@@ -114,10 +116,15 @@ class FileHashes:
                 while chunk := f.read(1 << 20):
                     h.update(chunk)
             sha = h.hexdigest()
+            self.reads += 1
             self._memo[path] = [st.st_size, st.st_mtime_ns, sha]
             self._dirty = True
         self.known[path] = (st.st_mtime_ns, st.st_size, sha)
         return sha
+
+    def memo_of(self, paths: Iterable[str]) -> dict[str, list[Any]]:
+        """The memo entries of these paths (what a caller keeping its own memo saves)."""
+        return {p: self._memo[p] for p in paths if p in self._memo}
 
     def save(self) -> None:
         if not (self._dirty and self.memo_file is not None):

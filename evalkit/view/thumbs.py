@@ -23,6 +23,7 @@ from urllib.parse import quote
 from evalkit.core.errors import EvalkitError
 from evalkit.core.files import write_json_atomic
 from evalkit.core.types import ImagePart, ImageRef, Transform
+from evalkit.engine.identity import FileHashes
 from evalkit.images.ops import fit_size
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.images.provider_limits import LIMITS_VERSION, fit_transform, limits_for
@@ -76,13 +77,11 @@ class ThumbStore:
         self.pipeline = pipeline
         self.stats = ThumbStats()
         index = _read_index(self.folder / INDEX)
-        self._files: dict[str, list[Any]] = index.get("files", {})  # path -> [size, mtime_ns, sha256]
+        self._hashes = FileHashes(memo=index.get("files", {}))  # path -> [size, mtime_ns, sha256]
         self._made: dict[str, list[int]] = index.get("thumbs", {})  # name -> [width, height]
-        self._used_files: set[str] = set()
         self._jobs: dict[str, _Job] = {}
         self._wanted: dict[tuple[Any, ...], str] = {}  # (ref, transform, provider) -> name, or "!" + why
         self._errors: dict[str, str] = {}
-        self._stat: dict[str, tuple[int, int] | None] = {}
         self._dicts: dict[tuple[str, Any], dict[str, Any]] = {}
 
     # ---- asking -------------------------------------------------------------------------
@@ -108,23 +107,13 @@ class ThumbStore:
         """The image's content hash: remembered per (path, size, mtime) across builds, else computed."""
         if ref.kind != "path":
             return self.pipeline.source_hash(ref)
-        path = str(ref.value)
-        if path not in self._stat:
-            try:
-                st = os.stat(path)
-                self._stat[path] = (st.st_size, st.st_mtime_ns)
-            except OSError:
-                self._stat[path] = None
-        stat = self._stat[path]
-        if stat is None:
-            raise EvalkitError(f"image not found: {path}")
-        self._used_files.add(path)
-        known = self._files.get(path)
-        if known and known[0] == stat[0] and known[1] == stat[1]:
-            return str(known[2])
-        sha = self.pipeline.source_hash(ref)
-        self.stats.hashed += 1
-        self._files[path] = [stat[0], stat[1], sha]
+        try:
+            sha = self._hashes.sha256(str(ref.value))
+        except FileNotFoundError:
+            raise EvalkitError(f"image not found: {ref.value}") from None
+        except OSError as e:
+            raise EvalkitError(f"image cannot be read: {ref.value} ({e.strerror or e})") from None
+        self.stats.hashed = self._hashes.reads
         return sha
 
     # ---- making -------------------------------------------------------------------------
@@ -213,7 +202,7 @@ class ThumbStore:
         for name in set(self._made) - keep:
             self._path(name).unlink(missing_ok=True)
         self._made = {n: self._made[n] for n in sorted(keep)}
-        files = {p: self._files[p] for p in sorted(self._used_files) if p in self._files}
+        files = self._hashes.memo_of(sorted(self._hashes.known))
         self.folder.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.folder / INDEX, {"version": INDEX_VERSION, "files": files, "thumbs": self._made})
         for sub in self.folder.iterdir():
