@@ -13,3 +13,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
+
+
+def data_files(data: Path) -> list[Path]:
+    """The files a data set is read from: the file itself, or every non-image, non-hidden file below a
+    folder, sorted (what the run identity and lint fingerprint)."""
+    if data.is_file():
+        return [data]
+    return sorted(p for p in data.rglob("*") if p.is_file() and p.suffix.lower() not in IMAGE_SUFFIXES
+                  and not any(part.startswith(".") for part in p.relative_to(data).parts))

@@ -25,11 +25,11 @@ from typing import Any
 
 from evalkit.benchmarks import benchmark_class
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
+from evalkit.core.files import data_files
 from evalkit.core.settings import RunConfig, field_names, non_default
 from evalkit.core.types import Item
 
 IDENTITY_VERSION = 1
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
 
 # 0.1.0's operational keys (evalkit/evaluate.py OPERATIONAL_KEYS at 881f989): never in its identity.
 _LEGACY_OPERATIONAL = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "cache_dir", "no_cache", "out",
@@ -174,7 +174,7 @@ def data_fingerprint_parts(data: Path, items: Sequence[Item], hashes: FileHashes
     """`data_fingerprint`, with the hashes of its data-file and image halves."""
     root = data if data.is_dir() else data.parent
     whole, files, pictures = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
-    for path in _data_files(data):
+    for path in data_files(data):
         line = f"file {_rel(path, root, None)} {hashes.sha256(str(path))}\n".encode()
         whole.update(line)
         files.update(line)
@@ -192,13 +192,6 @@ def data_fingerprint_parts(data: Path, items: Sequence[Item], hashes: FileHashes
             whole.update(line)
             pictures.update(line)
     return DataFingerprint(whole.hexdigest(), files.hexdigest(), pictures.hexdigest())
-
-
-def _data_files(data: Path) -> Iterable[Path]:
-    if data.is_file():
-        return [data]
-    return sorted(p for p in data.rglob("*") if p.is_file() and p.suffix.lower() not in IMAGE_SUFFIXES
-                  and not any(part.startswith(".") for part in p.relative_to(data).parts))
 
 
 def _rel(path: Path, root: Path, images: Path | None) -> str:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from evalkit.core.files import data_files
 from evalkit.core.types import Item
 from evalkit.core.version import __version__
 from evalkit.lint.model import LintReport
@@ -30,17 +31,12 @@ LINT_VERSION = 1
 FOLDER = "lint"
 
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
-
-
 def data_key(data: Path, items: Sequence[Item]) -> str:
     """sha256 over (path, size, mtime) of the data file(s) and of every image file the items name
     (paths relative to the data folder; inline images are part of their data file)."""
     data = Path(data)
     root = data if data.is_dir() else data.parent
-    files = [data] if data.is_file() else sorted(
-        p for p in data.rglob("*") if p.is_file() and p.suffix.lower() not in IMAGE_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(data).parts))
+    files = data_files(data)
     images = dict.fromkeys(str(r.value) for it in items for r in it.images if r.kind == "path")
     h = hashlib.sha256()
     for kind, names in (("file", [str(p) for p in files]), ("image", list(images))):
