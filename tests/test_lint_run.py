@@ -45,6 +45,7 @@ def test_a_run_lints_its_data_reports_it_and_strict_stops_before_asking(tmp_path
         assert sim.counters.snapshot()["requests"] in (6, 7)
     run = tmp_path / "run"
     assert len((run / "records.jsonl").read_text().splitlines()) == 7
+    assert len(list((tmp_path / "cache" / "lint").glob("*.cheap.json"))) == 1  # kept: the next run reuses it
     lint = json.loads((run / "lint.json").read_text())
     dup = [f for f in lint["findings"] if f["kind"] == "duplicate-question"]
     assert len(dup) == 1 and dup[0]["severity"] == "error" and set(dup[0]["items"]) == {"q00000", "twin"}

@@ -57,26 +57,26 @@ def result_key(bench: str, data_sha256: str, item_ids: Sequence[str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def _path(cache_dir: Path, key: str) -> Path:
-    return Path(cache_dir) / FOLDER / f"{key}.json"
+def _path(cache_dir: Path, key: str, checks: str) -> Path:
+    return Path(cache_dir) / FOLDER / (f"{key}.json" if checks == "full" else f"{key}.{checks}.json")
 
 
-def load_result(cache_dir: Path | None, key: str) -> tuple[LintReport, str] | None:
-    """(the stored full report, when it was made) or None; a damaged entry counts as none."""
+def load_result(cache_dir: Path | None, key: str, checks: str = "full") -> tuple[LintReport, str] | None:
+    """(the stored report of these checks, when it was made) or None; a damaged entry counts as none."""
     if cache_dir is None:
         return None
     try:
-        saved = json.loads(_path(cache_dir, key).read_text(encoding="utf-8"))
+        saved = json.loads(_path(cache_dir, key, checks).read_text(encoding="utf-8"))
         return LintReport.from_dict(saved["report"]), str(saved.get("created") or "")
     except (OSError, ValueError, KeyError, TypeError, AssertionError):
         return None
 
 
 def store_result(cache_dir: Path | None, key: str, report: LintReport) -> None:
-    """Keep a full report (best effort: a read-only cache folder costs only the reuse)."""
-    if cache_dir is None or report.checks != "full":
+    """Keep a report under its checks (best effort: a read-only cache folder costs only the reuse)."""
+    if cache_dir is None:
         return
-    path = _path(cache_dir, key)
+    path = _path(cache_dir, key, report.checks)
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -4,7 +4,7 @@ The run has loaded its items strictly (a file the loader rejects never gets here
 left to find is in the content: duplicate and contradictory questions, options, golds, image
 files that are missing or empty. That costs a stat per image and no decoding. When `evalkit lint`
 has checked the very same data (same files, sizes and times, same items: lint.cache), its full
-result is used instead. Nothing here stops a run: the caller decides (`--strict`).
+result is used instead; the cheap result is kept the same way, so a re-run does not check again. Nothing here stops a run: the caller decides (`--strict`).
 """
 
 from __future__ import annotations
@@ -70,18 +70,24 @@ class LintSummary:
 def lint_at_start(bench: Benchmark | str, items: Sequence[Item], data: Path, cache_dir: Path | None) -> LintSummary:
     """The run's lint: the stored full result for this data and these items, else the cheap checks
     (nothing is written; see `lint_for_run`). `data` is the resolved data file or folder."""
-    from evalkit.lint.cache import data_key, load_result, result_key
+    from evalkit.lint.cache import data_key, load_result, result_key, store_result
     from evalkit.lint.engine import check_items, data_root, relative
 
     name = bench if isinstance(bench, str) else bench.name
     categories = {it.id: it.category for it in items}
-    found = None if cache_dir is None else load_result(cache_dir, result_key(name, data_key(Path(data), items),
-                                                                             list(categories)))
-    if found is not None:
-        return LintSummary(found[0], found[1] or "an earlier `evalkit lint`", categories)
+    key = None if cache_dir is None else result_key(name, data_key(Path(data), items), list(categories))
+    if key is not None:
+        found = load_result(cache_dir, key)
+        if found is not None:
+            return LintSummary(found[0], found[1] or "an earlier `evalkit lint`", categories)
+        cheap = load_result(cache_dir, key, "cheap")  # the same command again: the same data, checked already
+        if cheap is not None:
+            return LintSummary(cheap[0], None, categories)
     findings, n_images = check_items(name, items, cheap=True)
     report = LintReport(name, str(data), tuple(ordered(relative(findings, data_root(Path(data))))), "cheap",
                         len(items), n_images)
+    if key is not None:
+        store_result(cache_dir, key, report)
     return LintSummary(report, None, categories)
 
 
