@@ -80,3 +80,11 @@ def test_evalkit_report_keeps_the_runs_lint(tmp_path):
     assert run_cli(["report", str(tmp_path / "run")]).returncode == 0
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["lint"] == before
     assert "## Data checks (lint)" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_a_run_that_cannot_start_leaves_no_folder_not_even_its_lint(tmp_path):
+    data = make_mcq_jsonl(tmp_path / "ds", 3, seed=73)
+    proc = run_cli(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--data", str(data),
+                    "--cache-dir", str(tmp_path / "c" / "cache"), "--out", str(tmp_path / "r" / "run"), "--no-progress"])
+    assert proc.returncode == 2 and "cannot be reached" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]

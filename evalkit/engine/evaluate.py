@@ -102,7 +102,7 @@ def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping
     default for this identity, else the directory 0.1.0 used for the same command if that exists."""
     cfg = s.config
     cache_dir = Path(cfg.cache_path(env))
-    fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir,)
+    fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir, *_absent_parents(cache_dir))
     hashes = FileHashes(None if cfg.no_cache else cache_dir / FILE_HASHES)
     data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
     if not cfg.dry_run:
@@ -145,8 +145,11 @@ def _absent_parents(path: Path) -> tuple[Path, ...]:
 
 def _forget(created: tuple[Path, ...]) -> None:
     """Remove the folders a run that received nothing made: the cache's (with its empty database and
-    the data's file hashes) and the run directory's parents, each only while it holds nothing else."""
+    the data's file hashes and lint) and the run directory's parents, each only while it holds nothing else."""
     for path in created:
+        lint = path / "lint"  # the data's lint, kept by the cache folder this run made
+        if lint.is_dir():
+            remove_own_dir(lint, {p.name for p in lint.glob("*.json")})
         remove_own_dir(path, {"cache.db", "cache.db-wal", "cache.db-shm", FILE_HASHES})
 
 
