@@ -127,13 +127,18 @@ async def judge_records(bench: BenchmarkRules, queries: Mapping[str, Query], rec
     return resolved
 
 
+def other_mode(mode: str) -> str:
+    """The parsing mode a run did not use (official <-> robust)."""
+    return "robust" if mode == "official" else "official"
+
+
 def mode_disagreements(bench: BenchmarkRules, queries: Mapping[str, Query], records: Sequence[Record],
                        mode: str) -> dict[str, Any]:
     """How many rule-parsed answers the other parsing mode reads, or grades, differently.
 
     Answers the judge resolved are left out: neither rule mode read them.
     """
-    other = "robust" if mode == "official" else "official"
+    other = other_mode(mode)
     compared = answers = verdicts = 0
     for rec in records:
         query = queries.get(rec.query_id)

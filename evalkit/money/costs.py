@@ -52,15 +52,20 @@ class CostMeter:
         self.spent_usd += cost_usd(price_of(self.price, outcome.response.via), outcome.response.usage) or 0.0
 
 
+def record_cost(price: Price | None, record: Record) -> float | None:
+    """What one answer cost when it was asked: nothing from the cache or for a failure; None: no price."""
+    if price is None:
+        return None
+    if record.cached or record.error is not None:
+        return 0.0
+    return cost_usd(price_of(price, record.via), Usage.from_dict(record.usage))
+
+
 def records_cost(price: Price | None, records: Iterable[Record]) -> float | None:
     """What the answers in a run directory cost when they were asked (cache hits cost nothing)."""
     if price is None:
         return None
-    total = 0.0
-    for r in records:
-        if not r.cached and r.error is None:
-            total += cost_usd(price_of(price, r.via), Usage.from_dict(r.usage)) or 0.0
-    return total
+    return sum((record_cost(price, r) or 0.0 for r in records), 0.0)
 
 
 @dataclass

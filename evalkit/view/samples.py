@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.core.types import ImageRef, Query, Record, Usage
+from evalkit.core.types import ImageRef, Query, Record
+from evalkit.grading.grade import other_mode
 from evalkit.metrics.basic import outcome
-from evalkit.money.pricing import Price, cost_usd, price_of
+from evalkit.money.costs import record_cost
+from evalkit.money.pricing import Price
 from evalkit.view.parses import ParseMemo
 from evalkit.view.questions import Question, QuestionSet, Variant, load_key, variant_label
 from evalkit.view.runs import ViewRun
@@ -61,10 +63,6 @@ def prompt_affixes(prompts: Sequence[str], least: int = 12) -> tuple[str, str]:
     return head, tail
 
 
-def other_mode(mode: str) -> str:
-    return "robust" if mode == "official" else "official"
-
-
 def run_price(run: ViewRun) -> Price | None:
     """The price the run was costed with (config.json keeps it); None when it had none."""
     saved = run.config.get("price")
@@ -90,7 +88,7 @@ def record_view(rec: Record, price: Price | None, extras: dict[str, Any] | None,
     if rec.cached:
         out["c"] = True
     elif rec.error is None and price is not None:
-        out["cost"] = cost_usd(price_of(price, rec.via), Usage.from_dict(usage))
+        out["cost"] = record_cost(price, rec)
     if rec.finish_reason != "stop":
         out["fin"] = rec.finish_reason
     if rec.image_sizes:
