@@ -189,7 +189,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     if cutoff_budget is not None:  # the run that was cut off, with its own max_tokens
         where, queries = _cut_off_run(where, queries, cutoff_budget)
         prepared = prepared._replace(queries=queries)
-    lint = lint_at_start(prepared.bench, prepared.items, prepared.data, None if cfg.no_cache else Path(cfg.cache_path(env)))
+    lint_cache = None if cfg.no_cache or cfg.dry_run else Path(cfg.cache_path(env))  # a dry run writes nothing
+    lint = lint_at_start(prepared.bench, prepared.items, prepared.data, lint_cache)
     if cfg.strict and lint.errors:
         raise EvalkitError(f"{lint.line}; --strict: the run is not started (`evalkit lint {bench_name} --data "
                            f"{prepared.data}` lists them)")
