@@ -20,16 +20,17 @@ from conftest import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.lock import LOCK_FILE, hold_run_dir
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 
-N = 24  # queries; at 2 in flight and 0.25 s each the first run takes about 3 s
+N = 24  # queries
 
 
-def wait_for_requests(sim: SimThread, proc: subprocess.Popen[str], at_least: int = 1, timeout: float = 60) -> None:
+def wait_until_held(sim: SimThread, proc: subprocess.Popen[str], timeout: float = 120) -> None:
+    """Return once the first run has a request waiting at the simulator's gate: it is then mid-run, and
+    stays so until the test releases the gate (no race with how fast either process starts)."""
     deadline = time.monotonic() + timeout
-    while sim.counters.snapshot()["requests"] < at_least:
+    while sim.held < 1:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the first run never asked anything"
         time.sleep(0.02)
@@ -45,7 +46,7 @@ def valid_lines(path: Path) -> list[dict]:
 def slow_run(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=21)
     key = answer_key_for("mcq", {"data": str(data)})
-    sim = SimThread(SimConfig(answer_key=key, faults=SimFaults(latency_s=0.25))).start()
+    sim = SimThread(SimConfig(answer_key=key)).start()
     argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
             "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
             "--concurrency", "2"]
@@ -57,13 +58,15 @@ def slow_run(tmp_path):
 
 def test_a_second_run_on_the_same_out_is_refused_naming_the_first(slow_run):
     sim, argv, out = slow_run
+    sim.hold(after=5)  # five answers, then the first run waits for the test
     first = start_cli(argv)
     try:
-        wait_for_requests(sim, first)
+        wait_until_held(sim, first)
         second = run_cli(argv, timeout=120)
         dry = run_cli([*argv, "--dry-run"], timeout=120)  # counts and writes nothing: never refused
         still_running = first.poll() is None
     finally:
+        sim.release()
         _, first_err = first.communicate(timeout=120)
     assert second.returncode == 2, second.stderr
     assert first.returncode == 0, first_err
@@ -84,14 +87,16 @@ def test_a_second_run_on_the_same_out_is_refused_naming_the_first(slow_run):
 
 def test_report_during_a_run_is_refused_and_touches_nothing(slow_run):
     sim, argv, out = slow_run
+    sim.hold(after=5)
     first = start_cli(argv)
     try:
-        wait_for_requests(sim, first)
+        wait_until_held(sim, first)
         report = run_cli(["report", str(out)], timeout=120)
         judged = run_cli(["report", str(out), "--judge", "vllm/sim-model", "--judge-base-url", sim.url],
                          timeout=120)
         still_running = first.poll() is None
     finally:
+        sim.release()
         _, first_err = first.communicate(timeout=120)
     for refused in (report, judged):
         assert refused.returncode == 2, refused.stderr
@@ -108,14 +113,16 @@ def test_report_during_a_run_is_refused_and_touches_nothing(slow_run):
 
 def test_a_lock_file_left_by_a_killed_run_blocks_nobody(slow_run):
     sim, argv, out = slow_run
+    sim.hold(after=4)
     first = start_cli(argv)
     try:
-        wait_for_requests(sim, first, at_least=4)
+        wait_until_held(sim, first)
     finally:
         first.send_signal(signal.SIGKILL)
         first.communicate(timeout=60)
     holder = json.loads((out / LOCK_FILE).read_text())  # what the killed run left behind
     assert holder["pid"] == first.pid
+    sim.release()
     again = run_cli(argv, timeout=120)
     assert again.returncode == 0, again.stderr
     records = valid_lines(out / "records.jsonl")

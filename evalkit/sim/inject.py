@@ -23,13 +23,14 @@ async def _drop(request: web.Request) -> web.StreamResponse:
 
 async def apply_fault(request: web.Request, state: SimState, dialect: Dialect,
                       fault: str | None) -> web.StreamResponse | None:
-    """Latency, then the faults every route shapes alike (429, 5xx, 400, hang, drop).
+    """Latency and the reply gate, then the faults every route shapes alike (429, 5xx, 400, hang, drop).
 
     Returns the response to send, or None when the route goes on (no fault, or a fault the
     route shapes itself: malformed, refusal, empty)."""
     counters, faults = state.counters, state.config.faults
     if state.latency_s > 0 and fault not in ("hang", "drop"):
         await asyncio.sleep(state.latency_s)
+    await state.gate.pass_through(state.closing)
     if fault is None:
         return None
     counters.fault(fault)

@@ -24,6 +24,7 @@ from evalkit.sim.batches import BatchStore
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
+from evalkit.sim.gate import ReplyGate
 from evalkit.sim.hostile import add_hostile_routes
 from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
@@ -241,6 +242,11 @@ class SimServer:
         """What the hostile routes spoiled and what the redirect sink received."""
         return self._state.hostile
 
+    @property
+    def gate(self) -> ReplyGate:
+        """The gate every reply passes (evalkit.sim.gate): tests hold replies to keep a run open."""
+        return self._state.gate
+
     async def close(self) -> None:
         """Stop serving; hanging requests are released at once instead of after hang_s."""
         self._state.shutdown()
@@ -327,6 +333,31 @@ class SimThread:
         if self._server is None:
             raise RuntimeError("SimThread is not running")
         return self._server.hostile
+
+    def hold(self, after: int = 0) -> None:
+        """Let `after` more replies through, then hold the rest until release() (evalkit.sim.gate);
+        in force when this returns."""
+        self._on_loop(lambda server: server.gate.hold(after))
+
+    def release(self) -> None:
+        """Let every held and later reply go; in force when this returns."""
+        self._on_loop(lambda server: server.gate.release())
+
+    @property
+    def held(self) -> int:
+        """How many requests are waiting at the gate now."""
+        return self._on_loop(lambda server: server.gate.held)
+
+    def _on_loop(self, fn: Callable[[SimServer], Any]) -> Any:
+        """fn(server) run on the server's loop, its result returned here (the gate lives on that loop)."""
+        if self._server is None or self._loop is None:
+            raise RuntimeError("SimThread is not running")
+        server = self._server
+
+        async def call() -> Any:
+            return fn(server)
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result()
 
     def close(self) -> None:
         if self._thread is None or self._loop is None:

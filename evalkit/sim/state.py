@@ -23,6 +23,7 @@ from evalkit.core import fingerprint
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters
 from evalkit.sim.faults import FaultDice, SimFaults
+from evalkit.sim.gate import ReplyGate
 from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.limits import HiddenLimits
 from evalkit.sim.model import SimModel, SimParams
@@ -79,6 +80,7 @@ class SimState:
         self.prefix_cache = PrefixCache()
         self.latency_s = config.latency_s + config.faults.latency_s
         self.closing = asyncio.Event()
+        self.gate = ReplyGate()  # tests hold replies to keep a run open (evalkit.sim.gate)
         self._fps: OrderedDict[str, asyncio.Future[ImageInfo]] = OrderedDict()
         self._pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="evalkit-sim-img")
         self._serial = 0
