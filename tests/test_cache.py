@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import inspect
 import json
 import pickle
 import sqlite3
 import threading
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -350,9 +352,37 @@ def test_null_cache_stores_nothing() -> None:
     cache.close()
 
 
-def test_both_caches_satisfy_the_protocol(tmp_path: Path) -> None:
-    caches: list[CacheLike] = [ResponseCache(tmp_path), NullCache()]
-    for c in caches:
-        c.set("k", {"a": 1})
-        c.get("k")
-        c.close()
+def _protocol_members() -> dict[str, Any]:
+    """CacheLike's methods with their signatures, and its attributes with their types."""
+    methods = {name: inspect.signature(getattr(CacheLike, name)) for name in ("get", "set", "stats", "clear", "close")}
+    return {**methods, **typing.get_type_hints(CacheLike)}
+
+
+@pytest.mark.parametrize("kind", ["disk", "null"])
+def test_both_caches_satisfy_the_protocol(tmp_path: Path, kind: str) -> None:
+    """Each cache has every member of CacheLike with the same parameters, and keeps its promises: the
+    counters count, stats and clear report what is stored, and the optional batched calls agree with
+    the single ones (the runner uses whichever is there)."""
+    cache: CacheLike = ResponseCache(tmp_path) if kind == "disk" else NullCache()
+    stores = kind == "disk"
+    for name, want in _protocol_members().items():
+        have = getattr(cache, name)
+        if isinstance(want, inspect.Signature):
+            assert list(inspect.signature(have).parameters) == list(want.parameters)[1:], name
+        else:
+            assert isinstance(have, want), name
+    assert cache.blocking is stores  # the disk cache is called from a thread, the null one inline
+    assert (cache.hits, cache.misses) == (0, 0)
+    assert cache.get("absent") is None and (cache.hits, cache.misses) == (0, 1)
+    cache.set("k", {"a": 1})
+    assert cache.get("k") == ({"a": 1} if stores else None)
+    assert (cache.hits, cache.misses) == ((1, 1) if stores else (0, 2))
+    cache.set_many([("m1", {"b": [1, 2]}), ("m2", {"c": "x"})])  # type: ignore[attr-defined]
+    many = cache.get_many(["k", "m1", "m2", "absent"])  # type: ignore[attr-defined]
+    assert many == ({"k": {"a": 1}, "m1": {"b": [1, 2]}, "m2": {"c": "x"}} if stores else {})
+    assert all(cache.get(k) == v for k, v in many.items())
+    stats = cache.stats()
+    assert isinstance(stats, CacheStats) and stats.entries == (3 if stores else 0)
+    assert cache.clear() == (3 if stores else 0)
+    assert cache.stats().entries == 0 and cache.get("k") is None
+    cache.close()

@@ -298,3 +298,36 @@ def test_config_from_args(tmp_path, two_image_key):
     assert cfg.faults.kinds == ("429", "drop") and cfg.faults.rps == 5 and cfg.served_model_name == "x"
     with pytest.raises(ValueError):
         config_from_args(parser.parse_args(["--fault-rate", "0.1", "--fault-kinds", "boom"]))
+
+
+async def test_the_reply_gate_holds_replies_until_released():
+    """hold(after=2): two replies go, the rest wait (counted as requests and as held) until release();
+    a server shutdown releases whatever is still held instead of waiting for a release."""
+    import asyncio
+
+    sim = await start_sim(SimConfig())
+    async with aiohttp.ClientSession() as session:
+        sim.gate.hold(after=2)
+        asks = [asyncio.create_task(post(session, sim.url, body(f"question {i}"))) for i in range(5)]
+        while sim.counters["completions"] < 2 or sim.gate.held < 3:
+            await asyncio.sleep(0.01)
+        assert sim.counters["requests"] == 5 and sim.counters["completions"] == 2
+        assert sum(t.done() for t in asks) == 2
+        sim.gate.release()
+        assert [status for status, _, _ in await asyncio.gather(*asks)] == [200] * 5
+        assert sim.gate.held == 0 and sim.counters["completions"] == 5
+        sim.gate.hold()
+        late = asyncio.create_task(post(session, sim.url, body("late")))
+        while sim.gate.held < 1:
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(sim.close(), 30)
+        await asyncio.wait_for(asyncio.gather(late, return_exceptions=True), 30)
+        assert sim.gate.held == 0
+
+
+def test_the_reply_gate_from_another_thread():
+    with SimThread(SimConfig()) as sim:
+        sim.hold(after=1)
+        assert sim.held == 0
+        sim.release()
+        assert sim.held == 0
