@@ -71,6 +71,17 @@ def _pool(api: FakeBatches, tmp_path, **kw) -> BatchPool:
     return BatchPool(Live(), api, BatchJournal(tmp_path), settle_s=0.01, poll_s=(0.01, 0.02), **kw)
 
 
+async def _submitted(api: FakeBatches, tmp_path, batches: int = 1) -> None:
+    """Return once `batches` batches are with the provider and recorded in the journal: the event the
+    tests below wait for (a fixed sleep would race a busy machine)."""
+    async def recorded() -> None:
+        while len(api.batches) < batches or sum(
+                e.get("event") == "submitted" for e in read_events(tmp_path / "batches.jsonl")) < batches:
+            await asyncio.sleep(0.005)
+
+    await asyncio.wait_for(recorded(), 60)
+
+
 async def _ask(pool: BatchPool, prompts: list[str]) -> list[Response | BaseException]:
     return await asyncio.gather(*(pool.complete(p, GenParams(), []) for p in prompts), return_exceptions=True)
 
@@ -105,7 +116,7 @@ def test_a_resumed_run_collects_the_pending_batch_and_submits_nothing(tmp_path):
     async def first_run():
         pool = _pool(api, tmp_path)
         tasks = [asyncio.ensure_future(pool.complete(p, GenParams(), [])) for p in ("a", "b")]
-        await asyncio.sleep(0.2)  # submitted, polling: then the process goes away
+        await _submitted(api, tmp_path)  # submitted, polling: then the process goes away
         await pool.close()
         for t in tasks:
             t.cancel()
@@ -161,7 +172,7 @@ def test_a_batch_the_provider_forgot_is_reported_and_its_lines_submitted_again(t
     async def first_run():
         pool = _pool(api, tmp_path)
         task = asyncio.ensure_future(pool.complete("a", GenParams(), []))
-        await asyncio.sleep(0.1)
+        await _submitted(api, tmp_path)
         await pool.close()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -234,7 +245,7 @@ def test_the_status_line_says_batches_waiting_and_the_providers_word(tmp_path):
     async def go():
         pool = _pool(api, tmp_path)
         tasks = [asyncio.ensure_future(pool.complete(p, GenParams(), [])) for p in ("a", "b", "c")]
-        await asyncio.sleep(0.2)
+        await _submitted(api, tmp_path)
         line = pool.status_line()
         await pool.close()
         for t in tasks:
