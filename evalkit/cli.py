@@ -17,7 +17,6 @@ from typing import Any
 
 from rich.console import Console
 
-from evalkit import __version__
 from evalkit.benchmarks import REGISTRY
 from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
@@ -34,6 +33,20 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments") and (bench := getattr(self, "bench", None)):
             message = _foreign_flags(message, bench)
         raise EvalkitError(message if command == "evalkit" else f"{command}: {message}")
+
+
+class _Version(argparse.Action):
+    """`--version`: the version, and the git commit when run from a checkout (git runs only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                         help="print the version (and the git commit of a checkout) and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from evalkit.core.version import describe
+
+        print(describe())
+        parser.exit()
 
 
 def _foreign_flags(message: str, bench: str) -> str:
@@ -88,7 +101,7 @@ def _add_run_arguments(p: argparse.ArgumentParser, argv: Sequence[str]) -> None:
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = _Parser(prog="evalkit", description="Evaluate vision-language models on official benchmarks.")
-    parser.add_argument("--version", action="version", version=f"evalkit {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"), argv)
     parser.bench = _bench_in(argv, "run")  # type: ignore[attr-defined]  # unknown flags are reported here

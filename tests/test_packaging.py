@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from evalkit import __version__
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -38,6 +40,9 @@ def test_wheel_from_fresh_clone_runs_demo(tmp_path):
     workdir = tmp_path / "elsewhere"  # not the source tree: prompts/ and datasets/ must come from the wheel
     workdir.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "VLLM", "PYTHON"))}
+    # the installed wheel has no git checkout around it: the plain version, as packaged
+    assert wheel.name.startswith(f"evalkit-{__version__}-")
+    assert _run([str(venv / "bin" / "evalkit"), "--version"], cwd=workdir, env=env).stdout == f"{__version__}\n"
     out = _run([str(venv / "bin" / "evalkit"), "demo"], cwd=workdir, env=env)
     assert "accuracy" in out.stdout and "24 (0 missing)" in out.stdout
     report = workdir / "runs" / "demo" / "run" / "report.md"  # where the demo says it is, and kept
