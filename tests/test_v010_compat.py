@@ -9,6 +9,11 @@ absolute path, and the cache key the server URL), the simulator is started as it
   cached; the empty final answer: that one query, 0.1.0 did not cache empty answers);
 - `evalkit report` re-scores the untouched 0.1.0 run to the same metrics; `compare` accepts
   0.1.0 runs next to today's.
+
+And a run directory and cache written by main before 0.3.0 began (commit b18ef28, "0.2";
+tests/fixtures/v02, made by the same script): they say `evalkit_version` 0.1.0 although they hold
+0.2's formats (identity_version, request_key, manifest.json, lint.json, repeats), and are resumed
+as what they are, by their format markers, never by that version string.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from evalkit import __version__
 from evalkit.cli import build_parser, main, sim_config
 from evalkit.engine.compare import compare
 from evalkit.engine.evaluate import run
@@ -33,10 +39,20 @@ FIXTURES = Path(__file__).parent / "fixtures" / "v010"
 # benchmarks whose official requests differ from what 0.1.0 sent (its own prompt wording or image sizes)
 OFFICIAL_REQUESTS_CHANGED = {"if-bench", "mme-realworld", "tdbench"}
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").is_file())
+V02 = Path(__file__).parent / "fixtures" / "v02"  # main before 0.3.0 (b18ef28): says 0.1.0, holds 0.2
+V02_CASES = sorted(p.name for p in V02.iterdir() if (p / "case.json").is_file())
 
 
 def _case(name: str) -> dict:
     return json.loads((FIXTURES / name / "case.json").read_text())
+
+
+@contextmanager
+def _port_held(case: dict) -> Iterator[None]:
+    """The case's fixed port (the cache key holds the endpoint) to this test alone: others wait."""
+    with (Path(tempfile.gettempdir()) / f"evalkit-fixture-port-{case['port']}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @contextmanager
@@ -187,3 +203,38 @@ def test_reask_asks_a_v010_run_again_with_the_official_requests(install, monkeyp
         assert sim.counters.snapshot()["requests"] == case["summary"]["n_queries"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert "requests" not in summary and summary["missing"] == 0
+
+
+@pytest.mark.parametrize("name", V02_CASES)
+def test_v02_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch, capsys):
+    """The run directory and cache main wrote before 0.3.0 (`evalkit_version` 0.1.0, 0.2's formats),
+    put in another folder than the one it was made in (0.2's identity holds the data's content hash,
+    not its path): the same command sends 0 requests and completes in the same directory with the
+    same metrics, as a run in today's form (no 0.1.0 migration); a new directory on its cache is free."""
+    case = json.loads((V02 / name / "case.json").read_text())
+    where = tmp_path / name
+    shutil.copytree(V02 / name, where, ignore=shutil.ignore_patterns("case.json"))
+    run_dir = where / case["run_dir"]
+    config = json.loads((run_dir / "config.json").read_text())
+    written = json.loads((run_dir / "summary.json").read_text())
+    assert case["made_with"]["commit"].startswith("b18ef28") and written["evalkit_version"] == "0.1.0"
+    assert config["identity"]["identity_version"] == 1 and (run_dir / "lint.json").is_file()
+    assert all("request_key" in json.loads(line) for line in (run_dir / "records.jsonl").open())
+    monkeypatch.chdir(where)
+    argv = case["run_argv"][1:]
+    with _port_held(case), _sim(case) as sim:
+        assert main(argv) == 0
+        same_dir = sim.counters.snapshot()["requests"]
+        assert main([*argv, "--out", str(tmp_path / "new"), "--no-plots"]) == 0  # (plots: 1.5 s, not the point)
+        new_dir = sim.counters.snapshot()["requests"] - same_dir
+    assert (same_dir, new_dir) == (0, 0)
+    assert "written by evalkit 0.1.0" not in capsys.readouterr().err  # its format says 0.2, not its version
+    assert sorted(p.name for p in (where / "runs").iterdir()) == [run_dir.name]  # resumed, not a new folder
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["complete"] and summary["missing"] == 0 and summary["evalkit_version"] == __version__
+    expected = case["summary"]["metrics"]
+    for done in (run_dir, tmp_path / "new"):
+        assert _known(_metrics(done), expected) == approx_tree(expected)
+    assert json.loads((run_dir / "config.json").read_text())["identity"] == config["identity"]
+    records = [json.loads(line) for line in (run_dir / "records.jsonl").open()]
+    assert len(records) == case["n_records"] == 2 * case["summary"]["n_queries"]  # both repeats kept
