@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -236,11 +235,9 @@ async def test_errors_are_classified(fault, kind, status, google_status):
         p = provider(sim.url)
         client = sdk(sim.url)
         try:
-            start = time.perf_counter()
             with pytest.raises(ProviderError) as info:
                 await p.complete([user(1, "Colour?")], GenParams(), [png(1)])
-            elapsed = time.perf_counter() - start
-            requests = sim.counters.snapshot()["requests"]
+            requests = sim.counters.snapshot()["requests"]  # read once complete() has given up: no retry can follow
             if status is not None:
                 with pytest.raises(genai_errors.APIError) as raw:
                     await client.aio.models.generate_content(model="sim-model", contents="hi")
@@ -251,7 +248,9 @@ async def test_errors_are_classified(fault, kind, status, google_status):
             await client.aio.aclose()
     e = info.value
     assert e.kind == kind and e.status == status and KEY not in e.message
-    assert requests == 1 and elapsed < 1.0  # no SDK retries, not even its hidden one for connection errors
+    # no SDK retries, not even its hidden one for connection errors (aiohttp's: a 1-10 s sleep, then the same
+    # request again): every retry reaches the server, and complete() returns only after it
+    assert requests == 1
     if fault == "503":
         assert "overloaded" in e.message
     if fault == "429":
