@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import draw_image, make_mcq_jsonl
 from run_factory import make_run, record
+from waiting import StderrWatch, wait_until_idle
 
 from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
@@ -254,19 +255,24 @@ def test_sigterm_keeps_every_answer_and_resume_sends_only_what_is_missing(tmp_pa
         cmd = [sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model", "--data", str(data),
                "--base-url", sim.url, "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"),
                "--concurrency", str(workers), "--no-progress"]
+        sim.hold(after=n // 2)  # the run cannot end before the signal: half the answers, then the gate
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        stderr = StderrWatch(proc)
         try:
             _wait_for_lines(records, n // 3, proc)
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=60)
+            proc.send_signal(signal.SIGTERM)  # mid-way: answers arriving, being recorded and stored
+            stderr.until("interrupted: receiving the replies already on their way")
+            sim.release()  # whatever waits at the gate is on its way
+            _, err = stderr.finish(timeout=120)
         finally:
+            sim.release()
             if proc.poll() is None:
                 proc.kill()
         assert proc.returncode == 130, err
         assert "re-run the same command to resume" in err
-        time.sleep(0.3)  # requests in flight at the signal finish on the server
+        wait_until_idle(sim)  # the server has answered every request it received
         kept = {r["query_id"] for r in _lines(records) if r["error"] is None}
-        assert n // 3 <= len(kept) < n
+        assert n // 3 <= len(kept) <= n // 2 + workers
         before = sim.counters.snapshot()["completions"]
         second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert second.returncode == 0, second.stderr
@@ -291,15 +297,17 @@ def test_no_cache_run_writes_each_record_as_it_arrives(tmp_path):
         cmd = [sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model", "--data", str(data),
                "--base-url", sim.url, "--out", str(tmp_path / "run"), "--no-cache", "--concurrency", str(workers),
                "--no-progress"]
+        sim.hold(after=n // 2)  # the run cannot end before the kill: half the answers, then the gate
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_for_lines(records, n // 3, proc)
-            proc.send_signal(signal.SIGKILL)
+            proc.send_signal(signal.SIGKILL)  # mid-way: answers arriving and being written
             proc.wait(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
-        time.sleep(0.3)
+            sim.release()
+        wait_until_idle(sim)  # requests in flight at the kill are finished on the server
         completed = sim.counters.snapshot()["completions"]
     on_disk = len({r["query_id"] for r in _lines(records)})
     # nothing else keeps these answers: all but those in flight at the kill are on disk
