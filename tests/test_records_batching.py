@@ -36,11 +36,47 @@ def flusher_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "evalkit-records-flush" and t.is_alive()]
 
 
+class StillClock:
+    """A RunDir's clock that stands still until the test moves it, and counts how often it is read: the
+    flusher reads it each time it weighs whether its batch is due, so a test can wait for that to happen."""
+
+    def __init__(self, t: float = 1000.0) -> None:
+        self._t = t
+        self._reads = 0
+        self._cond = threading.Condition()
+
+    def __call__(self) -> float:
+        with self._cond:
+            self._reads += 1
+            self._cond.notify_all()
+            return self._t
+
+    def set(self, t: float) -> None:
+        with self._cond:
+            self._t = t
+
+    def read_twice(self, timeout: float = 60.0) -> None:
+        """Return once the time has been read twice more (the flusher looked again, and went on)."""
+        with self._cond:
+            start = self._reads
+            assert self._cond.wait_for(lambda: self._reads >= start + 2, timeout), "the flusher did not look again (it wrote the batch early, or stopped)"
+
+
+def wait_for_lines(rundir: RunDir, n: int, timeout: float = 60.0) -> None:
+    """Poll for an event (n lines in the file); the deadline is a safety net that costs nothing when it comes."""
+    deadline = time.monotonic() + timeout
+    while len(lines(rundir)) < n:
+        assert time.monotonic() < deadline, f"{len(lines(rundir))} lines, not {n}"
+        time.sleep(0.005)
+
+
 def test_appends_are_buffered_until_the_interval(tmp_path):
-    rundir = RunDir(tmp_path, flush_interval_s=30.0)
+    clock = StillClock(1000.0)
+    rundir = RunDir(tmp_path, flush_interval_s=30.0, clock=clock)
     for i in range(5):
         rundir.append(rec(i))
-    time.sleep(0.2)
+    clock.set(1000.0 + 29.999)
+    clock.read_twice()  # the flusher weighed the batch at 29.999 s: not due
     assert lines(rundir) == []  # nothing written yet: one batch later
     rundir.flush()
     assert [json.loads(x)["query_id"] for x in lines(rundir)] == [f"q{i}" for i in range(5)]
@@ -48,19 +84,36 @@ def test_appends_are_buffered_until_the_interval(tmp_path):
 
 
 def test_buffered_appends_reach_the_file_within_100_ms(tmp_path):
+    """The flusher writes a batch when its first line is FLUSH_INTERVAL_S old on the RunDir's clock, and not
+    before, however long the flusher's thread takes to look: the clock stands still until the test moves it."""
     assert FLUSH_INTERVAL_S <= 0.1
-    rundir = RunDir(tmp_path)
-    t0 = time.monotonic()
+    clock = StillClock(1000.0)
+    rundir = RunDir(tmp_path, clock=clock)
     rundir.append(rec(0))
-    rundir.append(rec(1))
-    while len(lines(rundir)) < 2 and time.monotonic() - t0 < 5:
-        time.sleep(0.005)
-    elapsed = time.monotonic() - t0
-    assert len(lines(rundir)) == 2
-    assert elapsed < FLUSH_INTERVAL_S + 0.4, elapsed  # 100 ms, plus scheduling slack on a busy machine
+    clock.set(1000.05)
+    rundir.append(rec(1))  # joins the batch, which stays timed from its first line
+    clock.set(1000.0 + FLUSH_INTERVAL_S - 0.001)
+    clock.read_twice()
+    assert lines(rundir) == []  # a millisecond early: still buffered
+    clock.set(1000.0 + FLUSH_INTERVAL_S)
+    wait_for_lines(rundir, 2)  # due: written without a flush() or close()
+    clock.set(2000.0)
     rundir.append(rec(2))  # a later batch is timed from its own first line
-    time.sleep(FLUSH_INTERVAL_S + 0.4)
-    assert len(lines(rundir)) == 3
+    clock.set(2000.0 + FLUSH_INTERVAL_S - 0.001)
+    clock.read_twice()
+    assert len(lines(rundir)) == 2
+    clock.set(2000.0 + FLUSH_INTERVAL_S)
+    wait_for_lines(rundir, 3)
+    rundir.close()
+    assert [json.loads(x)["query_id"] for x in lines(rundir)] == ["q0", "q1", "q2"]
+
+
+def test_the_real_clock_flushes_without_help(tmp_path):
+    """With the default (monotonic) clock the flusher thread writes the batch on its own: waited for as an
+    event, with no bound on how long a busy machine takes to run the thread."""
+    rundir = RunDir(tmp_path)
+    rundir.append(rec(0))
+    wait_for_lines(rundir, 1)
     rundir.close()
 
 

@@ -21,7 +21,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sized
+from collections.abc import Callable, Iterable, Sized
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -79,12 +79,15 @@ def default_run_dir(bench: str, model_label: str, settings: dict[str, Any], root
 
 class RunDir:
     """A run's folder. `append` buffers records.jsonl lines (see the module docstring); with
-    immediate=True each line is written and flushed before append returns. Thread-safe."""
+    immediate=True each line is written and flushed before append returns. Thread-safe. `clock`
+    (monotonic seconds) times the batches: tests move it by hand to see when a batch falls due."""
 
-    def __init__(self, path: Path, *, immediate: bool = False, flush_interval_s: float = FLUSH_INTERVAL_S):
+    def __init__(self, path: Path, *, immediate: bool = False, flush_interval_s: float = FLUSH_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic):
         self.path = Path(path)
         self.immediate = immediate  # --no-cache: write each line as it arrives
         self.flush_interval_s = flush_interval_s
+        self._clock = clock
         self._fh: TextIO | None = None
         self._pending: list[str] = []
         self._lines_loaded = -1  # lines the last load_records() read (-1: none yet)
@@ -211,7 +214,7 @@ class RunDir:
             self._pending.append(line)
             if len(self._pending) > 1:
                 return
-            self._due = time.monotonic() + self.flush_interval_s
+            self._due = self._clock() + self.flush_interval_s
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_loop, name="evalkit-records-flush", daemon=True)
                 self._flusher.start()
@@ -227,7 +230,7 @@ class RunDir:
                     if not self._pending:
                         self._wake.wait()
                         continue
-                    wait = self._due - time.monotonic()
+                    wait = self._due - self._clock()
                     if wait <= 0:
                         break
                     self._wake.wait(wait)
