@@ -12,6 +12,7 @@ import pytest
 from cli_under_test import run_cli, start_cli
 from conftest import make_mcq_jsonl
 
+from evalkit.ask.batch_journal import JOURNAL, read_events
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -24,6 +25,16 @@ def _args(model: str, sim: SimThread, tmp_path, *extra: str) -> list[str]:
     return ["run", "mcq", "--model", model, "--data", str(tmp_path / "ds" / "data.jsonl"), "--base-url", url,
             "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
             "--prices", str(tmp_path / "prices.json"), *extra]
+
+
+def _wait_until_polled(journal, child, timeout: float = 120) -> None:  # noqa: ANN001
+    """Return once the run directory's journal records the batch's id and a state read from the provider."""
+    deadline = time.monotonic() + timeout
+    while not any(e["event"] == "state" for e in read_events(journal)):
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, f"no batch polled after {timeout} s: {read_events(journal)}"
+        time.sleep(0.02)
+    assert [e["event"] for e in read_events(journal)][:2] == ["intent", "submitted"]
 
 
 def _setup(model: str, tmp_path) -> SimConfig:
@@ -39,10 +50,7 @@ def test_a_run_killed_while_its_batch_is_pending_is_completed_by_the_same_comman
         sim.batches.behaviour.frozen = True
         sim.batches.behaviour.fail_first = 1  # one line fails inside the batch: it is submitted again
         child = start_cli(_args(model, sim, tmp_path, "--batch"), env=ENV, cwd=tmp_path)
-        deadline = time.monotonic() + 60
-        while sim.batches.counts["batches"] < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # recorded, and polling
+        _wait_until_polled(tmp_path / "run" / JOURNAL, child)  # the batch is recorded, and the run polls it
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         assert sim.batches.counts == {"batches": 1, "lines": N, "answered": 0, "failed": 0}
