@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import select
 import struct
 import subprocess
@@ -75,9 +76,36 @@ def test_a_redirected_run_prints_plain_progress_lines(tmp_path):
     assert any("(429: 0)" not in ln for ln in lines), "rate limits are counted as they come"
 
 
+def _read_until(fd: int, proc: subprocess.Popen, seen: bytes, done, timeout: float = 120) -> bytes:  # noqa: ANN001
+    """Read the terminal until done(text without escapes) says so, the child closes it, or it exits."""
+    deadline = time.monotonic() + timeout
+    while not done(_plain(seen)):
+        assert time.monotonic() < deadline, _plain(seen)[-2000:]
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    return seen
+
+
+def _plain(seen: bytes) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode("utf-8", "replace"))
+
+
+MID_RUN = re.compile(r"10/30 · [^\r\n]*ETA \d+:\d\d")
+
+
 def test_a_terminal_at_80_columns_shows_count_and_eta(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", 30, seed=4)
-    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), latency_s=0.1)) as sim:
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        sim.hold(after=10)  # ten answers, then the run waits at the gate until the terminal has shown them
         main, child = pty.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "TERM": "xterm-256color", "COLUMNS": "80"}
@@ -88,25 +116,16 @@ def test_a_terminal_at_80_columns_shows_count_and_eta(tmp_path):
                                  sim.url, "--data", str(data), "--out", str(tmp_path / "run"), "--concurrency", "2",
                                  "--no-plots"], stdin=child, stdout=child, stderr=child, env=env, cwd=REPO)
         os.close(child)
-        seen = b""
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([main], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(main, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            elif proc.poll() is not None:
-                break
-        proc.wait(timeout=10)
+        try:
+            # two frames showing 10 of 30 (the first one whole), drawn while the run waits
+            seen = _read_until(main, proc, b"", lambda text: text.count("10/30") >= 2)
+            mid_run = MID_RUN.search(_plain(seen)) is not None and proc.poll() is None
+        finally:
+            sim.release()
+        seen = _read_until(main, proc, seen, lambda text: False)  # to the end
+        proc.wait(timeout=120)
         os.close(main)
-    text = seen.decode("utf-8", "replace")
+    text = _plain(seen)
     assert proc.returncode == 0, text[-2000:]
-    import re
-
-    shown = re.findall(r"(\d+)/30 · [^\r\n]*ETA \d+:\d\d", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text))
-    assert shown and any(0 < int(n) < 30 for n in shown), text[-2000:]
+    assert mid_run, text[-2000:]  # the count and ETA at 80 columns, while the run waited with 10 of 30 done
+    assert "30/30" in text, text[-2000:]
