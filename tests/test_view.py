@@ -298,9 +298,9 @@ def test_serve_answers_on_localhost(built):
     try:
         assert server.server_address[0] == "127.0.0.1"
         url = f"http://127.0.0.1:{server.server_address[1]}"
-        with urllib.request.urlopen(url + "/index.html", timeout=5) as resp:
+        with urllib.request.urlopen(url + "/index.html", timeout=60) as resp:  # a bound on a hang only
             assert resp.status == 200 and b"data/meta.js" in resp.read()
-        with urllib.request.urlopen(url + "/data/ids.js", timeout=5) as resp:
+        with urllib.request.urlopen(url + "/data/ids.js", timeout=60) as resp:
             assert resp.read().startswith(b"EVK.ids(")
     finally:
         server.shutdown()
