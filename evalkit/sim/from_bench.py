@@ -28,24 +28,27 @@ def answer_key_for(bench: str, options: dict[str, Any]) -> AnswerKey:
     return answer_key_from_queries(prepare(bench, settings.bench_dict()).queries)
 
 
-def replay_key(queries: Sequence[Query], replies: Mapping[str, str]) -> AnswerKey:
+def replay_key(queries: Sequence[Query], replies: Mapping[str, str], pipeline: ImagePipeline | None = None) -> AnswerKey:
     """An AnswerKey whose entries carry a recorded reply per query id (replay of a real model's answers).
 
     Entries are keyed like the simulator looks them up (request text + image fingerprints);
     identical requests (the release's duplicated questions) keep the first reply, as a real
-    server would be asked once and the cache answer the copy.
+    server would be asked once and the cache answer the copy. Keys for several models' replies
+    to the same queries share one `pipeline`: each image is then decoded once, not once per key.
     """
+    if pipeline is None:
+        own = ImagePipeline()
+        try:
+            return replay_key(queries, replies, own)
+        finally:
+            own.close()
     key = AnswerKey()
     seen: set[tuple[str, tuple[str, ...]]] = set()
-    pipeline = ImagePipeline()
-    try:
-        for q in queries:
-            text, fps = q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()]
-            ident = (normalise_text(text), tuple(fps))
-            if ident in seen or q.id not in replies:
-                continue
-            seen.add(ident)
-            key.add(AnswerEntry(base_id=q.base_id, text=text, images=fps, answer=q.gold, reply=replies[q.id]))
-    finally:
-        pipeline.close()
+    for q in queries:
+        text, fps = q.prompt_text(), [pipeline.fingerprint(p) for p in q.image_parts()]
+        ident = (normalise_text(text), tuple(fps))
+        if ident in seen or q.id not in replies:
+            continue
+        seen.add(ident)
+        key.add(AnswerEntry(base_id=q.base_id, text=text, images=fps, answer=q.gold, reply=replies[q.id]))
     return key
