@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -354,13 +353,9 @@ def recorded(shared_data):
     return _outputs(shared_data), _summary_csv(shared_data)
 
 
-# Through the whole pipeline: a thinking model and a small local one (every model's grading is checked
-# against the files by test_replay_grading_matches_files_for_all_models). A replay is 1,856 real HTTP
-# round trips to the simulator, ~5 s here, most of it the requests themselves (a bare aiohttp client and
-# server in one process take ~1.4 s for as many): all 8 took 53 s with -n 0 against 15 s for these 2.
-# EVALKIT_REPLAY_ALL=1 replays all 8.
-PIPELINE_MODELS = MODELS if os.environ.get("EVALKIT_REPLAY_ALL") == "1" else [
-    "doubao-seed-1-6-vision-250815", "ggml-org/SmolVLM2-2.2B-Instruct-GGUF:F16"]
+# All 8 recorded models through the whole pipeline (each replay is 1,856 real HTTP round trips to the
+# simulator, ~5 s of CPU, most of it the requests themselves; the keys are built once for the module).
+PIPELINE_MODELS = MODELS
 
 
 @pytest.fixture(scope="module")
