@@ -8,6 +8,7 @@ answer key's fingerprints survive the resize.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import shutil
 from collections import defaultdict
@@ -360,15 +361,15 @@ PIPELINE_MODELS = MODELS
 
 @pytest.fixture(scope="module")
 def replay_keys(shared_data, recorded):
-    """The replayed models' keys over --skills all at MAX_SIDE (as the replays ask), built once for the
-    module; the keys share one image pipeline, so each real image is fingerprinted once for all of them."""
+    """model -> its replay key over --skills all at MAX_SIDE (as the replays ask), each built once per
+    module on first use; the keys share one image pipeline, so each real image is fingerprinted once."""
     _, _, queries, _ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"), "skills": "all",
                                                 "max_side": MAX_SIDE})
     outputs, _ = recorded
     pipeline = ImagePipeline()
-    try:
-        return {m: replay_key(queries, replay_replies(queries, recorded_replies(outputs[m])), pipeline)
-                for m in PIPELINE_MODELS}
+    try:  # each key on first use: the cases may be spread over several workers
+        yield functools.cache(lambda m: replay_key(queries, replay_replies(queries, recorded_replies(outputs[m])),
+                                                   pipeline))
     finally:
         pipeline.close()
 
@@ -378,7 +379,7 @@ def replay_keys(shared_data, recorded):
 def test_replay_through_pipeline(shared_data, replay_keys, recorded, tmp_path, model, no_plots):
     """The recorded raw answers served by the simulator, the whole pipeline, --skills all."""
     outputs, table = recorded
-    with SimThread(SimConfig(answer_key=replay_keys[model])) as sim:
+    with SimThread(SimConfig(answer_key=replay_keys(model))) as sim:
         res = run("rgb-th-bench", "vllm/sim-model", data=str(shared_data / "rgb-th-bench"), base_url=sim.url,
                   out=str(tmp_path / "replay"), no_cache=True, concurrency=64, progress=False, max_side=MAX_SIDE,
                   skills="all")
