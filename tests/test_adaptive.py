@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 from conftest import make_mcq_jsonl
-from test_bounded_waits import assert_all_answered, run_against
+from fake_clock import FakeClock as VirtualTime
+from test_bounded_waits import assert_all_answered, in_process, run_against
 
+from evalkit.ask import retry
 from evalkit.ask.adaptive import CUT, MARGIN, MEASURE_S, RAISE, AdaptiveRate
 from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.retry import RetryPolicy, with_retries
+from evalkit.core.errors import ProviderError, retry_after_from_headers
 from evalkit.core.types import RateInfo
+from evalkit.engine.evaluate import run
 from evalkit.providers.rate_headers import duration_s, rate_info
 from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
@@ -241,56 +250,158 @@ async def test_a_limiter_that_does_not_adapt_ignores_what_it_is_told():
     assert clock.now() == start
 
 
-# ------------------------------------------------------------------ end to end, against a hidden limit
+# ------------------------------------------------------------------ against a hidden limit, on virtual time
+
+
+@dataclass
+class Served:
+    """What one simulated run against a hidden limit came to."""
+
+    requests: int = 0
+    refused: int = 0
+    answered: int = 0
+    failed: int = 0
+    seconds: float = 0.0  # virtual
+    learned: dict | None = None
+
+    @property
+    def refused_share(self) -> float:
+        return self.refused / self.requests
+
+
+def against_hidden_limit(monkeypatch, headers: str, *, adaptive: bool, n: int = 250, rps: float = 50,
+                         concurrency: int = 32, max_attempts: int = 100, seed: int = 1) -> Served:
+    """n queries, `concurrency` at a time, through the runner's Limiter and retry policy (with_retries) against
+    the simulator's hidden limit (HiddenLimits: rps requests/s, announced in `headers`' dialect), all on
+    virtual time (tests/fake_clock.py): each request travels 0.5-2 ms to the server, which refuses it at once
+    or answers 20 ms later, with the headers the server would send. The wire and the providers' reading of
+    it are left to the end-to-end tests below; this is the policy, at the speed of arithmetic, the same on
+    any machine."""
+    monkeypatch.setattr(retry, "random", random.Random(seed))  # the backoff's jitter
+    travel = random.Random(seed + 1)
+    clock = VirtualTime()
+    limits = HiddenLimits(SimFaults(rps=rps, rate_headers=headers), clock=clock.now)
+    limiter = Limiter(concurrency=concurrency, clock=clock)
+    if adaptive:
+        limiter.adapt_rates()
+    policy = RetryPolicy(max_attempts=max_attempts)
+    served = Served()
+
+    async def call() -> SimpleNamespace:
+        served.requests += 1
+        await clock.sleep(travel.uniform(0.0005, 0.002))
+        wait = limits.admit_request()
+        if wait > 0:
+            served.refused += 1
+            said = {**limits.retry_after(wait), **limits.headers()}
+            raise ProviderError("rate_limit", "429", status=429, retry_after=retry_after_from_headers(said),
+                                limits=rate_info(said))
+        await clock.sleep(0.02)
+        return SimpleNamespace(limits=rate_info(limits.headers()))
+
+    async def one() -> None:
+        try:
+            await with_retries(call, policy, limiter)
+            served.answered += 1
+        except ProviderError:
+            served.failed += 1
+
+    asyncio.run(clock.run([one() for _ in range(n)]))
+    served.seconds, served.learned = clock.now(), limiter.learned()
+    return served
+
+
+def test_announced_limits_are_followed_on_virtual_time(monkeypatch):
+    """250 queries against 50 requests/s announced in OpenAI's headers: the first wave (32, sent before any
+    reply) is mostly refused, then hardly anything; the run takes the 5 s the limit allows."""
+    served = against_hidden_limit(monkeypatch, "openai", adaptive=True)
+    assert served.answered == 250 and served.refused <= 32 + 0.05 * served.requests, served
+    assert served.learned == {"source": "headers", "rpm": pytest.approx(50 * 60 * MARGIN, abs=0.1)}
+    assert 250 / 50 * 0.95 <= served.seconds <= 250 / 50 * 1.1, served
+
+
+def test_without_adaptation_the_same_run_is_mostly_refused_on_virtual_time(monkeypatch):
+    served = against_hidden_limit(monkeypatch, "openai", adaptive=False, max_attempts=8)  # the default
+    assert served.refused > 2 * served.answered and served.learned is None, served
+
+
+def test_without_headers_aimd_finds_the_rate_on_virtual_time(monkeypatch):
+    """No rate headers, not even Retry-After (vLLM behind a proxy): AIMD from the 429s alone refuses a
+    fraction of what the same run refuses without it, and takes about the time the limit allows."""
+    adaptive = against_hidden_limit(monkeypatch, "none", adaptive=True)
+    plain = against_hidden_limit(monkeypatch, "none", adaptive=False)
+    assert adaptive.answered == plain.answered == 250
+    assert adaptive.refused < 0.35 * plain.refused, (adaptive, plain)
+    assert adaptive.refused_share < 1 / 3, adaptive
+    assert adaptive.learned["source"] == "aimd" and 0.5 * 50 * 60 < adaptive.learned["rpm"] < 1.5 * 50 * 60
+    assert adaptive.seconds <= 250 / 50 * 1.2 < plain.seconds, (adaptive, plain)
+
+
+# ------------------------------------------------------------------ end to end, through the command line
 
 
 @pytest.fixture(scope="module")
 def limited_set(tmp_path_factory):
-    data = make_mcq_jsonl(tmp_path_factory.mktemp("adaptive"), 250, seed=17)
+    data = make_mcq_jsonl(tmp_path_factory.mktemp("adaptive"), LIMITED, seed=17)
     return data, answer_key_for("mcq", {"data": str(data)})
 
 
-def run_limited(tmp_path, limited_set, provider: str, headers: str, *extra: str) -> tuple[dict, float]:
-    """250 queries at the default 32 in flight against a hidden 50 requests/s (20 ms each), every one
-    answered in the end; the server's counters and the run's wall time."""
+LIMITED = 60
+
+
+def run_limited(tmp_path, limited_set, provider: str, headers: str, *extra: str, child: bool = True) -> dict:
+    """60 queries at the default 32 in flight against a hidden 50 requests/s (20 ms each), every one
+    answered in the end; the server's counters. The policy's numbers are proven on virtual time above:
+    these runs show the command wiring the wire's headers (or 429s) to it, at any machine's speed. With
+    `child` False, run() in this process instead of the command (the provider's SDK is imported once)."""
     data, key = limited_set
     faults = SimFaults(rps=50, rate_headers=headers)
     with SimThread(SimConfig(answer_key=key, faults=faults, latency_s=0.02)) as sim:
-        done, elapsed = run_against(sim, provider, data, tmp_path, "--max-attempts", "100", *extra, timeout=120)
+        if child:
+            done, _ = run_against(sim, provider, data, tmp_path, "--max-attempts", "100", *extra, timeout=120)
+            assert_all_answered(done, tmp_path / "run", LIMITED)
+        else:
+            kwargs, env = in_process(provider, sim.url)
+            res = run("mcq", f"{provider}/sim-model", data=str(data), out=str(tmp_path / "run"), env=env,
+                      no_cache=True, plots=False, progress=False, max_attempts=100, **kwargs)
+            assert res.summary["metrics"]["accuracy"] == 100.0 and res.summary["n_queries"] == LIMITED
         counters = sim.counters.snapshot()
-    assert_all_answered(done, tmp_path / "run", 250)
-    return counters, elapsed
+    return counters
 
 
-@pytest.mark.parametrize("provider, headers", [("openai", "openai"), ("anthropic", "anthropic")])
-def test_announced_limits_are_learned_and_hardly_refused(tmp_path, limited_set, provider, headers):
-    counters, elapsed = run_limited(tmp_path, limited_set, provider, headers)
+def speed_of(tmp_path) -> tuple[dict, str]:
+    """The run's summary "throughput" block and its report."""
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    return summary["throughput"], (tmp_path / "run" / "report.md").read_text()
+
+
+# OpenAI's headers through the command; Anthropic's through run() in this process, sparing a child the
+# seconds it takes to import the anthropic SDK
+@pytest.mark.parametrize("provider, child", [("openai", True), ("anthropic", False)], ids=["openai-command", "anthropic-run"])
+def test_announced_limits_are_learned_and_hardly_refused(tmp_path, limited_set, provider, child):
+    counters = run_limited(tmp_path, limited_set, provider, provider, child=child)
     first_wave = 32  # sent before any reply could announce a limit: most of it is refused
     assert counters["rate_limited"] <= first_wave + 0.05 * counters["requests"], counters
-    assert elapsed < 250 / 50 * 2 + 10  # about 5 s of answers at the limit, plus start-up
-    limits = json.loads((tmp_path / "run" / "summary.json").read_text())["throughput"]["limits"]
-    assert limits["source"] == "headers" and limits["rpm"] == pytest.approx(50 * 60 * MARGIN, abs=0.1)
-    assert f"limits learned from headers: {50 * 60 * MARGIN:,.0f} rpm" in (tmp_path / "run" / "report.md").read_text()
+    speed, report = speed_of(tmp_path)
+    assert speed["limits"]["source"] == "headers" and speed["limits"]["rpm"] == pytest.approx(50 * 60 * MARGIN, abs=0.1)
+    assert speed["rate_limited"] == counters["rate_limited"] and speed["requests"] == counters["requests"]
+    assert f"limits learned from headers: {50 * 60 * MARGIN:,.0f} rpm" in report
 
 
-def test_without_adaptation_the_same_run_is_mostly_refused(tmp_path, limited_set):
-    data, key = limited_set
-    with SimThread(SimConfig(answer_key=key, faults=SimFaults(rps=50, rate_headers="openai"), latency_s=0.02)) as sim:
-        run_against(sim, "openai", data, tmp_path, "--no-adaptive", timeout=120)
-        counters = sim.counters.snapshot()
-    assert counters["rate_limited"] > 2 * counters["completions"], counters
+def test_without_adaptation_nothing_is_learned(tmp_path, limited_set):
+    counters = run_limited(tmp_path, limited_set, "openai", "openai", "--no-adaptive")
+    speed, report = speed_of(tmp_path)
+    assert "limits" not in speed and "limits learned" not in report
+    assert counters["rate_limited"] > 32 + 0.05 * counters["requests"], counters  # what adaptation avoids
 
 
-def test_without_headers_aimd_finds_the_rate(tmp_path, limited_set):
-    """No rate headers, not even Retry-After (vLLM behind a proxy): AIMD from the 429s alone."""
-    counters, _ = run_limited(tmp_path, limited_set, "vllm", "none")
-    adaptive_refused = counters["rate_limited"]
-    (tmp_path / "plain").mkdir()
-    plain, _ = run_limited(tmp_path / "plain", limited_set, "vllm", "none", "--no-adaptive")
-    assert adaptive_refused < 0.35 * plain["rate_limited"], (adaptive_refused, plain["rate_limited"])
-    assert adaptive_refused / counters["requests"] < 0.25
-    limits = json.loads((tmp_path / "run" / "summary.json").read_text())["throughput"]["limits"]
-    assert limits["source"] == "aimd" and 0.5 * 50 * 60 < limits["rpm"] < 1.5 * 50 * 60
+def test_without_headers_aimd_learns_from_429s(tmp_path, limited_set):
+    """No rate headers, not even Retry-After (vLLM behind a proxy): the command learns from the 429s alone."""
+    counters = run_limited(tmp_path, limited_set, "vllm", "none")
+    speed, report = speed_of(tmp_path)
+    assert counters["rate_limited"] > 0 and speed["rate_limited"] == counters["rate_limited"]
+    assert speed["limits"]["source"] == "aimd" and speed["limits"]["rpm"] > 0
+    assert "limits learned from 429s: " in report
 
 
 def test_the_simulator_announces_its_hidden_limits_in_each_dialect():
