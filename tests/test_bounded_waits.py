@@ -248,7 +248,7 @@ def test_a_huge_retry_after_is_capped(tmp_path, small_set, provider, advertised)
     data, key = small_set
     faults = SimFaults(rate=0.3, kinds=("429",), seed=4, **advertised)
     with SimThread(SimConfig(answer_key=key, faults=faults)) as sim:
-        done, elapsed = run_against(sim, provider, data, tmp_path, *cap_flag(), timeout=120)
+        done, _ = run_against(sim, provider, data, tmp_path, *cap_flag(), timeout=180)  # uncapped: never ends
         counters = sim.counters.snapshot()
     assert_all_answered(done, tmp_path / "run", SMALL)
     assert counters["rate_limited"] >= 3 and counters["completions"] == SMALL
@@ -256,9 +256,10 @@ def test_a_huge_retry_after_is_capped(tmp_path, small_set, provider, advertised)
     speed = json.loads((tmp_path / "run" / "summary.json").read_text())["throughput"]
     assert (speed["requests"], speed["rate_limited"], speed["retries"]) == (
         counters["requests"], counters["rate_limited"], counters["rate_limited"])
-    # The bound is the behaviour: no refused request waited the default cap (60 s), let alone 999999 s. The run
-    # takes about 4 s here, about 12 s beside four busy processes on two cores: 55 s is more than 4 times that.
-    assert elapsed < 55, f"{elapsed:.1f}s"
+    # The bound is the behaviour: no refused request waited the default cap (60 s), let alone 999999 s. It is on
+    # the ask phase the run measured (its waits included, the child's start-up and SDK imports not): about 1 s
+    # here, under 5 s beside four busy processes on two cores; 40 s is 8 times that, and one 60 s wait breaks it.
+    assert speed["ask_s"] < 40, speed
 
 
 # ---- the same runs in this process, with the retry waits on a clock the test holds ---------------------
