@@ -1,4 +1,5 @@
-"""Adaptive limits: the pure policy on a fake clock, the headers it reads, and the limiter applying it."""
+"""Adaptive limits: the pure policy on a fake clock, the headers it reads, the limiter applying it, whole
+runs against the simulator's hidden limit on virtual time, and the command wiring it all (no wall-clock bound)."""
 
 from __future__ import annotations
 
