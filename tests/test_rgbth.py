@@ -96,6 +96,18 @@ def test_refusal_counted_in_both_modes():
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, 29, 203, 232])
+@pytest.mark.parametrize("chance", [0.0625, 0.25, 0.5, 0.999])
+def test_significance_threshold_is_the_smallest_count_that_beats_chance(n, chance):
+    """The definition, checked count by count: P(X >= k) < alpha for k and not for k - 1."""
+    from scipy.stats import binom
+
+    from evalkit.metrics.rgbth import ALPHA
+
+    beats = [k for k in range(n + 1) if binom.sf(k - 1, n, chance) < ALPHA]
+    assert significance_threshold(n, chance) == (100.0 * beats[0] / n if beats else None)
+
+
 def test_significance_thresholds():
     assert round(significance_threshold(812, 0.5), 2) == 52.96
     assert round(significance_threshold(1624, 0.5), 2) == 52.09

@@ -70,10 +70,15 @@ def significance_threshold(n: int, chance: float, alpha: float = ALPHA) -> float
         return None
     from scipy.stats import binom  # imported on first use: scipy.stats takes seconds to import
 
-    for k in range(n + 1):
-        if binom.sf(k - 1, n, chance) < alpha:
-            return 100.0 * k / n
-    return None
+    def beats(k: int) -> bool:  # P(X >= k) < alpha; monotone in k
+        return bool(binom.sf(k - 1, n, chance) < alpha)
+
+    k = min(n + 1, max(0, int(binom.ppf(1 - alpha, n, chance))))  # the answer's neighbourhood, not a scan
+    while k > 0 and beats(k - 1):
+        k -= 1
+    while k <= n and not beats(k):
+        k += 1
+    return 100.0 * k / n if k <= n else None
 
 
 @dataclass(frozen=True)
