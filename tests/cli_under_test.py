@@ -18,6 +18,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from cli_zygote import zygote_for
+
 REPO = Path(__file__).resolve().parents[1]
 # `python -c` puts the working directory first on sys.path: drop it, or a child started in a checkout
 # would import that checkout's evalkit instead of the one under test
@@ -53,8 +55,19 @@ def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeou
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
 
     child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
-    return subprocess.run([sys.executable, "-c", _MAIN, *_argv(args, plots)], capture_output=True, text=True,
-                          env=child_env, timeout=timeout, cwd=cwd, preexec_fn=limit_files)
+    cmd = [sys.executable, "-c", _MAIN, *_argv(args, plots)]
+    if _warm_start(env):
+        return zygote_for(checkout_under_test()).run(cmd, cmd[3:], child_env, cwd, timeout, max_file_bytes)
+    return subprocess.run(cmd, capture_output=True, text=True, env=child_env, timeout=timeout, cwd=cwd,
+                          preexec_fn=limit_files)
+
+
+def _warm_start(env: Mapping[str, str] | None) -> bool:
+    """Fork the child from a warm zygote (tests/cli_zygote.py), unless the test changes how the interpreter
+    starts (PYTHON* variables: a sitecustomize, another path), runs an older checkout, or opts out
+    (EVALKIT_TESTS_COLD=1 starts every child afresh, as before)."""
+    return (not os.environ.get("EVALKIT_UNDER_TEST") and os.environ.get("EVALKIT_TESTS_COLD") != "1"
+            and not any(k.startswith("PYTHON") for k in (env or {})))
 
 
 def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None,
