@@ -74,5 +74,7 @@ def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None,
               cwd: str | Path | None = None, plots: bool = False) -> subprocess.Popen[str]:
     """`evalkit ARGS` started in a child process (to be signalled); stdout and stderr piped as text."""
     child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
-    return subprocess.Popen([sys.executable, "-c", _MAIN, *_argv(args, plots)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=child_env, cwd=cwd)
+    cmd = [sys.executable, "-c", _MAIN, *_argv(args, plots)]
+    if _warm_start(env):
+        return zygote_for(checkout_under_test()).start(cmd, cmd[3:], child_env, cwd)  # type: ignore[return-value]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env, cwd=cwd)

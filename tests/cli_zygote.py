@@ -29,22 +29,29 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-# what a command-line child imports on its way to work (matplotlib stays out: plots draw in a process
-# of their own, and the CLI promises not to import it)
-PRELOAD = ("evalkit.cli", "evalkit.engine.evaluate", "evalkit.engine.rereport", "evalkit.engine.compare",
-           "evalkit.engine.dry_run", "evalkit.lint.command", "evalkit.providers.openai_compat",
-           "evalkit.providers.anthropic", "evalkit.providers.google", "evalkit.sim.server", "scipy.stats",
-           "openai", "anthropic", "google.genai")
+# what a command-line child imports on its way to work besides evalkit's own modules (matplotlib stays
+# out: plots draw in a process of their own, and evalkit imports it nowhere else)
+PRELOAD = ("scipy.stats", "diskcache", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "rich.table", "openai",
+           "anthropic", "google.genai")
+
+
+def _preload() -> None:
+    import importlib
+    import pkgutil
+
+    import evalkit
+
+    names = [m.name for m in pkgutil.walk_packages(evalkit.__path__, "evalkit.")]
+    for name in [*names, *PRELOAD]:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def _serve(path: str) -> None:
     """The zygote's loop: accept a command, fork it, report its end. Runs single-threaded (fork-safe)."""
-    import importlib
-
-    for name in PRELOAD:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    _preload()
     from evalkit.cli import main
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -57,6 +64,7 @@ def _serve(path: str) -> None:
         ready, _, _ = select.select([server], [], [], 0.02)
         if ready:
             conn, _ = server.accept()
+            _, fds, _, _ = socket.recv_fds(conn, 1, 2)  # the child's stdout and stderr, then the request
             request = json.loads(conn.makefile("rb").readline())
             sys.stdout.flush()
             sys.stderr.flush()
@@ -66,7 +74,9 @@ def _serve(path: str) -> None:
                 conn.close()
                 for other in waiting.values():
                     other.close()
-                _child(main, request)
+                _child(main, request, fds)
+            for fd in fds:
+                os.close(fd)
             conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
             waiting[pid] = conn
         while waiting:
@@ -80,7 +90,7 @@ def _serve(path: str) -> None:
                 conn.close()
 
 
-def _child(main, request: dict) -> None:
+def _child(main, request: dict, fds: list[int]) -> None:
     """In the forked child: become the command `python -c 'evalkit.cli.main(argv)'` would have been."""
     import random
     import resource
@@ -90,8 +100,7 @@ def _child(main, request: dict) -> None:
     try:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        for fd, name in ((1, "out"), (2, "err")):
-            target = os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        for fd, target in zip((1, 2), fds, strict=True):
             os.dup2(target, fd)
             os.close(target)
         os.chdir(request["cwd"])
@@ -147,28 +156,46 @@ class Zygote:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
+    def _launch(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None,
+                max_file_bytes: int | None, out: int, err: int) -> tuple[socket.socket, Any, int]:
+        """Fork `evalkit ARGV` writing to the file descriptors out and err: (connection, its reader, pid)."""
+        request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd or os.getcwd()),
+                   "max_file_bytes": max_file_bytes}
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(self.path)
+        socket.send_fds(conn, [b"."], [out, err])
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        replies = conn.makefile("rb")
+        return conn, replies, json.loads(replies.readline())["pid"]
+
     def run(self, cmd: list[str], argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None,
             timeout: float, max_file_bytes: int | None) -> subprocess.CompletedProcess[str]:
         """Like subprocess.run(cmd, capture_output=True, text=True, timeout=...) for `evalkit ARGV`."""
-        with tempfile.TemporaryDirectory(prefix="evalkit-cli-") as tmp:
-            out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-            request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd or os.getcwd()), "out": out, "err": err,
-                       "max_file_bytes": max_file_bytes}
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.connect(self.path)
-                conn.sendall(json.dumps(request).encode() + b"\n")
-                replies = conn.makefile("rb")
-                pid = json.loads(replies.readline())["pid"]
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            conn, replies, pid = self._launch(argv, env, cwd, max_file_bytes, out.fileno(), err.fileno())
+            with conn, replies:
                 conn.settimeout(timeout)
                 try:
                     line = replies.readline()
                 except TimeoutError:
                     os.kill(pid, signal.SIGKILL)
                     raise subprocess.TimeoutExpired(cmd, timeout) from None
-                if not line:
-                    raise RuntimeError(f"the CLI zygote lost child {pid}")
-                status = json.loads(line)["status"]
+            if not line:
+                raise RuntimeError(f"the CLI zygote lost child {pid}")
+            status = json.loads(line)["status"]
             return subprocess.CompletedProcess(cmd, os.waitstatus_to_exitcode(status), _text(out), _text(err))
+
+    def start(self, cmd: list[str], argv: Sequence[str], env: Mapping[str, str],
+              cwd: str | Path | None) -> WarmProcess:
+        """Like subprocess.Popen(cmd, stdout=PIPE, stderr=PIPE, text=True) for `evalkit ARGV`."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            conn, replies, pid = self._launch(argv, env, cwd, None, out_w, err_w)
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        return WarmProcess(cmd, pid, conn, replies, open(out_r), open(err_r))
 
     def close(self) -> None:
         if self._proc.poll() is None:
@@ -179,10 +206,72 @@ class Zygote:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def _text(path: str) -> str:
+def _text(file: Any) -> str:
     """A captured stream as subprocess.run(text=True) decodes it (locale encoding, universal newlines)."""
-    with open(path, encoding=None, newline=None) as fh:
+    file.seek(0)
+    with open(os.dup(file.fileno()), encoding=None, newline=None) as fh:
         return fh.read()
+
+
+class WarmProcess:
+    """The part of subprocess.Popen the tests use, for a child forked by the zygote: pid, stdout and
+    stderr (text pipes), poll, wait, communicate, send_signal, kill, terminate, returncode."""
+
+    def __init__(self, args: list[str], pid: int, conn: socket.socket, replies: Any, stdout: Any, stderr: Any):
+        self.args, self.pid, self.stdout, self.stderr = args, pid, stdout, stderr
+        self.returncode: int | None = None
+        self._conn, self._replies = conn, replies
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._conn], [], [], 0)[0]:
+            self._ended()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not select.select([self._conn], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self._ended()
+        assert self.returncode is not None
+        return self.returncode
+
+    def _ended(self) -> None:
+        line = self._replies.readline()
+        if not line:
+            raise RuntimeError(f"the CLI zygote lost child {self.pid}")
+        self.returncode = os.waitstatus_to_exitcode(json.loads(line)["status"])
+        self._replies.close()
+        self._conn.close()
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Both pipes read to their end (in threads, as Popen does), then the exit status."""
+        texts: dict[str, str] = {}
+
+        def read(name: str, pipe: Any) -> None:
+            texts[name] = pipe.read() if pipe is not None and not pipe.closed else ""
+
+        readers = [threading.Thread(target=read, args=(n, p), daemon=True)
+                   for n, p in (("out", self.stdout), ("err", self.stderr))]
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join(timeout)
+            if t.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        self.wait(timeout)
+        for pipe in (self.stdout, self.stderr):
+            pipe.close()
+        return texts["out"], texts["err"]
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
 
 
 _lock = threading.Lock()
