@@ -331,3 +331,22 @@ def test_the_reply_gate_from_another_thread():
         assert sim.held == 0
         sim.release()
         assert sim.held == 0
+
+
+async def test_a_reply_the_client_gave_up_on_is_counted_abandoned():
+    """A completion sent after its client timed out was never delivered: counted apart, so a test can
+    tell a client's re-ask from a duplicate answer."""
+    import asyncio
+
+    async with await start_sim(SimConfig()) as sim, aiohttp.ClientSession() as session:
+        sim.gate.hold()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(post(session, sim.url, body("slow")), 0.5)
+        while sim.gate.held:  # the client is gone; the held request is still waiting
+            sim.gate.release()
+            await asyncio.sleep(0.01)
+        while sim.counters["in_flight"]:
+            await asyncio.sleep(0.01)
+        status, _, _ = await post(session, sim.url, body("fast"))
+        assert status == 200
+        assert sim.counters["completions"] == 2 and sim.counters["abandoned"] == 1

@@ -124,7 +124,7 @@ def _known(metrics: dict, expected: dict) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
-def test_v010_run_directory_and_cache_resume_free(name, install, monkeypatch, tmp_path, capsys):
+def test_v010_run_directory_and_cache_resume_free(name, install, monkeypatch, tmp_path, capsys, no_plots):
     case = _case(name)
     where = install(name)
     monkeypatch.chdir(where)

@@ -38,7 +38,8 @@ class SimCounters:
     completions: successful non-empty answers; per_key: request key -> successful completions;
     unkeyed: questions the answer key does not hold (answered at chance: a run asked with other
     benchmark flags than the server was started with); cutoffs / per_key_cutoffs: replies cut off
-    while thinking (evalkit.sim.thinking), which are not completions.
+    while thinking (evalkit.sim.thinking), which are not completions; abandoned: successful replies
+    whose client had gone before they were sent (it timed out): counted as completions, never delivered.
     """
 
     requests: int = 0
@@ -53,6 +54,7 @@ class SimCounters:
     unkeyed: int = 0
     cutoffs: int = 0
     per_key_cutoffs: dict[str, int] = field(default_factory=dict)
+    abandoned: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def start(self) -> None:
@@ -76,6 +78,10 @@ class SimCounters:
             self.cutoffs += 1
             self.per_key_cutoffs[key] = self.per_key_cutoffs.get(key, 0) + 1
 
+    def abandoned_reply(self) -> None:
+        with self._lock:
+            self.abandoned += 1
+
     def unkeyed_request(self) -> None:
         with self._lock:
             self.unkeyed += 1
@@ -98,7 +104,7 @@ class SimCounters:
         """Zero everything but in_flight (requests still running will finish and decrement it)."""
         with self._lock:
             self.requests = self.completions = self.rate_limited = self.errors_5xx = self.bad_requests = 0
-            self.unkeyed = self.cutoffs = 0
+            self.unkeyed = self.cutoffs = self.abandoned = 0
             self.faults = {}
             self.per_key = {}
             self.per_key_cutoffs = {}
@@ -119,6 +125,7 @@ class SimCounters:
                 "unkeyed": self.unkeyed,
                 "cutoffs": self.cutoffs,
                 "per_key_cutoffs": dict(self.per_key_cutoffs),
+                "abandoned": self.abandoned,
             }
 
     def __getitem__(self, name: str) -> Any:

@@ -41,7 +41,10 @@ def dialect_handler(dialect: Dialect) -> Callable[[web.Request], Awaitable[web.S
         state = request.app[STATE]
         state.counters.start()
         try:
-            return await _serve(request, state, dialect)
+            response = await _serve(request, state, dialect)
+            if response.status == 200 and (request.transport is None or request.transport.is_closing()):
+                state.counters.abandoned_reply()  # the client gave up waiting (its timeout): never delivered
+            return response
         finally:
             state.counters.finish()
 
