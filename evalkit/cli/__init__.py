@@ -1,0 +1,105 @@
+"""The `evalkit` command. A thin layer over the Python API: parse flags, call, print, exit.
+
+Exit codes (docs/architecture.md): 0 done; 1 stopped incomplete but resumable; 2 bad input or usage.
+Bad input is one line on stderr, `evalkit: error: ...`, never a traceback.
+
+The flags are built in parser.py, each subcommand's work is in commands.py; this module turns the
+outcome (or the error) into the exit code. `python -m evalkit.cli` runs it (__main__.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from evalkit.cli.commands import (
+    cmd_batches,
+    cmd_cache,
+    cmd_compare,
+    cmd_demo,
+    cmd_list,
+    cmd_report,
+    cmd_run,
+    cmd_sim,
+    sim_config,
+)
+from evalkit.cli.parser import DEMO_OUT, build_parser
+from evalkit.core.errors import EvalkitError
+
+__all__ = ["DEMO_OUT", "build_parser", "cmd_batches", "cmd_cache", "cmd_compare", "cmd_demo", "cmd_list",
+           "cmd_report", "cmd_run", "cmd_sim", "entry", "main", "sim_config"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    console = Console()
+    err = Console(stderr=True)
+    try:
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(argv).parse_args(argv)
+        if args.command == "run":
+            return cmd_run(args, console)
+        if args.command == "report":
+            return cmd_report(args, console)
+        if args.command == "compare":
+            return cmd_compare(args, console)
+        if args.command == "list":
+            return cmd_list(console)
+        if args.command == "cache":
+            return cmd_cache(args, console)
+        if args.command == "batches":
+            return cmd_batches(args, console)
+        if args.command == "sim":
+            return cmd_sim(args)
+        if args.command == "translate":
+            from evalkit.benchmarks.genvip_command import cmd_translate
+
+            return cmd_translate(args, console)
+        if args.command == "derive":
+            from evalkit.benchmarks.tdbench_derive import cmd_derive
+
+            return cmd_derive(args, console)
+        if args.command == "demo":
+            return cmd_demo(args, console)
+        if args.command == "lint":
+            from evalkit.lint.command import cmd_lint
+
+            return cmd_lint(args, console)
+        if args.command == "view":
+            from evalkit.view.command import cmd_view
+
+            return cmd_view(args, console)
+    except EvalkitError as e:
+        err.print(f"evalkit: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        err.print("evalkit: interrupted; re-run the same command to resume", markup=False)
+        return 130
+    except Exception as e:  # a full disk or read-only folder is an error with its remedy, not a traceback
+        from evalkit.core.environment import environment_error
+
+        message = environment_error(e)
+        if message is None:
+            raise
+        err.print(f"evalkit: error: {message}", markup=False, highlight=False, soft_wrap=True)
+        return 2
+    return 2
+
+
+def entry() -> None:
+    """The `evalkit` command: main(), then an exit that skips the interpreter's teardown.
+
+    By then every file is written and closed and every thread joined; unloading numpy, matplotlib
+    and the rest module by module cost about 0.25 s of each run (bench/overhead.py). The Python
+    API and the tests call main() and keep the ordinary exit, and so does a profiled or traced
+    process (cProfile, coverage), whose results are written at exit."""
+    code = main()
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -1,0 +1,160 @@
+"""The `evalkit` command's flags, built so that asking for help stays cheap.
+
+Only the benchmark named on the command line has its module imported (to add its flags), and
+`evalkit sim`'s many flags only when it is the command: `--help`, `--version` and `list` must not
+pay for what they do not show (tests/test_light_start.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evalkit.benchmarks import REGISTRY
+from evalkit.core import settings
+from evalkit.core.errors import EvalkitError
+from evalkit.core.settings import RunConfig
+
+DEMO_OUT = Path("runs") / "demo"  # `evalkit demo` keeps its files here unless --out says otherwise
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2 like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.split()[-1]
+        if message.startswith("unrecognized arguments") and (bench := getattr(self, "bench", None)):
+            message = _foreign_flags(message, bench)
+        raise EvalkitError(message if command == "evalkit" else f"{command}: {message}")
+
+
+class _Version(argparse.Action):
+    """`--version`: the version, and the git commit when run from a checkout (git runs only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                         help="print the version (and the git commit of a checkout) and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from evalkit.core.version import describe
+
+        print(describe())
+        parser.exit()
+
+
+def _foreign_flags(message: str, bench: str) -> str:
+    """'unrecognized arguments: --circular' given to `run if-bench`: name the benchmark it belongs to."""
+    from evalkit.benchmarks import option_owners
+
+    owners = {"--" + k.replace("_", "-"): v for k, v in option_owners().items()}
+    for word in message.split(":", 1)[-1].split():
+        flag = word.split("=", 1)[0]
+        if owners.get(flag, bench) != bench:
+            return f"{flag} is an option of benchmark {owners[flag]}, not of {bench}"
+    return message
+
+
+def _bench_in(argv: Sequence[str], after: str) -> str | None:
+    """The benchmark named in argv (the positional after `run`, or the value of `--bench`), so only
+    that benchmark's module is imported to add its flags."""
+    args = list(argv)
+    if after == "run":
+        if "run" not in args:
+            return None
+        rest = args[args.index("run") + 1:]
+        names = [a for a in rest if a in REGISTRY]
+        return names[0] if names else None
+    for i, a in enumerate(args):
+        if a == after and i + 1 < len(args):
+            return args[i + 1] if args[i + 1] in REGISTRY else None
+        if a.startswith(after + "="):
+            value = a.split("=", 1)[1]
+            return value if value in REGISTRY else None
+    return None
+
+
+def _add_bench_options(p: argparse.ArgumentParser, bench: str | None, title: str) -> None:
+    if bench is None:
+        p.epilog = "benchmark options: see `evalkit run BENCH --help`"
+        return
+    from evalkit.benchmarks import benchmark_class
+
+    options = benchmark_class(bench).Options
+    if dataclasses.fields(options):
+        settings.add_arguments(p.add_argument_group(title.format(bench=bench)), options)
+    p.bench = bench  # type: ignore[attr-defined]
+
+
+def _add_run_arguments(p: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    p.add_argument("bench", help="benchmark: " + ", ".join(REGISTRY))
+    p.add_argument("--model", required=True, help=RunConfig.__dataclass_fields__["model"].metadata["help"])
+    settings.add_arguments(p, RunConfig, skip=("model",))
+    _add_bench_options(p, _bench_in(argv, "run"), "{bench} options")
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    parser = _Parser(prog="evalkit", description="Evaluate vision-language models on official benchmarks.")
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"), argv)
+    parser.bench = _bench_in(argv, "run")  # type: ignore[attr-defined]  # unknown flags are reported here
+    rp = sub.add_parser("report", help="re-score a run directory (optionally resolving answers with a judge)")
+    rp.add_argument("run_dir")
+    rp.add_argument("--judge")
+    rp.add_argument("--judge-base-url")
+    rp.add_argument("--cache-dir", default=None)
+    kp = sub.add_parser("compare", help="rank finished runs of one benchmark, with intervals, tests and plots")
+    kp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    kp.add_argument("--out", help="folder for report.md, comparison.json and plots/ (default: runs/compare-<bench>)")
+    kp.add_argument("--sizes", help="JSON or CSV of model -> family, size (billions) for the size correlation")
+    kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    kp.add_argument("--seed", type=int, default=0)
+    sub.add_parser("list", help="benchmarks and providers")
+    cp = sub.add_parser("cache", help="response cache: stats, clear, or verify every entry")
+    cp.add_argument("action", choices=("stats", "clear", "verify"))
+    cp.add_argument("--cache-dir", default=None)
+    cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
+                    "move a damaged database aside keeping what it still holds")
+    bp = sub.add_parser("batches", help="a run directory's provider batches (--batch) and their states")
+    bp.add_argument("run_dir", nargs="?", help="a run directory (default: every one under ./runs with batches)")
+    bp.add_argument("--cancel", action="store_true", help="cancel the batches still running (their lines are "
+                    "submitted again by the next run)")
+    sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
+    if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
+        _add_sim_parser(sp, argv)
+    from evalkit.benchmarks.genvip_command import add_translate_parser
+    from evalkit.benchmarks.tdbench_derive import add_derive_parser
+
+    add_derive_parser(sub)
+    from evalkit.lint.command import add_lint_parser
+    from evalkit.view.command import add_view_parser
+
+    add_lint_parser(sub)
+    add_view_parser(sub)
+    add_translate_parser(sub)
+    dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
+    dp.add_argument("--out", default=str(DEMO_OUT), help=f"where the demo writes its run and cache (default {DEMO_OUT})")
+    return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _add_sim_parser(sp: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    from evalkit.sim.args import add_sim_arguments
+
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--bench", choices=tuple(REGISTRY), help="build the answer key from this benchmark's queries "
+                                                            "(with --data)")
+    sp.add_argument("--data")
+    sp.add_argument("--images")
+    sp.add_argument("--limit", type=int)
+    sp.add_argument("--max-side", type=int, help="as given to `evalkit run` (keys match either way)")
+    add_sim_arguments(sp)
+    _add_bench_options(sp, _bench_in(argv, "--bench"),
+                       "{bench} options (as for `evalkit run`, to key the same variants)")
