@@ -50,15 +50,11 @@ def _progress_factory() -> Callable[[str, int], Callable[[int], None] | None]:
 
 
 def _resolve(target: str, args: argparse.Namespace, env: Mapping[str, str], lock_path: Path | None,
-             plan_only: bool = False) -> Resolved:
-    from evalkit.benchmarks import get_benchmark
-
+             sample_of: Callable[[str], str | None], plan_only: bool = False) -> Resolved:
     if is_hub(target):
-        bench, data = "mcq", target
-        default = None
+        bench, data, default = "mcq", target, None
     else:
-        bench, data = target, None
-        default = get_benchmark(target).default_data  # an unknown name is one line here
+        bench, data, default = target, None, sample_of(target)  # an unknown benchmark is one line there
     return resolve_source(DataRequest(bench, data, _options(args), env, lock_path=lock_path, default_sample=default,
                                       plan_only=plan_only, progress=None if plan_only else _progress_factory()))
 
@@ -118,7 +114,9 @@ def _local_path(resolved: Resolved, part: DataSource, rel: str) -> Path | None:
     return None
 
 
-def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+def main(args: argparse.Namespace, env: Mapping[str, str] | None = None,
+         sample_of: Callable[[str], str | None] = lambda bench: None) -> int:
+    """`sample_of(bench)`: the benchmark's bundled sample (the CLI knows the benchmarks; this layer does not)."""
     env = os.environ if env is None else env
     lock_path = Path(args.lock) if args.lock else None
     if args.action == "list":
@@ -127,7 +125,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     done: dict[str, DataSource] = {}
     failed = 0
     for target in _targets(args, env):
-        resolved = _resolve(target, args, env, read_lock_path)
+        resolved = _resolve(target, args, env, read_lock_path, sample_of)
         if args.action == "path":
             print(resolved.path)
         elif args.action == "pull":
