@@ -1,7 +1,7 @@
 """One run, end to end: load -> expand -> ask -> parse -> (judge) -> aggregate -> write.
 
 `run()` is the Python API; the CLI is a thin layer over it. Re-running with the same settings
-resumes in the same run directory and sends only what is missing, or was asked differently
+resumes in the same run directory (location.py) and sends only what is missing, or was asked differently
 (resume.py). One process at a time works in a run directory (lock.py). Every resource a run
 opens (providers, cache, image pipeline and its threads, the records file) is owned by one
 AsyncExitStack, so an error anywhere closes all of them and keeps every answer received.
@@ -23,27 +23,20 @@ from rich.console import Console
 from evalkit.ask.batch_journal import JOURNAL, BatchJournal
 from evalkit.ask.batch_pool import BatchPool
 from evalkit.ask.schedule import group_by_image, image_group
-from evalkit.benchmarks.prepare import Prepared, prepare, resolve_images
+from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import GenParams, Outcome, Query, Record
+from evalkit.core.types import GenParams, Outcome, Record
 from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
-from evalkit.engine.cutoffs import check_budget, reask_note, run_cut_off, split_options, to_reask, with_budget
+from evalkit.engine.cutoffs import reask_note, split_options, to_reask, with_budget
 from evalkit.engine.dry_run import dry_run
 from evalkit.engine.gate import Preflight
-from evalkit.engine.identity import (
-    DataFingerprint,
-    FileHashes,
-    data_fingerprint_parts,
-    legacy_identity,
-    run_identity,
-)
+from evalkit.engine.location import Located, forget_created, locate, locate_cut_off_run
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.provenance import run_facts
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import add_repeats, first_repeat, mark, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
-from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.engine.shutdown import on_signals
 from evalkit.engine.wiring import make_runner, open_cache, specs_for
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
@@ -59,7 +52,6 @@ from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
 DRAIN_S = 10.0  # after Ctrl-C/SIGTERM, how long replies already on their way may take to arrive
-FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images by (path, size, mtime)
 
 
 @dataclass(repr=False)
@@ -86,74 +78,6 @@ def run(bench: str, model: str, **options: Any) -> RunResult:
 
 
 @dataclass(frozen=True)
-class _Located:
-    """Where the run lives and what identifies it."""
-
-    rundir: RunDir
-    identity: dict[str, Any]
-    legacy: dict[str, Any]
-    note: str | None  # set when a 0.1.0 run directory is resumed
-    data: DataFingerprint
-    created: tuple[Path, ...] = ()  # folders this run makes (the cache's, the run directory's parent)
-
-
-def _locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> _Located:
-    """The run identity (with the data's content fingerprint) and the run directory: --out, else the
-    default for this identity, else the directory 0.1.0 used for the same command if that exists."""
-    cfg = s.config
-    cache_dir = Path(cfg.cache_path(env))
-    fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir, *_absent_parents(cache_dir))
-    hashes = FileHashes(None if cfg.no_cache else cache_dir / FILE_HASHES)
-    data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
-    if not cfg.dry_run:
-        hashes.save()
-    identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data.sha256)
-    legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
-    if cfg.out:
-        out = Path(cfg.out)
-        return _Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)))
-    new = default_run_dir(s.bench_name, spec.label, identity)
-    old = default_run_dir(s.bench_name, spec.label, legacy)
-    if not new.exists() and (old / "config.json").exists():
-        return _Located(RunDir(old), identity, legacy,
-                        f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "
-                        f"runs of these settings that do not find it go to {new})", data, fresh_cache)
-    return _Located(RunDir(new), identity, legacy, None, data, (*fresh_cache, *_absent_parents(new)))
-
-
-def _cut_off_run(where: _Located, queries: list[Query], budget: int) -> tuple[_Located, list[Query]]:
-    """--reask-cutoffs: the run directory of this command but for --max-tokens, and the queries as that
-    run asked them (its max_tokens); the cut-off ones are asked again with `budget` once resumed."""
-    default = where.rundir.path
-    prefix = default.name.rsplit("-", 1)[0] + "-"
-    candidates = [default] if where.note is None and (default / "config.json").exists() else []
-    candidates += sorted(p for p in default.parent.glob(prefix + "*") if p != default)
-    found = run_cut_off(where.identity, candidates)
-    if found is None:
-        raise EvalkitError(f"--reask-cutoffs: no run directory holds this run (but for --max-tokens) under "
-                           f"{default.parent}; run the command without --reask-cutoffs first, or name it with --out")
-    path, identity = found
-    queries = [with_budget(q, identity.get("max_tokens")) for q in queries]
-    check_budget(budget, queries)
-    return replace(where, rundir=RunDir(path), identity=identity, note=None), queries
-
-
-def _absent_parents(path: Path) -> tuple[Path, ...]:
-    """The parents of `path` that do not exist yet, innermost first."""
-    return tuple(p for p in path.absolute().parents if not p.exists())
-
-
-def _forget(created: tuple[Path, ...]) -> None:
-    """Remove the folders a run that received nothing made: the cache's (with its empty database and
-    the data's file hashes and lint) and the run directory's parents, each only while it holds nothing else."""
-    for path in created:
-        lint = path / "lint"  # the data's lint, kept by the cache folder this run made
-        if lint.is_dir():
-            remove_own_dir(lint, {p.name for p in lint.glob("*.json")})
-        remove_own_dir(path, {"cache.db", "cache.db-wal", "cache.db-shm", FILE_HASHES})
-
-
-@dataclass(frozen=True)
 class _Job:
     """One run, resolved: what `_evaluate` needs once the run directory is locked."""
 
@@ -162,7 +86,7 @@ class _Job:
     judge_spec: ProviderSpec | None
     prepared: Prepared
     price: Price | None
-    where: _Located
+    where: Located
     config: dict[str, Any]
     env: Mapping[str, str]
     console: Console
@@ -185,9 +109,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
-    where = _locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
+    where = locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
     if cutoff_budget is not None:  # the run that was cut off, with its own max_tokens
-        where, queries = _cut_off_run(where, queries, cutoff_budget)
+        where, queries = locate_cut_off_run(where, queries, cutoff_budget)
         prepared = prepared._replace(queries=queries)
     lint_cache = None if cfg.no_cache or cfg.dry_run else Path(cfg.cache_path(env))  # a dry run writes nothing
     lint = lint_at_start(prepared.bench, prepared.items, prepared.data, lint_cache)
@@ -210,7 +134,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
                                         lint, cutoff_budget))
     except EvalkitError:
         if fresh and where.rundir.remove_if_empty():  # e.g. the endpoint cannot be reached: a run that
-            _forget(where.created)  # received nothing leaves nothing, not even the folders it made
+            forget_created(where.created)  # received nothing leaves nothing, not even the folders it made
         raise
 
 

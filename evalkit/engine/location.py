@@ -1,0 +1,99 @@
+"""Where a run lives: its identity, its run directory, and the folders it made on the way.
+
+The directory is --out, else the default for the run's identity, else the one evalkit 0.1.0 used for
+the same command; --reask-cutoffs finds the run it asks again instead. A run that cannot start and
+received nothing removes the folders it made. Apart from evaluate.py, so the run's flow reads
+without these path rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from evalkit.benchmarks.prepare import Prepared, resolve_images
+from evalkit.benchmarks.run_settings import RunSettings
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Query
+from evalkit.engine.cutoffs import check_budget, run_cut_off, with_budget
+from evalkit.engine.identity import (
+    DataFingerprint,
+    FileHashes,
+    data_fingerprint_parts,
+    legacy_identity,
+    run_identity,
+)
+from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
+from evalkit.providers import ProviderSpec
+
+FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images by (path, size, mtime)
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the run lives and what identifies it."""
+
+    rundir: RunDir
+    identity: dict[str, Any]
+    legacy: dict[str, Any]
+    note: str | None  # set when a 0.1.0 run directory is resumed
+    data: DataFingerprint
+    created: tuple[Path, ...] = ()  # folders this run makes (the cache's, the run directory's parent)
+
+
+def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> Located:
+    """The run identity (with the data's content fingerprint) and the run directory: --out, else the
+    default for this identity, else the directory 0.1.0 used for the same command if that exists."""
+    cfg = s.config
+    cache_dir = Path(cfg.cache_path(env))
+    fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir, *_absent_parents(cache_dir))
+    hashes = FileHashes(None if cfg.no_cache else cache_dir / FILE_HASHES)
+    data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
+    if not cfg.dry_run:
+        hashes.save()
+    identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data.sha256)
+    legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
+    if cfg.out:
+        out = Path(cfg.out)
+        return Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)))
+    new = default_run_dir(s.bench_name, spec.label, identity)
+    old = default_run_dir(s.bench_name, spec.label, legacy)
+    if not new.exists() and (old / "config.json").exists():
+        return Located(RunDir(old), identity, legacy,
+                        f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "
+                        f"runs of these settings that do not find it go to {new})", data, fresh_cache)
+    return Located(RunDir(new), identity, legacy, None, data, (*fresh_cache, *_absent_parents(new)))
+
+
+def locate_cut_off_run(where: Located, queries: list[Query], budget: int) -> tuple[Located, list[Query]]:
+    """--reask-cutoffs: the run directory of this command but for --max-tokens, and the queries as that
+    run asked them (its max_tokens); the cut-off ones are asked again with `budget` once resumed."""
+    default = where.rundir.path
+    prefix = default.name.rsplit("-", 1)[0] + "-"
+    candidates = [default] if where.note is None and (default / "config.json").exists() else []
+    candidates += sorted(p for p in default.parent.glob(prefix + "*") if p != default)
+    found = run_cut_off(where.identity, candidates)
+    if found is None:
+        raise EvalkitError(f"--reask-cutoffs: no run directory holds this run (but for --max-tokens) under "
+                           f"{default.parent}; run the command without --reask-cutoffs first, or name it with --out")
+    path, identity = found
+    queries = [with_budget(q, identity.get("max_tokens")) for q in queries]
+    check_budget(budget, queries)
+    return replace(where, rundir=RunDir(path), identity=identity, note=None), queries
+
+
+def _absent_parents(path: Path) -> tuple[Path, ...]:
+    """The parents of `path` that do not exist yet, innermost first."""
+    return tuple(p for p in path.absolute().parents if not p.exists())
+
+
+def forget_created(created: tuple[Path, ...]) -> None:
+    """Remove the folders a run that received nothing made: the cache's (with its empty database and
+    the data's file hashes and lint) and the run directory's parents, each only while it holds nothing else."""
+    for path in created:
+        lint = path / "lint"  # the data's lint, kept by the cache folder this run made
+        if lint.is_dir():
+            remove_own_dir(lint, {p.name for p in lint.glob("*.json")})
+        remove_own_dir(path, {"cache.db", "cache.db-wal", "cache.db-shm", FILE_HASHES})
