@@ -3,13 +3,13 @@ the gold box of a file, and the source size that turns pixels into relative coor
 
 from __future__ import annotations
 
-import base64
 import io
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.inline import inline_bytes
 from evalkit.core.types import ImageRef
 
 Box = tuple[float, float, float, float]
@@ -92,8 +92,7 @@ def source_size(ref: ImageRef, deg: int = 0) -> tuple[int, int]:
     if ref.kind == "path":
         src: Any = str(ref.value)
     else:
-        raw = ref.value if isinstance(ref.value, bytes) else str(ref.value)
-        src = io.BytesIO(raw if ref.kind == "bytes" else base64.b64decode(raw))  # type: ignore[arg-type]
+        src = io.BytesIO(inline_bytes(ref))
     with Image.open(src) as img:
         w, h = img.size
     return (h, w) if deg % 180 else (w, h)

@@ -28,6 +28,7 @@ from evalkit.benchmarks.mcq_io import (
 )
 from evalkit.benchmarks.tdbench_boxes import format_box, parse_gold_box, source_size
 from evalkit.core.errors import EvalkitError
+from evalkit.core.inline import inline_bytes
 from evalkit.core.types import ImageRef, Item
 from evalkit.images.ops import rotate_image, to_rgb
 from evalkit.metrics.tdbench import CATEGORIES
@@ -268,8 +269,7 @@ def join_canvas(images: Sequence[Image.Image], layout: str, size: int = 512) -> 
 def _open(ref: ImageRef) -> Image.Image:
     from PIL import Image
 
-    data = base64.b64decode(ref.value) if ref.kind == "b64" else ref.value if ref.kind == "bytes" else None
-    with Image.open(io.BytesIO(data) if isinstance(data, bytes) else str(ref.value)) as img:
+    with Image.open(str(ref.value) if ref.kind == "path" else io.BytesIO(inline_bytes(ref))) as img:
         img.load()
         return to_rgb(img).copy()
 

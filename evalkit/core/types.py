@@ -33,13 +33,19 @@ def is_cut_off(text: str | None, finish_reason: str | None) -> bool:
 
 @dataclass(frozen=True)
 class ImageRef:
-    """Where an image's bytes come from: a file path, raw bytes, or base64 text (TSV cells).
+    """Where an image's bytes come from: a file path, raw bytes, base64 text (TSV cells), or a span
+    of base64 text inside a data file (big JSON/TSV sets read without holding their images).
+
+    A "span" value is PATH, START and END joined by NUL characters: the base64 text (JSON string
+    escapes allowed) is bytes START..END of the file at PATH as given (a link is opened as a link,
+    never resolved), read and decoded only when the image is needed (evalkit.core.inline).
 
     The cache identity of an image is the sha256 of its source bytes (see images.source_hash),
-    never the path, so moving a dataset does not invalidate the cache.
+    never the path, so moving a dataset does not invalidate the cache, and a span and a b64 ref of
+    the same picture are the same image.
     """
 
-    kind: Literal["path", "bytes", "b64"]
+    kind: Literal["path", "bytes", "b64", "span"]
     value: str | bytes
 
     @staticmethod
@@ -54,10 +60,27 @@ class ImageRef:
     def from_b64(text: str) -> ImageRef:
         return ImageRef("b64", text)
 
+    @staticmethod
+    def from_span(path: str, start: int, end: int) -> ImageRef:
+        """Base64 text at bytes start..end (end exclusive) of the file `path`."""
+        if not 0 <= start <= end:
+            raise ValueError(f"bad span {start}..{end}")
+        return ImageRef("span", f"{path}\0{int(start)}\0{int(end)}")
+
+    def span(self) -> tuple[str, int, int]:
+        """(path, start, end) of a "span" ref."""
+        if self.kind != "span":
+            raise ValueError(f"not a span: a {self.kind} image")
+        path, start, end = str(self.value).rsplit("\0", 2)
+        return path, int(start), int(end)
+
     def describe(self) -> str:
         """Short human label for error messages (never dumps the bytes)."""
         if self.kind == "path":
             return str(self.value)
+        if self.kind == "span":
+            path, start, end = self.span()
+            return f"<base64 image at bytes {start}-{end} of {path}>"
         return f"<{self.kind} image, {len(self.value)} chars>"
 
 

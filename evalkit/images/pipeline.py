@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.inline import b64_bytes, inline_bytes, span_text
 from evalkit.core.memo import BoundedMemo
 from evalkit.core.types import ImagePart, ImageRef, Transform
 from evalkit.images.ops import (
@@ -169,15 +170,15 @@ class ImagePipeline:
     # -- sources
 
     def source_bytes(self, ref: ImageRef) -> bytes:
-        """The encoded bytes as stored: file content, decoded base64, or the raw bytes."""
+        """The encoded bytes as stored: file content, decoded base64 (a cell, or a span of a data
+        file read now), or the raw bytes."""
         if ref.kind == "bytes":
-            return ref.value if isinstance(ref.value, bytes) else bytes(ref.value, "latin-1")
-        if ref.kind == "b64":
-            text = ref.value.decode("ascii", "replace") if isinstance(ref.value, bytes) else ref.value
-            if text.startswith("data:"):
-                text = text.partition(",")[2]
+            return inline_bytes(ref)
+        if ref.kind in ("b64", "span"):
             try:
-                return base64.b64decode(text)
+                with self._reading(ref):  # a span's data file: gone or changed is a read error
+                    text = span_text(ref) if ref.kind == "span" else ref.value
+                return b64_bytes(text)
             except (binascii.Error, ValueError) as e:
                 raise EvalkitError(f"cannot read image {ref.describe()}: bad base64 ({e})") from e
         path = str(ref.value)
@@ -220,6 +221,8 @@ class ImagePipeline:
         try:
             yield
         except FileNotFoundError as e:
+            if ref.kind == "span":
+                raise EvalkitError(f"cannot read image {ref.describe()}: the data file is not there") from e
             raise EvalkitError(f"image not found: {ref.value}") from e
         except UnidentifiedImageError as e:
             raise EvalkitError(f"cannot read image {ref.describe()}: not a recognised image format") from e

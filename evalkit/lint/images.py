@@ -7,7 +7,6 @@ that shows it. PIL and numpy are imported inside the functions that decode.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import io
 import os
@@ -15,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evalkit.core.findings import Finding
+from evalkit.core.inline import inline_bytes, inline_size
 from evalkit.core.types import ImageRef, Item
 from evalkit.lint.items import image_key, locate
 from evalkit.lint.model import finding
@@ -70,16 +70,12 @@ def collect(items: Iterable[Item]) -> dict[tuple, ImageUse]:
 
 
 def source_bytes(ref: ImageRef) -> bytes:
-    """The stored bytes of an image, as a run reads them (a "data:" prefix on base64 is allowed)."""
-    if ref.kind == "bytes":
-        return ref.value if isinstance(ref.value, bytes) else str(ref.value).encode("latin-1")
-    if ref.kind == "b64":
-        text = ref.value.decode("ascii", "replace") if isinstance(ref.value, bytes) else str(ref.value)
-        if text.startswith("data:"):
-            text = text.partition(",")[2]
-        return base64.b64decode(text)
-    with open(str(ref.value), "rb") as fh:
-        return fh.read()
+    """The stored bytes of an image, as a run reads them (a "data:" prefix on base64 is allowed; a
+    span of a data file is read now)."""
+    if ref.kind == "path":
+        with open(str(ref.value), "rb") as fh:
+            return fh.read()
+    return inline_bytes(ref)
 
 
 def stored_size(ref: ImageRef) -> int | None:
@@ -89,10 +85,7 @@ def stored_size(ref: ImageRef) -> int | None:
             return os.stat(str(ref.value)).st_size
         except OSError:
             return None
-    if ref.kind == "bytes":
-        return len(ref.value)
-    text = str(ref.value)
-    return len(text.partition(",")[2] if text.startswith("data:") else text) * 3 // 4
+    return inline_size(ref)
 
 
 def file_findings(uses: dict[tuple, ImageUse]) -> tuple[list[Finding], dict[tuple, int]]:
