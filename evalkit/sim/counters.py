@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,8 @@ class SimCounters:
     benchmark flags than the server was started with); cutoffs / per_key_cutoffs: replies cut off
     while thinking (evalkit.sim.thinking), which are not completions; abandoned: successful replies
     whose client had gone before they were sent (it timed out): counted as completions, never delivered.
+    first_request_at: time.monotonic() when the first request arrived (None: none yet), for measuring how
+    long a client takes to start asking.
     """
 
     requests: int = 0
@@ -55,10 +58,13 @@ class SimCounters:
     cutoffs: int = 0
     per_key_cutoffs: dict[str, int] = field(default_factory=dict)
     abandoned: int = 0
+    first_request_at: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def start(self) -> None:
         with self._lock:
+            if self.first_request_at is None:
+                self.first_request_at = time.monotonic()
             self.requests += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -105,6 +111,7 @@ class SimCounters:
         with self._lock:
             self.requests = self.completions = self.rate_limited = self.errors_5xx = self.bad_requests = 0
             self.unkeyed = self.cutoffs = self.abandoned = 0
+            self.first_request_at = None
             self.faults = {}
             self.per_key = {}
             self.per_key_cutoffs = {}
