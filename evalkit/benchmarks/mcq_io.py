@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import re
 import string
 import sys
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
+from evalkit.benchmarks.stream_io import tsv_rows
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Item
 
@@ -93,9 +95,7 @@ def _check_row_span(path: Path, k: int, last_line: int, row: Mapping[Any, Any]) 
                            "an unbalanced double quote (\") swallowed what follows; close or remove the quote")
 
 
-def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
-    """Items from a VLMEvalKit-style TSV. Image paths resolve against `images`, else the TSV's folder.
-    Lenient (`sink`, see benchmarks.lenient): bad rows are problems, the other rows items."""
+def _csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
     _raise_field_limit()
     rows: dict[int, Mapping[Any, Any]] = {}  # data row number (1-based) -> row
     try:
@@ -111,14 +111,62 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT) -> lis
         raise EvalkitError(f"{path}: file not found") from exc
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
+    return header, rows
+
+
+def _streamed_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
+    """The rows as `_csv_rows` reads them, long image cells as spans of the file (stream_io)."""
+    header, found = tsv_rows(path)
+    rows: dict[int, Mapping[Any, Any]] = {}
+    for row in found:
+        with sink.guard(path, row=f"row {row.number}"):
+            _check_row_span(path, row.number, row.line, row.cells)
+            rows[row.number] = row.cells
+    return header, rows
+
+
+_LISTED = re.compile(r"^\s*\(([A-Z])\)\s*")
+
+
+def listed_options(where: str, cell: Any) -> dict[str, str]:
+    """A cell holding the options as a list literal of "(A) text" strings (MME-RealWorld's
+    'multi-choice options') -> letter -> text, every option kept (empty ones too); the letter comes
+    from "(X)", else from the position."""
+    text = _cell(cell)
+    try:
+        value = ast.literal_eval(text) if text else None
+    except (ValueError, SyntaxError):
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise EvalkitError(f"{where}: the options cell is not a list of strings ({text[:60]!r})")
+    out: dict[str, str] = {}
+    for k, choice in enumerate(value):
+        m = _LISTED.match(choice)
+        letter = m.group(1) if m else string.ascii_uppercase[min(k, 25)]
+        if letter in out:
+            raise EvalkitError(f"{where}: option ({letter}) appears twice")
+        out[letter] = choice[m.end():].strip() if m else choice.strip()
+    return out
+
+
+def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, stream: bool = False,
+             options_column: str | None = None) -> list[Item]:
+    """Items from a VLMEvalKit-style TSV. Image paths resolve against `images`, else the TSV's folder.
+    Lenient (`sink`, see benchmarks.lenient): bad rows are problems, the other rows items.
+    `stream`: read forward with the base64 images left in the file (span refs, read when asked),
+    for TSVs of gigabytes. `options_column`: a column holding the options as a list literal, read
+    when there are no A, B, ... columns."""
+    header, rows = _streamed_rows(path, sink) if stream else _csv_rows(path, sink)
     for column in ("index", "question", "answer"):
         if column not in header:
             raise EvalkitError(f"{path}: no '{column}' column (columns: {', '.join(header)})")
     if "image" not in header and "image_path" not in header:
         raise EvalkitError(f"{path}: no 'image' or 'image_path' column")
     letters = [h for h in header if len(h) == 1 and h in string.ascii_uppercase]
-    if not letters:
-        raise EvalkitError(f"{path}: no option columns (A, B, ...)")
+    listed = options_column if not letters and options_column in header else None
+    if not letters and not listed:
+        also = f" and no '{options_column}' column" if options_column else ""
+        raise EvalkitError(f"{path}: no option columns (A, B, ...){also}")
 
     by_index: dict[str, int] = {}
     for k, row in list(rows.items()):
@@ -141,6 +189,9 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT) -> lis
         if k in resolved:
             return resolved[k]
         row, where = rows[k], f"{path}: row {k} (index {_cell(rows[k].get('index'))})"
+        if isinstance(row.get("image"), ImageRef):  # a streamed base64 cell, left in the file
+            resolved[k] = (row["image"],)
+            return resolved[k]
         cell = _cell(row.get("image"))
         if cell.isdigit() and len(cell) <= 32:
             target = by_index.get(cell)
@@ -165,17 +216,19 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT) -> lis
     for k, row in rows.items():
         idx = _cell(row.get("index"))
         where = f"{path}: row {k} (index {idx})"
-        options = {x: _cell(row.get(x)) for x in letters if _cell(row.get(x))}
         extra = {
             h: _cell(row.get(h))
             for h in header
-            if h not in _KNOWN_TSV and h not in letters and 0 < len(_cell(row.get(h))) <= _MAX_EXTRA_CHARS
+            if h not in _KNOWN_TSV and h not in letters and not isinstance(row.get(h), ImageRef)
+            and 0 < len(_cell(row.get(h))) <= _MAX_EXTRA_CHARS
         }
         with sink.guard(path, row=f"row {k}", items=(idx,)):
+            cells = listed_options(where, row.get(listed)) if listed else {x: _cell(row.get(x)) for x in letters}
+            options = {x: v for x, v in cells.items() if v}
             meta = {"hint": _cell(row.get("hint")), "source": str(path), "row": k, **extra}
             if sink.lenient:  # what lint's option and image checks need beyond the item (not in a run's items)
-                meta["lint_option_cells"] = {x: _cell(row.get(x)) for x in letters}
-                ref = _cell(row.get("image"))
+                meta["lint_option_cells"] = cells
+                ref = "" if isinstance(row.get("image"), ImageRef) else _cell(row.get("image"))
                 if ref.isdigit() and len(ref) <= 32:
                     meta["lint_image_from"] = ref  # shares another row's image on purpose
             items.append(
