@@ -1,18 +1,12 @@
-"""MME-RealWorld: high-resolution 5-option MCQ, from the official JSON or the VLMEvalKit TSV.
-
-JSON (`MME_RealWorld.json`, `MME_RealWorld_CN.json`): a list of records with Question_id,
-Image (relative to --images, else the file's folder), Text, Answer choices ("(A) ..."),
-Ground truth, Task, Subtask, Category; "Question type" in either spelling and Dataset are
-optional. TSV: index, image (base64, or another row's index), question, A..E, answer,
-category ("Task/Subtask"), l2-category (the Category). Both become the same Items, prompts
-and scoring keys, so the two forms give identical metrics.
+"""MME-RealWorld: high-resolution 5-option MCQ, from the official JSON, the VLMEvalKit TSV or the
+base64 JSON parts (reading them and choosing a folder's files: evalkit/benchmarks/mmerealworld_io.py).
+Every form becomes the same Items, prompts and scoring keys, so the forms give identical metrics.
 
 The two answer parsers are here; the metrics live in evalkit/metrics/mmerealworld.py (pure functions).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,18 +16,15 @@ from typing import Any
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
-from evalkit.core.errors import EvalkitError
+from evalkit.benchmarks.mmerealworld_io import data_files, detect_lang, load_files, option_text
+from evalkit.benchmarks.mmerealworld_io import load_json as load_json  # re-exported: the readers' old home
+from evalkit.benchmarks.mmerealworld_io import load_vlmeval_tsv as load_vlmeval_tsv
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import is_refusal, judge_prompt_mcq, parse_letter, strip_reasoning
-from evalkit.metrics.mmerealworld import LETTERS, mme_metrics, scoring_key
-
-_REQUIRED = ("Question_id", "Image", "Text", "Answer choices", "Ground truth", "Task", "Subtask", "Category")
-_CHOICE = re.compile(r"^\s*\(([A-Z])\)")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
+from evalkit.metrics.mmerealworld import LETTERS, mme_metrics
 
 # The official prefix list, as it behaves: two missing commas glue four entries into two strings
 # that never occur in an answer, so "Best answer:" etc. are in effect never removed.
@@ -67,11 +58,6 @@ def parse_official(response: str | None, choices: Sequence[tuple[str, str]]) -> 
         if low in choice.lower():
             return letter
     return None
-
-
-def option_text(choice: str, letter: str) -> str:
-    """ "(A) 13" -> "13": the option's own text, for the robust parser and the simulator."""
-    return re.sub(rf"^\s*\(?{re.escape(letter)}\)\s*", "", choice, count=1).strip() or choice.strip()
 
 
 def parse_robust(response: str | None, choices: Sequence[tuple[str, str]]) -> str | None:
@@ -130,105 +116,6 @@ def mode_comparison(records: Iterable[Record]) -> dict[str, Any]:
             "answers_differ": answers_differ, "verdicts_differ": verdicts_differ}
 
 
-def _choices(where: str, raw: Any) -> dict[str, str]:
-    """ "Answer choices" -> letter -> option text; the letter comes from "(X)" or the position."""
-    if not isinstance(raw, list) or len(raw) < 2 or not all(isinstance(c, str) and c.strip() for c in raw):
-        raise EvalkitError(f"{where}: 'Answer choices' must be a list of at least two non-empty strings")
-    out: dict[str, str] = {}
-    for k, choice in enumerate(raw):
-        m = _CHOICE.match(choice)
-        letter = m.group(1) if m else chr(ord("A") + k)
-        if letter in out:
-            raise EvalkitError(f"{where}: option ({letter}) appears twice")
-        out[letter] = option_text(choice, letter)
-    return out
-
-
-def _item(where: str, item_id: str, *, question: str, options: dict[str, str], answer: str, images: tuple,
-          task: str, subtask: str, category: str, meta: dict[str, Any], sink: Sink = STRICT) -> Item:
-    """An Item after the checks both forms share; category is the scoring key Task/DOMAIN/group.
-    Lenient: an empty question or a gold outside the options is kept, for lint's checks to name."""
-    if not question:
-        sink.content(f"{where}: empty question")
-    for name, value in (("Task", task), ("Subtask", subtask), ("Category", category)):
-        if not value:
-            raise EvalkitError(f"{where}: empty {name}")
-    answer = answer.strip().strip("()").upper()
-    if answer not in options:
-        sink.content(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
-    return Item(id=item_id, question=question, options=options, answer=answer, images=images,
-                category=scoring_key(task, subtask, category),
-                meta={**meta, "task": task, "subtask": subtask, "raw_category": category})
-
-
-def load_json(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
-    """Items from the official JSON list. A bad record is an error naming file and record (lenient,
-    `sink`: a problem, and the next record is read)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError as exc:
-        raise EvalkitError(f"{path}: file not found") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EvalkitError(f"{path}: cannot read JSON ({exc})") from exc
-    if not isinstance(data, list):
-        raise EvalkitError(f"{path}: expected a JSON list of records")
-    base = images or path.parent
-    items: list[Item] = []
-    first: dict[str, int] = {}
-    for k, rec in enumerate(data, start=1):
-        where = f"{path}: record {k}"
-        qid = str(rec.get("Question_id") or "").strip() if isinstance(rec, Mapping) else ""
-        with sink.guard(path, row=f"record {k}", items=(qid,) if qid else ()):
-            if not isinstance(rec, Mapping):
-                raise EvalkitError(f"{where}: expected an object")
-            missing = [f for f in _REQUIRED if rec.get(f) in (None, "")]
-            if missing:
-                raise EvalkitError(f"{where}: missing {', '.join(missing)}")
-            qid = str(rec["Question_id"]).strip()
-            where = f"{where} ({qid})"
-            if qid in first:
-                sink.add(f"{where}: duplicate Question_id (first at record {first[qid]})", path, row=f"record {k}",
-                         items=(qid,), kind="duplicate-id")
-                continue
-            first[qid] = k
-            qtype = rec.get("Question type", rec.get("Question Type"))
-            items.append(_item(
-                where, qid, question=str(rec["Text"]).strip(), options=_choices(where, rec["Answer choices"]),
-                answer=str(rec["Ground truth"]), images=(_resolve_file(Path(str(rec["Image"])), base, where, sink),),
-                task=str(rec["Task"]).strip(), subtask=str(rec["Subtask"]).strip(),
-                category=str(rec["Category"]).strip(),
-                meta={"question_type": qtype, "dataset": rec.get("Dataset"), "image": str(rec["Image"]),
-                      **({"record": k, "source": str(path)} if sink.lenient else {})},
-                sink=sink,
-            ))
-    return items
-
-
-def load_vlmeval_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
-    """Items from the VLMEvalKit TSV (category "Task/Subtask", l2-category = Category)."""
-    out = []
-    for item in load_tsv(path, images, sink):  # shared TSV reading: base64 cells, index references, bad rows
-        where = f"{path}: row {item.meta.get('row')} (index {item.id})"
-        task, _, subtask = str(item.category).partition("/")
-        category = str(item.meta.get("l2-category") or "")
-        options = {k: option_text(v, k) for k, v in item.options.items()}
-        lint = {k: v for k, v in item.meta.items() if k in ("row", "source") or k.startswith("lint_")}
-        with sink.guard(path, row=f"row {item.meta.get('row')}", items=(item.id,)):
-            out.append(_item(where, item.id, question=item.question, options=options, answer=item.answer,
-                             images=item.images, task=task, subtask=subtask, category=category,
-                             meta={"question_type": None, "dataset": item.meta.get("Dataset"),
-                                   **(lint if sink.lenient else {})}, sink=sink))
-    return out
-
-
-def detect_lang(path: Path, items: Sequence[Item]) -> str:
-    """ "cn" for the _CN file (by name) or when most questions are Chinese, else "en"."""
-    if re.search(r"(^|[_\-])cn$", path.stem, re.I):
-        return "cn"
-    chinese = sum(1 for it in items if _CJK.search(it.question))
-    return "cn" if items and chinese * 2 > len(items) else "en"
-
-
 def build_prompt(template: str, question: str, options: Mapping[str, str]) -> str:
     """The official text: question, the "(X) text" lines as given, the language's ending."""
     return fill_template(template, question=question, choices="\n".join(c for _, c in choices_of(options)))
@@ -244,8 +131,12 @@ class MMERealWorld(Benchmark):
 
     @dataclass(frozen=True)
     class Options:
-        mme_lang: str | None = option(help="mme-realworld: prompt language (default auto: _CN files and Chinese text)",
+        mme_lang: str | None = option(help="mme-realworld: prompt language (default auto: _CN files and Chinese text); "
+                                           "with --mme-set full, en/auto read the English parts, cn the Chinese",
                                       choices=("auto", "en", "cn"))
+        mme_set: str = option("full", help="mme-realworld: which questions of the base64 release (default full: every "
+                                           "part of the language; lite: MME-RealWorld-Lite's TSV)",
+                              choices=("full", "lite"))
 
 
     def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[ReportTable]:
@@ -268,21 +159,10 @@ class MMERealWorld(Benchmark):
         return out
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
-        path = Path(data)
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix.lower() in (".json", ".tsv"))
-            if len(found) != 1:
-                names = ", ".join(p.name for p in found) or "none"
-                raise EvalkitError(f"{path}: expected one .json or .tsv file in the folder, found {names}")
-            path = found[0]
-        if path.suffix.lower() == ".tsv":
-            items = load_vlmeval_tsv(path, images, sink)
-        elif path.suffix.lower() == ".json":
-            items = load_json(path, images, sink)
-        else:
-            raise EvalkitError(f"{path}: unknown format (expected the official .json or a VLMEvalKit .tsv)")
+        files = data_files(Path(data), options)
+        items = load_files(files, images, sink)
         lang = options.get("mme_lang") or "auto"
-        lang = detect_lang(path, items) if lang == "auto" else lang
+        lang = detect_lang(files, items) if lang == "auto" else lang
         return [Item(it.id, it.question, it.options, it.answer, it.images, it.category, {**it.meta, "lang": lang})
                 for it in items]
 
