@@ -63,7 +63,7 @@ def _choices(where: str, raw: Any, name: str = "Answer choices") -> dict[str, st
         letter = m.group(1) if m else chr(ord("A") + k)
         if letter in out:
             raise EvalkitError(f"{where}: option ({letter}) appears twice")
-        out[letter] = option_text(choice, letter)
+        out[letter] = (choice[m.end():].strip() or choice.strip()) if m else option_text(choice, letter)
     return out
 
 
