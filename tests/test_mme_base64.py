@@ -151,6 +151,24 @@ def test_bad_records_name_the_part_and_the_record(tmp_path):
     assert [it.id for it in got.items] == ["6", "5", "11"] and len(got.problems) == 1
 
 
+def test_lint_takes_byte_identical_inline_copies_for_one_picture(tmp_path):
+    """Each base64 record carries its own copy of its picture: copies are one image to lint; the same
+    picture encoded otherwise is still a near-duplicate."""
+    from evalkit.lint.engine import check_items
+
+    buf = io.BytesIO()
+    draw_image(5, 48).save(buf, "JPEG", quality=60)
+    records = [_record(i) for i in range(4)]
+    records[1]["image"] = records[0]["image"] = _b64(5)
+    records[2]["image"] = base64.b64encode(buf.getvalue()).decode("ascii")
+    folder = tmp_path / "MME-RealWorld"
+    folder.mkdir()
+    (folder / "MME_RealWorld_base64_0.json").write_text(json.dumps(records))
+    findings, _ = check_items("mme-realworld", _load(tmp_path))
+    pairs = [f.items for f in findings if f.kind == "image-near-duplicate"]
+    assert sorted(pairs) == [("0", "2"), ("1", "2")]
+
+
 def test_loading_a_big_part_holds_no_image(tmp_path):
     """A 200 MB part (200 records of 1 MB of base64 each) loads within a few MB of Python memory."""
     path = tmp_path / "MME_RealWorld_base64_0.json"

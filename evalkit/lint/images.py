@@ -8,6 +8,7 @@ that shows it. PIL and numpy are imported inside the functions that decode.
 from __future__ import annotations
 
 import binascii
+import hashlib
 import io
 import os
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,7 @@ class ImageUse:
     items: list[str] = field(default_factory=list)
     file: str | None = None  # where the reference is (a TSV row for inline images)
     where: str | None = None
+    digest: str | None = None  # sha256 of an inline image's bytes, once decode_findings has read them
 
     def label(self) -> str:
         return str(self.ref.value) if self.ref.kind == "path" else f"the inline image of {self.items[0]}"
@@ -153,6 +155,8 @@ def decode_findings(uses: dict[tuple, ImageUse], sizes: dict[tuple, int]) -> tup
         except OSError as exc:
             out.append(finding("error", "image-unreadable", f"{use.subject()} cannot be read ({exc})", **use.at()))
             continue
+        if use.ref.kind != "path":
+            use.digest = hashlib.sha256(data).hexdigest()
         try:
             with Image.open(io.BytesIO(data)) as img:
                 img.draft("RGB", (SIDE * 8, SIDE * 8))
@@ -169,7 +173,8 @@ def decode_findings(uses: dict[tuple, ImageUse], sizes: dict[tuple, int]) -> tup
 
 def near_duplicates(uses: dict[tuple, ImageUse], prints: dict[tuple, str]) -> list[Finding]:
     """Distinct images of different items whose fingerprints differ by at most NEAR_DUPLICATE (info,
-    one per pair).
+    one per pair). Inline copies of one picture, byte for byte (a base64 record per question), are
+    the same image, not near-duplicates.
 
     Mean absolute difference is at least the difference of the two means, so images are sorted
     by mean brightness and each is compared only with those within the threshold of it."""
@@ -192,6 +197,8 @@ def near_duplicates(uses: dict[tuple, ImageUse], prints: dict[tuple, str]) -> li
             a, b = uses[keys[order[i]]], uses[keys[order[i + 1 + j]]]
             if set(a.items) & set(b.items):
                 continue  # one item's own pictures (its rotations, an RGB-thermal pair): not a duplicate
+            if a.digest is not None and a.digest == b.digest:
+                continue  # one picture stored inline once per question (MME-RealWorld's base64 parts)
             out.append(finding("info", "image-near-duplicate",
                                f"{a.label()} and {b.label()} look the same (fingerprint difference "
                                f"{float(dist[j]):.1f} of 255)", file=a.at()["file"],  # type: ignore[arg-type]
