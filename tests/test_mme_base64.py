@@ -104,6 +104,11 @@ def test_chinese_parts_and_the_lite_tsv(tmp_path):
     (tmp_path / "mme_realworld_lite.tsv").unlink()
     with pytest.raises(EvalkitError, match="no mme_realworld_lite.tsv for --mme-set lite"):
         _load(tmp_path, mme_set="lite")
+    for part in (tmp_path / "MME-RealWorld").iterdir():
+        part.unlink()
+    with pytest.raises(EvalkitError, match=r"no base64 parts in MME-RealWorld/ .*MME-RealWorld-CN/ is there "
+                                           r"\(--mme-lang cn\)"):
+        _load(tmp_path)
 
 
 def test_the_option_is_a_protocol_flag():

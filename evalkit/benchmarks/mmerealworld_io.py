@@ -247,8 +247,11 @@ def data_files(data: Path, options: Mapping[str, Any]) -> list[Path]:
         folder = data / (CN_FOLDER if lang == "cn" else EN_FOLDER)
         parts = _parts(folder) if folder.is_dir() else []
         if not parts:
+            other = CN_FOLDER if lang != "cn" else EN_FOLDER
+            hint = f"; {other}/ is there (--mme-lang {'cn' if lang != 'cn' else 'en'})" if (data / other).is_dir() \
+                else ""
             raise EvalkitError(f"{data}: no base64 parts in {folder.name}/ for --mme-set full "
-                               f"(--mme-lang {lang}); --mme-set lite reads {LITE_TSV}")
+                               f"(--mme-lang {lang}){hint}; --mme-set lite reads {LITE_TSV}")
         return parts
     found = sorted(p for p in data.iterdir() if p.suffix.lower() in (".json", ".tsv"))
     parts = _parts(data)
