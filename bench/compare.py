@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--baseline-resamples", type=int, default=5)
     args = ap.parse_args()
     opts = {"data": str(DATA)}
-    bench, _, queries, _ = prepare("mme-realworld", opts)
+    bench, _, queries, *_ = prepare("mme-realworld", opts)
     options = opts
     with tempfile.TemporaryDirectory() as tmp:
         dirs, all_records = [], []

@@ -113,7 +113,7 @@ def child(spec: dict[str, Any]) -> None:
 
     if spec["what"] == "queries":
         tracemalloc.start()
-        _, items, queries, _ = prepare("mme-realworld", {"data": spec["data"],
+        _, items, queries, *_ = prepare("mme-realworld", {"data": spec["data"],
                                                             "max_side": spec["max_side"]})
         _, peak = tracemalloc.get_traced_memory()
         print(json.dumps({"queries": len(queries), "items": len(items), "peak_bytes": peak}))

@@ -92,7 +92,7 @@ def make_runs(data: Path, out: Path, n_models: int) -> list[Path]:
     from evalkit.report.outputs import publish
 
     opts = {"data": str(data)}
-    bench, items, queries, _ = prepare("mme-realworld", opts)
+    bench, items, queries, *_ = prepare("mme-realworld", opts)
     fp = "".join(f"{(i * 37) % 256:02x}" for i in range(400))
     dirs = []
     for m in range(n_models):

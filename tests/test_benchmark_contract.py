@@ -141,7 +141,7 @@ def test_run_limits_reach_every_query(name):
 
 def settings_dict(name: str, **given: Any) -> dict[str, Any]:
     """The flat options dict the benchmark's methods see in a run given these keywords."""
-    return resolve_settings(name, MODEL, given).bench_dict()
+    return resolve_settings(name, MODEL, {"data": "sample", **given}).bench_dict()
 
 
 def check_run(name: str, out: Path, options: dict[str, Any]) -> tuple[str, float | None]:
@@ -168,12 +168,12 @@ def check_run(name: str, out: Path, options: dict[str, Any]) -> tuple[str, float
 @pytest.mark.parametrize("name", BENCHES)
 def test_sample_runs_end_to_end_and_compares(name, tmp_path, fast_reports):
     options = settings_dict(name, limit=LIMIT)
-    key = answer_key_for(name, {"limit": LIMIT})
+    key = answer_key_for(name, {"data": "sample", "limit": LIMIT})
     assert len(key) > 0
     outs = {}
     for label, params in MODELS.items():
         with SimThread(SimConfig(answer_key=key, params=params)) as sim:
-            res = run(name, MODEL, base_url=sim.url, out=str(tmp_path / label), cache_dir=str(tmp_path / "cache"),
+            res = run(name, MODEL, data="sample", base_url=sim.url, out=str(tmp_path / label), cache_dir=str(tmp_path / "cache"),
                       progress=False, limit=LIMIT)
         assert res.summary["n_queries"] == len(key)  # the key holds every query the run asked
         outs[label] = check_run(name, tmp_path / label, options)

@@ -20,7 +20,7 @@ from evalkit.grading.grade import grade
 def eight_runs(shared_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("rgbth-runs")
     data = str(shared_data / "rgb-th-bench")
-    bench, _, queries, _ = prepare("rgb-th-bench", {"data": data, "skills": "all"})
+    bench, _, queries, *_ = prepare("rgb-th-bench", {"data": data, "skills": "all"})
     rows: dict[str, list[dict]] = defaultdict(list)
     for path in sorted((shared_data / "rgb-th-bench-outputs").glob("*.json")):
         for row in json.loads(path.read_text(encoding="utf-8")):

@@ -44,7 +44,7 @@ def png(colour: tuple[int, int, int] = (40, 90, 160), fmt: str = "PNG") -> bytes
 
 
 def queries_of(bench: str, data: Path | None) -> list[Query]:
-    options = {"data": str(data)} if data else {}
+    options = {"data": str(data) if data else "sample"}
     return prepare(bench, resolve_settings(bench, "", options).bench_dict()).queries
 
 
@@ -57,7 +57,7 @@ def official_run(tmp_path: Path, bench: str, data: Path | None, key: AnswerKey, 
     with SimThread(SimConfig(answer_key=key)) as sim:
         args = ["run", bench, "--model", "vllm/sim-model", "--base-url", sim.url, "--mode", "official",
                 "--out", str(out), "--no-cache", "--no-progress", "--max-attempts", "1", *extra]
-        args += ["--data", str(data)] if data else []
+        args += ["--data", str(data) if data else "sample"]
         if judge:
             args += ["--judge", "vllm/sim-model", "--judge-base-url", sim.url]
         proc = run_cli(args, cwd=tmp_path, timeout=300)

@@ -51,7 +51,7 @@ def test_mcq_circular_flag(tmp_path: Path, no_plots) -> None:
     from conftest import make_mcq_jsonl
 
     data = make_mcq_jsonl(tmp_path / "ds", 10)
-    _, items, queries, _ = prepare("mcq", {"data": str(data), "circular": True})
+    _, items, queries, *_ = prepare("mcq", {"data": str(data), "circular": True})
     assert len(items) == 10 and len(queries) == 40
     assert {q.variant["shift"] for q in queries} == {0, 1, 2, 3}
     assert all(q.options[q.gold] == items[int(q.item_id[1:])].options[items[int(q.item_id[1:])].answer]
@@ -117,8 +117,8 @@ def test_bad_rows_and_missing_images_are_clear_errors(tmp_path: Path) -> None:
 
 
 def simulate_sample_run(tmp_path: Path, **opts):
-    with SimThread(SimConfig(answer_key=answer_key_for("if-bench", opts))) as sim:
-        return run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "sample-run"),
+    with SimThread(SimConfig(answer_key=answer_key_for("if-bench", {"data": "sample", **opts}))) as sim:
+        return run("if-bench", "vllm/sim-model", data="sample", base_url=sim.url, out=str(tmp_path / "sample-run"),
                    no_cache=True, progress=False, **opts)
 
 
@@ -148,7 +148,7 @@ def test_paper_prompt_files_are_the_papers_figures() -> None:
 
 
 def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
-    _, _, queries, _ = prepare("if-bench", {"lang": "en"})
+    _, _, queries, *_ = prepare("if-bench", {"data": "sample", "lang": "en"})
     mine = [q for q in queries if "The rider's body" in q.options.values()]
     assert len(mine) == 4
     literal = "{'A': 'The pole', 'B': 'The ground', 'C': \"The rider's body\", 'D': 'The surrounding plants'}"
@@ -165,7 +165,7 @@ def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
 
 
 def test_query_shape_ids_and_language_text() -> None:
-    _, items, queries, _ = prepare("if-bench", {"if_prompt": "paper"})
+    _, items, queries, *_ = prepare("if-bench", {"data": "sample", "if_prompt": "paper"})
     assert len(items) == 20 and len(queries) == 160
     q = queries[0]
     assert q.id == f"{q.item_id}|s0|en" and q.base_id == q.item_id and q.variant == {"shift": 0, "lang": "en"}
@@ -205,13 +205,13 @@ def test_golden_parser_rules() -> None:
 
 def _replay_run(tmp_path: Path, replies: dict[int, str], name: str, **opts):
     """The bundled sample, with chosen queries answered by fixed texts (replay entries)."""
-    _, _, queries, _ = prepare("if-bench", {})
-    key = answer_key_for("if-bench", {})
+    _, _, queries, *_ = prepare("if-bench", {"data": "sample"})
+    key = answer_key_for("if-bench", {"data": "sample"})
     for i, text in replies.items():
         key.entries[i].reply = text
     with SimThread(SimConfig(answer_key=key)) as sim:
         judge = {"judge": "vllm/sim-model", "judge_base_url": sim.url} if opts.pop("with_judge", True) else {}
-        res = run("if-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / name), no_cache=True,
+        res = run("if-bench", "vllm/sim-model", data="sample", base_url=sim.url, out=str(tmp_path / name), no_cache=True,
                   progress=False, max_attempts=2, **judge, **opts)
         requests = sim.counters.snapshot()["requests"]
     by_id = {r.query_id: r for r in res.records}
@@ -292,7 +292,7 @@ def test_translate_then_genvip_prior_queries(tmp_path: Path, monkeypatch: pytest
     outputs = sorted(p.name for p in out.iterdir() if p.suffix == ".png")
     assert outputs == sorted(p.name for p in ir.iterdir())
     assert len(list((tmp_path / "again").glob("*.png"))) == 14
-    _, items, queries, _ = prepare("if-bench", {"genvip": True, "prior": True,
+    _, items, queries, *_ = prepare("if-bench", {"data": "sample", "genvip": True, "prior": True,
                                                "translated_images": str(out)})
     q = queries[0]
     parts = q.messages[0].parts
@@ -303,7 +303,7 @@ def test_translate_then_genvip_prior_queries(tmp_path: Path, monkeypatch: pytest
     assert "One infrared image and one corresponding RGB image" in text
     # the official layout: the prior between the task and the guidelines
     assert "which may cause brightness differences in the resulting images.\n\n    Evaluation Guidelines:" in text
-    _, _, tq, _ = prepare("if-bench", {"translated": True, "prior": True})
+    _, _, tq, *_ = prepare("if-bench", {"data": "sample", "translated": True, "prior": True})
     tparts = tq[0].messages[0].parts
     assert len(tparts) == 2 and "translated_rgb_imgs" in str(tparts[0].ref.value)
     assert "prior knowledge" not in tq[0].prompt_text()  # translated replaces prior without the pair

@@ -103,7 +103,7 @@ def expected_for(consts: dict[str, str], flags: dict[str, Any], q: Query, item_m
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_variant_and_language_is_the_official_text(official, variant) -> None:
     flags = VARIANTS[variant]
-    _, items, queries, _ = prepare("if-bench", dict(flags))
+    _, items, queries, *_ = prepare("if-bench", {"data": "sample", **dict(flags)})
     meta = {it.id: it.meta for it in items}
     assert len(queries) == 20 * 8 and {q.variant["lang"] for q in queries} == {"en", "cn"}
     for q in queries:
@@ -119,7 +119,7 @@ def test_every_variant_and_language_is_the_official_text(official, variant) -> N
 
 
 def test_options_dict_under_the_four_shifts(official) -> None:
-    _, items, queries, _ = prepare("if-bench", {"lang": "en"})
+    _, items, queries, *_ = prepare("if-bench", {"data": "sample", "lang": "en"})
     item = next(it for it in items if "The rider's body" in it.meta["en_options"].values())
     mine = sorted((q for q in queries if q.item_id == item.id), key=lambda q: q.variant["shift"])
     literals = [text_of(q).rsplit("The input options are: ", 1)[1] for q in mine]
@@ -146,13 +146,13 @@ def test_placeholders_are_replaced_in_the_official_order() -> None:
 def test_paper_prompts_are_what_evalkit_010_sent() -> None:
     """`--if-prompt paper` reproduces 0.1.0's request texts (its recorded prompts, byte for byte)."""
     data = V010_RECORDS.parents[2] / "data" / "if-bench" / "if_bench_sample.json"
-    _, _, queries, _ = prepare("if-bench", {"data": str(data), "if_prompt": "paper"})
+    _, _, queries, *_ = prepare("if-bench", {"data": str(data), "if_prompt": "paper"})
     by_id = {q.id: q for q in queries}
     records = [json.loads(line) for line in V010_RECORDS.read_text(encoding="utf-8").splitlines()]
     assert len(records) == 160
     for r in records:
         assert text_of(by_id[r["query_id"]]) == r["prompt"], r["query_id"]
-    _, _, official_queries, _ = prepare("if-bench", {"data": str(data)})
+    _, _, official_queries, *_ = prepare("if-bench", {"data": str(data)})
     assert all(text_of(q) != text_of(by_id[q.id]) for q in official_queries)
 
 
@@ -187,7 +187,7 @@ def evalkit_outcome(bench: IFBench, q: Query, output: str, reply: str, mode: str
 
 
 def _a_query(gold: str = "B") -> Query:
-    _, _, queries, _ = prepare("if-bench", {"lang": "en"})
+    _, _, queries, *_ = prepare("if-bench", {"data": "sample", "lang": "en"})
     return next(q for q in queries if q.gold == gold)
 
 
@@ -272,14 +272,14 @@ def test_cli_run_sends_the_official_bytes(official, tmp_path, monkeypatch, no_pl
         return original(body)
 
     monkeypatch.setattr(sim_dialects, "parse_body", recording)
-    _, items, queries, _ = prepare("if-bench", {})
+    _, items, queries, *_ = prepare("if-bench", {"data": "sample"})
     meta = {it.id: it.meta for it in items}
-    key = answer_key_for("if-bench", {})
+    key = answer_key_for("if-bench", {"data": "sample"})
     replies = {0: "**C**", 1: "The answer is D", 2: "<think>A or B, still thinking", 3: "<think>x</think>\n  answer: B  "}
     for i, text in replies.items():
         key.entries[i].reply = text
     with SimThread(SimConfig(answer_key=key)) as sim:
-        argv = ["run", "if-bench", "--model", "vllm/sim-model", "--base-url", sim.url, "--out", str(tmp_path / "run"),
+        argv = ["run", "if-bench", "--data", "sample", "--model", "vllm/sim-model", "--base-url", sim.url, "--out", str(tmp_path / "run"),
                 "--no-cache", "--no-progress", "--judge", "vllm/sim-model", "--judge-base-url", sim.url]
         assert cli_main(argv) == 0
     texts = []

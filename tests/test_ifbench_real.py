@@ -55,7 +55,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def prepared(real: dict[str, str]):
     """The real file loaded and expanded once for the module: (bench, items, queries, fingerprints, key)."""
-    bench, items, queries, _ = prepare("if-bench", {**real})
+    bench, items, queries, *_ = prepare("if-bench", {**real})
     pipeline = ImagePipeline()
     try:
         fps = {q.id: [pipeline.fingerprint(p) for p in q.image_parts()] for q in queries}

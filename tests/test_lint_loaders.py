@@ -28,7 +28,7 @@ def test_lenient_hook_reads_clean_data_as_the_strict_loader(name):
     reads_with_a_sink = "sink" in inspect.signature(type(bench).load).parameters
     assert reads_with_a_sink or type(bench).load_lenient is not Benchmark.load_lenient, \
         f"{name} does not implement the lenient hook"
-    data = resolve_data(bench, None)
+    data = resolve_data(bench, "sample").path
     strict = bench.load(data, None, {})
     lenient = bench.load_lenient(data, None, {})
     assert lenient.problems == []

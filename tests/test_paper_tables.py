@@ -19,8 +19,8 @@ from evalkit.sim.server import SimConfig, SimThread
 
 
 def _run(bench: str, tmp_path: Path) -> tuple[dict, list[dict], str, str]:
-    with SimThread(SimConfig(answer_key=answer_key_for(bench, {}), params=SimParams(theta=0.7, r=0.9))) as sim:
-        res = run(bench, "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "run"),
+    with SimThread(SimConfig(answer_key=answer_key_for(bench, {"data": "sample"}), params=SimParams(theta=0.7, r=0.9))) as sim:
+        res = run(bench, "vllm/sim-model", data="sample", base_url=sim.url, out=str(tmp_path / "run"),
                   cache_dir=str(tmp_path / "cache"), progress=False, plots=False)
     records = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     out = io.StringIO()

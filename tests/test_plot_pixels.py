@@ -45,7 +45,7 @@ def fake_answers(queries: Sequence[Query], model: str, skill: float) -> list[Rec
 
 
 def sample_results(bench_name: str, models: dict[str, float]) -> list[ModelResult]:
-    prepared = prepare(bench_name, {})
+    prepared = prepare(bench_name, {"data": "sample"})
     chance = chance_pct(prepared.queries)
     return [analyze(label, prepared.bench, fake_answers(prepared.queries, label, skill), {}, n_boot=200,
                     category_boot=200, chance=chance) for label, skill in models.items()]

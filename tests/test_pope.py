@@ -111,7 +111,7 @@ def test_bundled_sample_is_balanced_over_three_splits():
     for split in ("random", "popular", "adversarial"):
         answers = [it.answer for it in items if it.category == split]
         assert sorted(answers) == ["No"] * 4 + ["Yes"] * 4
-    queries = prepare("pope", {"pope_split": "popular", "max_side": 64}).queries
+    queries = prepare("pope", {"data": "sample", "pope_split": "popular", "max_side": 64}).queries
     assert len(queries) == 8 and {q.category for q in queries} == {"popular"}
     assert queries[0].prompt_text() == "Is there a box in the image? Please answer yes or no."
     assert queries[0].gold == "Yes" and queries[0].options == {}
@@ -240,9 +240,9 @@ def test_score_table_is_accuracy_and_equals_the_aggregate():
 
 
 def _sim_run(tmp_path: Path, params: SimParams, label: str, **opts):
-    key = answer_key_for("pope", {k: v for k, v in opts.items() if k == "pope_split"})
+    key = answer_key_for("pope", {"data": "sample", **{k: v for k, v in opts.items() if k == "pope_split"}})
     with SimThread(SimConfig(answer_key=key, params=params)) as sim:
-        return run("pope", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / label), no_cache=True,
+        return run("pope", "vllm/sim-model", data="sample", base_url=sim.url, out=str(tmp_path / label), no_cache=True,
                    progress=False, **opts)
 
 

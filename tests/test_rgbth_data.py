@@ -51,7 +51,7 @@ def test_loader_errors_name_file_and_block(tmp_path):
 
 def test_real_loader_counts_and_duplicate_warnings(shared_data):
     data = shared_data / "rgb-th-bench"
-    bench, items, _, _ = prepare("rgb-th-bench", {"data": str(data)})
+    bench, items, _, *_ = prepare("rgb-th-bench", {"data": str(data)})
     assert len(items) == 1624 and len({it.category for it in items}) == 14
     assert len(load_release(data, None)) == 1856
     assert len(bench.warnings) == 2

@@ -28,7 +28,7 @@ from evalkit.sim.server import SimConfig, SimThread
 def test_replay_keys_share_one_pipeline():
     """Several models' replay keys over the same queries: one pipeline fingerprints each image once, and
     the keys are those built each with its own pipeline."""
-    _, _, queries, _ = prepare("rgb-th-bench", {"data": str(SAMPLE), "skills": "all"})
+    _, _, queries, *_ = prepare("rgb-th-bench", {"data": str(SAMPLE), "skills": "all"})
     replies = [{q.id: reply for q in queries} for reply in ("Yes", "No, it is not.")]
     pipeline = ImagePipeline()
     try:
@@ -87,7 +87,7 @@ def _check_against_files(model: str, records: list[Record], rows: list[dict], ta
 
 def test_replay_grading_matches_files_for_all_models(shared_data, recorded):
     """Fast path: the recorded replies graded by the benchmark's own parse/score/aggregate."""
-    bench, _, queries, _ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"),
+    bench, _, queries, *_ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"),
                                                     "skills": "all"})
     outputs, table = recorded
     assert sorted(outputs) == sorted(MODELS)
@@ -115,7 +115,7 @@ PIPELINE_MODELS = MODELS
 def replay_keys(shared_data, recorded):
     """model -> its replay key over --skills all at MAX_SIDE (as the replays ask), each built once per
     module on first use; the keys share one image pipeline, so each real image is fingerprinted once."""
-    _, _, queries, _ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"), "skills": "all",
+    _, _, queries, *_ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"), "skills": "all",
                                                 "max_side": MAX_SIDE})
     outputs, _ = recorded
     pipeline = ImagePipeline()

@@ -20,9 +20,9 @@ from evalkit.sim.server import SimConfig, SimThread
 
 
 def _sample_run(tmp_path: Path, style: str, **opts):
-    key = answer_key_for("rgb-th-bench", {"skills": "all"})
+    key = answer_key_for("rgb-th-bench", {"data": "sample", "skills": "all"})
     with SimThread(SimConfig(answer_key=key, params=SimParams(style=style))) as sim:
-        return run("rgb-th-bench", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / style), no_cache=True,
+        return run("rgb-th-bench", "vllm/sim-model", data="sample", base_url=sim.url, out=str(tmp_path / style), no_cache=True,
                    concurrency=16, progress=False, **opts)
 
 

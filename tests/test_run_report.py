@@ -23,10 +23,10 @@ def _linked_plots(run_dir):
 
 
 def test_mme_run_report_sections_disagreements_and_plots(tmp_path):
-    key = answer_key_for("mme-realworld", {})
+    key = answer_key_for("mme-realworld", {"data": "sample"})
     params = SimParams(theta=0.7, r=0.95, g=0.2, seed=5, style="verbose")
     with SimThread(SimConfig(answer_key=key, params=params)) as sim:
-        result = run("mme-realworld", "vllm/sim-model", base_url=sim.url, out=str(tmp_path / "run"),
+        result = run("mme-realworld", "vllm/sim-model", data="sample", base_url=sim.url, out=str(tmp_path / "run"),
                      cache_dir=str(tmp_path / "cache"), progress=False)
     s = result.summary
     # verbose prose: the official parser takes the first capital A-E ("After ..."), the robust one the option

@@ -77,8 +77,8 @@ def check(bench: Benchmark, records: list[Record], options: dict, metric: str) -
 
 
 def _prepared(name: str, **opts) -> tuple[Benchmark, list[Query], dict]:
-    options = {**opts}
-    bench, _, queries, _ = prepare(name, options)
+    options = {"data": "sample", **opts}
+    bench, _, queries, *_ = prepare(name, options)
     return bench, queries, options
 
 
@@ -195,7 +195,7 @@ MODELS = 8
 
 
 def test_rgbth_replay_of_recorded_models(shared_data):
-    bench, _, queries, _ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"),
+    bench, _, queries, *_ = prepare("rgb-th-bench", {"data": str(shared_data / "rgb-th-bench"),
                                                     "skills": "all"})
     rows: dict[str, list[dict]] = defaultdict(list)
     for path in sorted((shared_data / "rgb-th-bench-outputs").glob("*.json")):

@@ -115,7 +115,7 @@ def test_detail_holds_every_variant_both_answers_and_both_modes(runs, built):
     _, out = built
     _, _, items = script_data(out / "data" / "items-000.js")
     records = [RunDir(d).load_records() for d in dirs]
-    bench, item_list, queries, _ = prepare("mcq", {"data": str(data), "circular": True})
+    bench, item_list, queries, *_ = prepare("mcq", {"data": str(data), "circular": True})
     by_id = {q.id: q for q in queries}
     first = items[0]
     item = item_list[0]

@@ -16,15 +16,19 @@ from typing import Any, NamedTuple
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
 from evalkit.core.errors import EvalkitError
-from evalkit.core.resources import dataset_path
 from evalkit.core.types import Item, Query
+from evalkit.data.request import DataRequest, Progress, Resolved
+from evalkit.data.resolve import resolve_source
+from evalkit.data.source import DataSource
 
 
 class Prepared(NamedTuple):
     bench: Benchmark
     items: list[Item]
     queries: list[Query]
-    data: Path  # resolved data file or folder
+    data: Path  # resolved data file or folder (under the Hub cache: the snapshot path, links kept)
+    source: DataSource = DataSource("local", "")  # where the data came from
+    files: tuple[Path, ...] = ()  # the data files read, where `data` is a folder that may hold more
 
 
 def resolve_images(images: str | Path | None) -> Path | None:
@@ -34,16 +38,15 @@ def resolve_images(images: str | Path | None) -> Path | None:
     return path
 
 
-def resolve_data(bench: Benchmark, data: str | Path | None) -> Path:
-    if data is None:
-        if bench.default_data is None:
-            raise EvalkitError(f"benchmark '{bench.name}' needs --data")
-        path = dataset_path(bench.default_data)
-    else:
-        path = Path(data).expanduser()
-    if not path.exists():
-        raise EvalkitError(f"data not found: {path}")
-    return path.resolve()
+def resolve_data(bench: Benchmark, data: str | Path | None, options: Mapping[str, Any] | None = None,
+                 env: Mapping[str, str] | None = None, progress: Progress | None = None,
+                 plan_only: bool = False) -> Resolved:
+    """`--data` (a path, "sample", "hf://…", or None: the benchmark's official source) to files on disk."""
+    opts = dict(options or {})
+    lock = opts.get("lock")
+    return resolve_source(DataRequest(bench.name, data, opts, os.environ if env is None else env,
+                                      lock_path=Path(lock) if lock else None, default_sample=bench.default_data,
+                                      progress=progress, plan_only=plan_only))
 
 
 # What --extra may not set: it would change what the run is (another model, other prompts or images)
@@ -104,16 +107,21 @@ def check_image_paths(items: Iterable[Item], roots: Iterable[Path], where: Path)
                                    f"--allow-outside-images to read it anyway")
 
 
-def prepare(bench_name: str, options: Mapping[str, Any]) -> Prepared:
+def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] | None = None,
+            progress: Progress | None = None) -> Prepared:
     """The benchmark's items and queries under these options; duplicate query ids are an error."""
     opts = dict(options)
     bench = get_benchmark(bench_name)
-    data = resolve_data(bench, opts.get("data"))
+    resolved = resolve_data(bench, opts.get("data"), opts, env, progress)
+    for key, value in resolved.option_defaults.items():  # e.g. the images a second official source holds
+        if not opts.get(key):
+            opts[key] = value
+    data = resolved.path
     images = resolve_images(opts.get("images"))
     items = bench.load(data, images, opts)
     if not opts.get("allow_outside_images"):  # folders the user named: the data's, --images, --translated-images
         folders = [Path(v).expanduser() for k, v in opts.items() if k.endswith("images") and isinstance(v, str) and v]
-        check_image_paths(items, [data if data.is_dir() else data.parent, *folders], data)
+        check_image_paths(items, [data if data.is_dir() else data.parent, *folders, *resolved.roots], data)
     if opts.get("limit"):
         items = items[: int(opts["limit"])]
     queries = apply_generation(list(bench.expand(items, opts)), opts)
@@ -126,4 +134,4 @@ def prepare(bench_name: str, options: Mapping[str, Any]) -> Prepared:
         if q.id in seen:
             raise EvalkitError(f"{data}: duplicate query id '{q.id}'")
         seen.add(q.id)
-    return Prepared(bench, items, queries, data)
+    return Prepared(bench, items, queries, data, resolved.source, resolved.local_files)

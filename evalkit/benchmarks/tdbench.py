@@ -89,7 +89,9 @@ class TDBench(Benchmark):
 
     @dataclass(frozen=True)
     class Options:
-        td_set: str | None = option(help="which TDBench files (default all)", choices=("all", "main", "grounding"))
+        td_set: str | None = option(help="which TDBench files (default all: main and grounding; cases: the four "
+                                         "case-study TSVs of the paper's section 5)",
+                                    choices=("all", "main", "grounding", "cases"))
         td_image_size: int | None = option(
             help="standardise the images of sets evalkit rotates itself to NxN (default 512; 0 = as stored); "
                  "images of the official TSV files are always sent as stored", at_least=0)
@@ -108,6 +110,12 @@ class TDBench(Benchmark):
         data = Path(data)
         strict = not options.get("td_any_category")
         which = options.get("td_set") or "all"
+        if data.is_dir() and which == "cases":  # one rotation each; ids prefixed by the case, unique across files
+            cases = sorted(data.glob("case_study_*.tsv"))
+            if not cases:
+                raise EvalkitError(f"{data}: no case_study_*.tsv files for --td-set cases")
+            return [_single(replace(it, id=f"{p.stem.removeprefix('case_study_')}-{it.id}"))
+                    for p in cases for it in load_tsv(p, images, sink)]
         if data.is_dir():
             found = official_files(data)
             if found:

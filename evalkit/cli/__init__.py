@@ -64,6 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_derive(args, console)
         if args.command == "demo":
             return cmd_demo(args, console)
+        if args.command == "data":
+            from evalkit.benchmarks import get_benchmark
+            from evalkit.data.command import main as cmd_data
+
+            return cmd_data(args, sample_of=lambda bench: get_benchmark(bench).default_data)
         if args.command == "lint":
             from evalkit.lint.command import cmd_lint
 

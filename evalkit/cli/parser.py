@@ -129,9 +129,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     from evalkit.benchmarks.tdbench_derive import add_derive_parser
 
     add_derive_parser(sub)
+    from evalkit.data.command import add_parser as add_data_parser
     from evalkit.lint.command import add_lint_parser
     from evalkit.view.command import add_view_parser
 
+    add_data_parser(sub)
     add_lint_parser(sub)
     add_view_parser(sub)
     add_translate_parser(sub)

@@ -86,8 +86,12 @@ class RunConfig:
     """Everything `evalkit run` is told besides the benchmark and its protocol options."""
 
     model: str = option("", help="PROVIDER/MODEL, e.g. openai/gpt-4o or vllm/Qwen2.5-VL-7B", role="endpoint")
-    data: str | None = option(help="the benchmark's data file or folder (default: the bundled sample)",
+    data: str | None = option(help="SOURCE: a data file or folder, hf://OWNER/NAME[@REVISION][/PATH] (the Hugging "
+                                   "Face Hub), or sample (the bundled sample); default: the benchmark's official "
+                                   "source (pinned, checksummed), mcq's demo set, or what an existing --out recorded",
                               role="operational")  # its *content* enters the identity as a fingerprint
+    lock: str | None = option(help="the data lock to read (default ./evalkit.lock when it exists; "
+                                   "`evalkit data lock` writes it)", role="operational")
     images: str | None = option(help="folder the data's image paths are relative to", role="operational")
     out: str | None = option(help="run directory (default: runs/<bench>-<model>-<settings hash>)", role="operational")
     limit: int | None = option(help="only the first N items", at_least=1)

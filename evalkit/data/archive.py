@@ -152,8 +152,9 @@ def _select(names: list[str], wanted: list[str], where: str) -> list[str]:
 
 def fetch_git(repo: str, revision: str, wanted: list[str], env: Mapping[str, str],
               progress: Callable[[str, int], Callable[[int], None] | None] | None = None,
-              plan_only: bool = False) -> tuple[str, Path, dict[str, Path]]:
-    """(commit, the commit's cache folder, path -> local file) for the wanted files of repo@revision."""
+              plan_only: bool = False) -> tuple[str, Path, dict[str, Path], dict[str, int]]:
+    """(commit, the commit's cache folder, path -> local file, path -> bytes still to download) for the
+    wanted files of repo@revision; `plan_only` downloads nothing (the files are those already cached)."""
     git = GitEnv.from_env(env)
     repo_dir = git.cache_dir / repo
     ref_file = repo_dir / "refs" / revision
@@ -175,9 +176,9 @@ def fetch_git(repo: str, revision: str, wanted: list[str], env: Mapping[str, str
     assert tree is not None
     root = repo_dir / tree.commit
     paths = _select(sorted(tree.blobs), wanted, f"github:{repo}@{tree.commit[:12]}")
-    if plan_only:
-        return tree.commit, root, {}
     missing = [p for p in paths if not (root / p).is_file()]
+    if plan_only:
+        return tree.commit, root, {p: root / p for p in paths if p not in missing}, {p: tree.blobs[p][1] for p in missing}
     if missing:
         need = sum(tree.blobs[p][1] for p in missing)
         repo_dir.mkdir(parents=True, exist_ok=True)
@@ -186,7 +187,7 @@ def fetch_git(repo: str, revision: str, wanted: list[str], env: Mapping[str, str
         advance = progress(f"github:{repo}", need) if progress else None
         _run(lambda: _download(git, repo, tree.commit, missing, tree, root, advance))
     _save_tree(repo_dir, revision, tree)
-    return tree.commit, root, {p: root / p for p in paths}
+    return tree.commit, root, {p: root / p for p in paths}, {}
 
 
 def _save_tree(repo_dir: Path, revision: str, tree: Tree) -> None:
@@ -206,11 +207,12 @@ def read_git(entry: RegistrySource, wanted: tuple[RegistryFile, ...], req: DataR
     key = lock_key("archive", base, None)
     pinned = lock.pinned(key) if lock is not None else None
     revision = pinned.commit if pinned is not None and pinned.commit else entry.revision
-    commit, root, files = fetch_git(entry.repo, revision, [f.path for f in wanted], req.env, req.progress,
-                                    req.plan_only)
+    commit, root, files, pending = fetch_git(entry.repo, revision, [f.path for f in wanted], req.env,
+                                             req.progress, req.plan_only)
     sums = {p: file_digest(local, "sha256") for p, local in files.items()}
     if lock is not None:
         check_against(lock, key, sums)
     folder = root / entry.root if entry.root else root
     source = DataSource("archive", f"{base}/tree/{commit}", None, entry.revision, commit, sums)
-    return Resolved(folder, source, option_defaults=entry.fills(folder))
+    return Resolved(folder, source, option_defaults=entry.fills(folder), local_files=tuple(files.values()),
+                    pending=pending)

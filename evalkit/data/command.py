@@ -80,10 +80,12 @@ def _size(n: int | None) -> str:
 
 
 def cmd_list(env: Mapping[str, str]) -> int:
-    rows = [("benchmark", "source", "files", "size", "checksums", "read", "here")]
+    rows = [("benchmark", "source", "where", "files", "size", "checksums", "read", "here")]
     for s in registry(env):
-        rows.append((s.bench, s.uri, str(len(s.files)), _size(s.size), CHECKSUM_WORDS.get(s.checksums, s.checksums),
-                     s.read, _local_state(s, env)))
+        pin = "" if s.revision == "main" else f"@{s.revision[:12]}"
+        where = f"hf://{s.repo}{pin}" if s.kind == "hub" else f"github:{s.repo}{pin}"
+        rows.append((s.bench, s.name, where, str(len(s.files)), _size(s.size),
+                     CHECKSUM_WORDS.get(s.checksums, s.checksums), s.read, _local_state(s, env)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())

@@ -101,7 +101,10 @@ def repo_folder(hub: HubEnv, repo: str) -> Path:
 
 
 def _quiet() -> None:
-    """huggingface_hub logs retries and warnings to stderr: evalkit's one line says what matters."""
+    """huggingface_hub logs retries and warnings to stderr: evalkit's one line says what matters. Its
+    telemetry (a request to huggingface.co to build its User-Agent, even when pointed at a mirror) is
+    off unless the user turned it on: evalkit reaches only the source it was given."""
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # read when huggingface_hub is imported
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
 
 

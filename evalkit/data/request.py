@@ -24,6 +24,8 @@ class Resolved:
     roots: tuple[Path, ...] = ()  # folders images may lead into besides the data's (the Hub cache's blobs)
     option_defaults: Mapping[str, str] = field(default_factory=dict)  # e.g. an image folder from a 2nd source
     parts: tuple[DataSource, ...] = ()  # every source read (the registry may name more than one)
+    local_files: tuple[Path, ...] = ()  # the data files read, where the folder may hold more (a source's cache)
+    pending: Mapping[str, int] = field(default_factory=dict)  # plan_only: files still to download -> bytes
 
 
 @dataclass(frozen=True)

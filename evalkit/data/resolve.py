@@ -56,7 +56,7 @@ def _hub_sha256(local: Path) -> str:
 
 
 def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str, str] | None = None,
-             label: str | None = None) -> tuple[Snapshot, dict[str, Path], DataSource]:
+             label: str | None = None) -> tuple[Snapshot, dict[str, Path], DataSource, dict[str, int]]:
     """Resolve, fetch and check one Hub source; the lock (if any) pins its commit and bytes."""
     hub = HubEnv.from_env(req.env)
     lock = load_lock(req)
@@ -77,8 +77,11 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
                 raise
             snapshot = local_snapshot(ref, hub, "the Hub cannot be reached")  # what is cached still reads
     paths = select(snapshot, wanted)
-    if req.plan_only:
-        return snapshot, {}, DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main", snapshot.commit)
+    if req.plan_only:  # what is cached, and what a run would download (the listing's sizes)
+        cached = {p: snapshot.root / p for p in paths if (snapshot.root / p).is_file()}
+        pending = {p: snapshot.listing[p].size if snapshot.listing and p in snapshot.listing else 0
+                   for p in paths if p not in cached}
+        return snapshot, cached, DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main", snapshot.commit), pending
     total = sum(snapshot.listing[p].size for p in paths if snapshot.listing and p in snapshot.listing
                 and not (snapshot.root / p).is_file())
     advance = req.progress(label or ref.uri, total) if req.progress and total else None
@@ -95,7 +98,7 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
     if lock is not None:
         check_against(lock, key, files)
     source = DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main", snapshot.commit, files)
-    return snapshot, got.files, source
+    return snapshot, got.files, source, {}
 
 
 def _all_cached(hub: HubEnv, ref: HubRef, wanted: list[str]) -> bool:
@@ -135,9 +138,10 @@ def _bar(advance: Callable[[int], None] | None) -> type | None:
 
 def hub_source(text: str, req: DataRequest) -> Resolved:
     ref = parse_hub(text)
-    snapshot, files, source = read_hub(ref, [ref.path], req)
+    snapshot, files, source, pending = read_hub(ref, [ref.path], req)
     path = snapshot.root / ref.path if ref.path else snapshot.root
-    return Resolved(path, source, roots=_blob_roots(snapshot), parts=(source,))
+    return Resolved(path, source, roots=_blob_roots(snapshot), parts=(source,), local_files=tuple(files.values()),
+                    pending=pending)
 
 
 def _blob_roots(snapshot: Snapshot) -> tuple[Path, ...]:
@@ -156,9 +160,10 @@ def official_source(req: DataRequest, entries: tuple[RegistrySource, ...]) -> Re
             continue
         md5s = {f.path: f.md5 for f in wanted if f.md5}
         ref = HubRef(entry.repo, None if entry.revision == "main" else entry.revision)
-        snapshot, _, source = read_hub(ref, [f.path for f in wanted], req, md5s, label=entry.name)
+        snapshot, files, source, pending = read_hub(ref, [f.path for f in wanted], req, md5s, label=entry.name)
         root = snapshot.root / entry.root if entry.root else snapshot.root
-        resolved.append(Resolved(root, source, roots=_blob_roots(snapshot), option_defaults=entry.fills(root)))
+        resolved.append(Resolved(root, source, roots=_blob_roots(snapshot), option_defaults=entry.fills(root),
+                                 local_files=tuple(files.values()), pending=pending))
     if not resolved:
         raise EvalkitError(f"{req.bench}: no official file matches these options")
     first = resolved[0]
@@ -166,7 +171,8 @@ def official_source(req: DataRequest, entries: tuple[RegistrySource, ...]) -> Re
     for r in resolved:
         defaults.update(r.option_defaults)
     return Resolved(first.path, first.source, tuple(p for r in resolved for p in r.roots), defaults,
-                    tuple(r.source for r in resolved))
+                    tuple(r.source for r in resolved), first.local_files,
+                    {f"{r.source.base_uri}/{p}": n for r in resolved for p, n in r.pending.items()})
 
 
 def resolve_source(req: DataRequest) -> Resolved:

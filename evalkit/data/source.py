@@ -99,3 +99,22 @@ def is_hub(text: str | Path | None) -> bool:
 
 def is_sample(text: str | Path | None) -> bool:
     return isinstance(text, str) and text == SAMPLE
+
+
+def sample_label(n_items: int) -> str:
+    """What a run on the bundled sample says first, wherever it is shown: never a silent sample."""
+    return f"the bundled sample ({n_items} items), not the benchmark"
+
+
+def data_headline(source: Mapping[str, Any] | DataSource | None, n_items: int) -> str | None:
+    """The sample's label for a run's `data_source` (a record or its dict); None for real data."""
+    kind = source.kind if isinstance(source, DataSource) else (source or {}).get("kind")
+    return sample_label(n_items) if kind == SAMPLE else None
+
+
+def describe(source: DataSource, n_items: int) -> str:
+    """One phrase naming a run's data, for the dry run and the console."""
+    if source.kind == SAMPLE:
+        return sample_label(n_items)
+    pin = f" @ {source.commit[:12]}" if source.commit else ""
+    return f"{source.uri}{pin} ({n_items} items)"

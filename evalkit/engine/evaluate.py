@@ -23,10 +23,11 @@ from rich.console import Console
 from evalkit.ask.batch_journal import JOURNAL, BatchJournal
 from evalkit.ask.batch_pool import BatchPool
 from evalkit.ask.schedule import group_by_image, image_group
-from evalkit.benchmarks.prepare import Prepared, prepare
+from evalkit.benchmarks.prepare import Prepared
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams, Outcome, Record
+from evalkit.data.source import data_headline, describe
 from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
 from evalkit.engine.cutoffs import reask_note, split_options, to_reask, with_budget
 from evalkit.engine.dry_run import dry_run
@@ -37,6 +38,7 @@ from evalkit.engine.provenance import run_facts
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import add_repeats, first_repeat, mark, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
+from evalkit.engine.run_data import download_plan, prepare_data, with_files
 from evalkit.engine.shutdown import on_signals
 from evalkit.engine.wiring import make_runner, open_cache, specs_for
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
@@ -103,7 +105,11 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     env: Mapping[str, str] = s.hooks.get("env") or os.environ
     console: Console = s.hooks.get("console") or Console(stderr=True)
     spec, judge_spec = await specs_for(cfg, env)
-    prepared = prepare(bench_name, s.bench_dict())
+    plan = download_plan(s, env) if cfg.dry_run else None
+    if plan is not None:  # priced before anything is downloaded: the size now, the questions once it is here
+        return RunResult({"benchmark": bench_name, "model": spec.label, "dry_run": plan}, [], Path(cfg.out or "runs"), 0)
+    prepared = prepare_data(s, spec, env, lambda line: console.print(f"evalkit: {line}", markup=False,
+                                                                     highlight=False, soft_wrap=True))
     prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
     queries = prepared.queries
     price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
@@ -118,7 +124,10 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     if cfg.strict and lint.errors:
         raise EvalkitError(f"{lint.line}; --strict: the run is not started (`evalkit lint {bench_name} --data "
                            f"{prepared.data}` lists them)")
-    config = {**where.identity, "data": str(prepared.data), "images": cfg.images, "judge": cfg.judge,
+    source = with_files(prepared, where.known)
+    prepared = prepared._replace(source=source)
+    config = {**where.identity, "data": str(prepared.data), "data_source": source.to_dict(files=False),
+              "images": cfg.images, "judge": cfg.judge,
               "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
               "price": price.__dict__ if price else None, "options": s.options_dict(),
@@ -126,6 +135,10 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
         summary = await dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
+        summary["dry_run"]["data"] = describe(source, len(prepared.items))
+        if cfg.limit and source.kind in ("hub", "archive"):
+            summary["dry_run"].setdefault("notes", []).append(
+                "--limit asks fewer questions but does not shrink the download: the whole set is fetched once")
         return RunResult(summary, [], where.rundir.path, 0)
     fresh = not where.rundir.path.exists()
     try:
@@ -152,6 +165,7 @@ async def _evaluate(job: _Job) -> RunResult:
 
     bound = rundir.bind(identity, config, legacy=job.where.legacy, data=job.where.data.to_dict(),
                         reask_changed=cfg.reask_changed)
+    say(data_headline(job.prepared.source, len(items)))  # first: a score on the sample is not the benchmark's
     say(job.where.note or bound)
     job.lint.write(rundir.path)
     if job.lint.counts.get("error") or job.lint.counts.get("warning"):  # info stays in lint.json
@@ -287,7 +301,8 @@ async def _evaluate(job: _Job) -> RunResult:
     if cfg.repeats > 1:
         add_repeats(summary, bench, ordered, bench_opts, cfg.repeats, len(queries))
     summary.update(run_facts(rundir.path, ordered, identity, preflight.servers(), bench.official_source,
-                             [records[q] for q in fresh], ask_s, runner))
+                             [records[q] for q in fresh], ask_s, runner, job.prepared.source.to_dict()))
+    summary["data_source"] = job.prepared.source.to_dict(files=False)
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
     if any(r.via == "batch" for r in ordered):  # what the same answers would have cost live
         summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])

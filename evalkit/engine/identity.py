@@ -39,6 +39,7 @@ _LEGACY_OPERATIONAL = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "
                        "max_retry_after", "max_response_mb", "reask_changed", "reask", "allow_outside_images",
                        "plots", "batch", "wait", "batch_timeout", "batch_fallback", "adaptive",
                        "repeats",  # more repeats grow the same run (docs/repeats.md)
+                       "lock",  # the data lock: the bytes it pins enter the identity as the data fingerprint
                        "reask_cutoffs", "strict"}  # its --max-tokens is the cut-offs' budget, not the run's
 # Protocol defaults that 0.1.0 wrote out (or that a user may have typed): equal to today's defaults.
 _DEFAULTS_FOR_VIEW = {"mode": "official", "rotations": 1, "circular": False, "td_any_category": False,
@@ -170,11 +171,12 @@ def data_fingerprint(data: Path, items: Sequence[Item], hashes: FileHashes, imag
 
 
 def data_fingerprint_parts(data: Path, items: Sequence[Item], hashes: FileHashes,
-                           images: Path | None = None) -> DataFingerprint:
-    """`data_fingerprint`, with the hashes of its data-file and image halves."""
+                           images: Path | None = None, only: Sequence[Path] | None = None) -> DataFingerprint:
+    """`data_fingerprint`, with the hashes of its data-file and image halves. `only`: the data files a
+    run reads where the folder may hold more (an official source's cache holds every set fetched)."""
     root = data if data.is_dir() else data.parent
     whole, files, pictures = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
-    for path in data_files(data):
+    for path in (sorted(only) if only is not None else data_files(data)):
         line = f"file {_rel(path, root, None)} {hashes.sha256(str(path))}\n".encode()
         whole.update(line)
         files.update(line)
@@ -195,8 +197,15 @@ def data_fingerprint_parts(data: Path, items: Sequence[Item], hashes: FileHashes
 
 
 def _rel(path: Path, root: Path, images: Path | None) -> str:
+    """The path relative to its folder. Links are followed as they always were, except where that leaves
+    the folder: the Hub cache's snapshot links lead into `blobs/`, and a file is named by its place in
+    the snapshot (the same bytes under the same names are the same data, wherever they are cached)."""
     base = images if images is not None and _under(path, images) else root
-    return Path(os.path.relpath(Path(path).resolve(), base)).as_posix()
+    rel = os.path.relpath(Path(path).resolve(), base)
+    if rel.startswith(".."):
+        plain = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
+        rel = rel if plain.startswith("..") else plain
+    return Path(rel).as_posix()
 
 
 def _under(path: Path, folder: Path) -> bool:

@@ -9,7 +9,7 @@ without these path rules.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from evalkit.engine.identity import (
     legacy_identity,
     run_identity,
 )
+from evalkit.engine.run_data import data_files_read
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.providers import ProviderSpec
 
@@ -41,6 +42,7 @@ class Located:
     note: str | None  # set when a 0.1.0 run directory is resumed
     data: DataFingerprint
     created: tuple[Path, ...] = ()  # folders this run makes (the cache's, the run directory's parent)
+    known: Mapping[str, tuple[int, int, str]] = field(default_factory=dict)  # data file / image -> (.., sha256)
 
 
 def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> Located:
@@ -50,21 +52,23 @@ def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[
     cache_dir = Path(cfg.cache_path(env))
     fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir, *_absent_parents(cache_dir))
     hashes = FileHashes(None if cfg.no_cache else cache_dir / FILE_HASHES)
-    data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images))
+    data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images),
+                                  only=data_files_read(prepared))
     if not cfg.dry_run:
         hashes.save()
     identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data.sha256)
     legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
+    known = dict(hashes.known)
     if cfg.out:
         out = Path(cfg.out)
-        return Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)))
+        return Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)), known)
     new = default_run_dir(s.bench_name, spec.label, identity)
     old = default_run_dir(s.bench_name, spec.label, legacy)
     if not new.exists() and (old / "config.json").exists():
         return Located(RunDir(old), identity, legacy,
                         f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "
-                        f"runs of these settings that do not find it go to {new})", data, fresh_cache)
-    return Located(RunDir(new), identity, legacy, None, data, (*fresh_cache, *_absent_parents(new)))
+                        f"runs of these settings that do not find it go to {new})", data, fresh_cache, known)
+    return Located(RunDir(new), identity, legacy, None, data, (*fresh_cache, *_absent_parents(new)), known)
 
 
 def locate_cut_off_run(where: Located, queries: list[Query], budget: int) -> tuple[Located, list[Query]]:

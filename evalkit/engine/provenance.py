@@ -64,10 +64,10 @@ def sdk_versions() -> dict[str, str]:
 
 
 def manifest(records: Iterable[Record], *, identity: dict[str, Any], servers: dict[str, dict],
-             official_source: str | None) -> dict[str, Any]:
+             official_source: str | None, data_source: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"served_by": served_by(records), "servers": servers, "evalkit": __version__, "git_commit": git_commit(),
             "python": platform.python_version(), "platform": platform.platform(), "sdks": sdk_versions(),
-            "data_sha256": identity.get("data_sha256"), "official_source": official_source}
+            "data_sha256": identity.get("data_sha256"), "data_source": data_source, "official_source": official_source}
 
 
 def write_manifest(run_dir: Path, facts: dict[str, Any]) -> dict[str, Any]:
@@ -84,11 +84,12 @@ def write_manifest(run_dir: Path, facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_facts(run_dir: Path, records: Sequence[Record], identity: dict[str, Any], servers: dict[str, dict],
-              official_source: str | None, fresh: Sequence[Record], ask_s: float, runner: Runner) -> dict[str, Any]:
+              official_source: str | None, fresh: Sequence[Record], ask_s: float, runner: Runner,
+              data_source: dict[str, Any] | None = None) -> dict[str, Any]:
     """summary.json's "provenance" (manifest.json written) and "throughput": this invocation's when it
     sent anything, else the one the run directory's summary already holds (the last that did)."""
     facts = write_manifest(run_dir, manifest(records, identity=identity, servers=servers,
-                                             official_source=official_source))
+                                             official_source=official_source, data_source=data_source))
     out: dict[str, Any] = {"provenance": key_facts(facts)}
     pool_stats = getattr(getattr(runner.provider, "pool", None), "stats", None)
     s = runner.stats

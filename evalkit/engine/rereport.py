@@ -52,7 +52,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         api_key_for(judge_spec, env, flag="--judge")
     settings = saved_settings(saved)
     bench_opts = settings.bench_dict()
-    bench, items, queries, _ = prepare(identity["benchmark"], bench_opts)
+    bench, items, queries, *_ = prepare(identity["benchmark"], bench_opts)
     repeats = int(config.get("repeats") or 1)  # --repeats N: the run's queries are N times these
     queries = with_repeats(queries, repeats)
     by_id = {q.id: q for q in queries}

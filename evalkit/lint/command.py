@@ -25,7 +25,8 @@ def add_lint_parser(sub: Any) -> None:
                                    "empty or duplicate options, missing or broken images, balance and protocol "
                                    "checks. Exit 0 without error-level findings, 1 with, 2 for bad input.")
     p.add_argument("bench", metavar="BENCH", help="benchmark name (see `evalkit list`)")
-    p.add_argument("--data", metavar="PATH", help="data file or folder (default: the benchmark's bundled sample)")
+    p.add_argument("--data", metavar="SOURCE", help="a data file or folder, hf://OWNER/NAME[@REVISION][/PATH] or "
+                   "sample (default: the benchmark's official source, as for `evalkit run`)")
     p.add_argument("--images", metavar="DIR", help="folder the image paths are relative to (as for `evalkit run`)")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument("--cache-dir", metavar="DIR", help="where the full result is kept for runs to reuse "
@@ -38,8 +39,8 @@ def cmd_lint(args: argparse.Namespace, console: Any) -> int:
     from evalkit.lint.engine import lint_data
 
     for flag, value, want_dir in (("--data", args.data, False), ("--images", args.images, True)):
-        if value is None:
-            continue
+        if value is None or (flag == "--data" and (value == "sample" or value.startswith("hf://"))):
+            continue  # a source, not a path: resolved (and refused in one line) as `run` does
         path = Path(value).expanduser()
         if not path.exists():
             raise EvalkitError(f"{flag}: no such file or directory: {path}")

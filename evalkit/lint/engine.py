@@ -91,8 +91,9 @@ def lint_data(bench_name: str, data: str | Path | None, image_dir: str | Path | 
     from evalkit.lint.cache import data_key, load_result, result_key, store_result
 
     bench = get_benchmark(bench_name)
-    path = resolve_data(bench, data)
-    folder = resolve_images(image_dir)
+    resolved = resolve_data(bench, data, options)
+    path = resolved.path
+    folder = resolve_images(image_dir or resolved.option_defaults.get("images"))
     loaded = bench.load_lenient(path, folder, dict(options or {}))
     key = result_key(bench.name, data_key(path, loaded.items), [it.id for it in loaded.items])
     reused = load_result(cache_dir, key)

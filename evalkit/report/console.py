@@ -111,6 +111,16 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
         return "unknown (no price)" if v is None else f"${v:,.4f}"
 
     table = Table(title=f"dry run · {summary['benchmark']} · {summary['model']}", show_header=False)
+    if d.get("data"):
+        table.add_row("data", d["data"])
+    if "download_bytes" in d:
+        table.add_row("to download", f"{d['download_files']:,} files, {d['download_bytes'] / 1e9:,.2f} GB")
+    if "n_queries" not in d:  # the data is not here yet: nothing to count
+        console.print(table)
+        for note in d.get("notes", []):
+            console.print(f"[yellow]{note}[/yellow]")
+        console.print("nothing was sent or downloaded")
+        return
     table.add_row("queries", f"{d['n_queries']:,}")
     table.add_row("already in the run directory", f"{d['already_done']:,}")
     table.add_row("answered from the cache", f"{d['cached']:,}")

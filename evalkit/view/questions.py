@@ -113,7 +113,7 @@ def rebuild(runs: Sequence[ViewRun]) -> QuestionSet:
 
 def _load(run: ViewRun) -> tuple[Benchmark | None, list[Query], str | None]:
     try:
-        bench, _, queries, _ = prepare(run.benchmark, load_options(run.benchmark, run.options))
+        bench, _, queries, *_ = prepare(run.benchmark, load_options(run.benchmark, run.options))
     except (EvalkitError, OSError, ValueError) as e:  # a viewer shows the records whatever the data's state
         return _bench_or_none(run.benchmark), [], str(e)
     return bench, queries, None
