@@ -219,7 +219,7 @@ def test_lines_of_a_batch_that_ended_without_them_are_transient_errors(tmp_path,
     async def go():
         pool = _pool(api, tmp_path)
         task = asyncio.ensure_future(pool.complete("a", GenParams(), []))
-        await asyncio.sleep(0.05)
+        await _submitted(api, tmp_path)  # (a fixed 50 ms hung a busy machine: the batch came after it)
         for b in api.batches.values():
             b["state"] = state
             b["lines"] = []  # no results for it
