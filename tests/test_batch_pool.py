@@ -246,6 +246,12 @@ def test_the_status_line_says_batches_waiting_and_the_providers_word(tmp_path):
         pool = _pool(api, tmp_path)
         tasks = [asyncio.ensure_future(pool.complete(p, GenParams(), [])) for p in ("a", "b", "c")]
         await _submitted(api, tmp_path)
+
+        async def polled() -> None:  # the provider's word comes with the first status poll after submitting
+            while not pool.stats.states:
+                await asyncio.sleep(0.005)
+
+        await asyncio.wait_for(polled(), 60)
         line = pool.status_line()
         await pool.close()
         for t in tasks:
