@@ -1,5 +1,5 @@
 """Golden fidelity end to end: the answers of the verdict tables through the simulated server and a real
-`evalkit run <bench> --mode official`; records.jsonl and the headline metric are checked against values
+`evalkit run <bench> --mode official` on the data read through the Hub (a stand-in); records.jsonl and the headline metric are checked against values
 computed here from the tables alone (the tables: test_fidelity.py, tests/fixtures/gen/make_fidelity.py).
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from cli_under_test import run_cli
 from fidelity_common import LETTERS, letter, rows
+from hub_standin import HubStandin
 from PIL import Image
 
 from evalkit.benchmarks.ifbench import IFBench
@@ -24,6 +25,7 @@ from evalkit.benchmarks.prepare import prepare
 from evalkit.benchmarks.rgbth import PAIR, SINGLE
 from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.benchmarks.tdbench_boxes import box_values
+from evalkit.core.resources import dataset_path
 from evalkit.core.types import Query
 from evalkit.metrics.rgbth import PAPER_SKILLS, RGB_TH_TXT
 from evalkit.sim import state as sim_state
@@ -50,21 +52,29 @@ def queries_of(bench: str, data: Path | None) -> list[Query]:
 
 def official_run(tmp_path: Path, bench: str, data: Path | None, key: AnswerKey, *extra: str,
                  judge: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """`evalkit run BENCH --mode official` against a simulator answering from `key`: (records by query id,
-    summary.json). One attempt per query: an empty reply is asked again before it is taken as the answer,
-    and the simulator's replay would only repeat it."""
+    """`evalkit run BENCH --mode official` against a simulator answering from `key`, on the data read through
+    the Hub (a stand-in serving the data's folder: the files as huggingface_hub caches them, links into
+    `blobs/`): (records by query id, summary.json). One attempt per query: an empty reply is asked again
+    before it is taken as the answer, and the simulator's replay would only repeat it."""
     out = tmp_path / f"run-{bench}"
-    with SimThread(SimConfig(answer_key=key)) as sim:
+    folder = dataset_path("if-bench") if data is None else data if data.is_dir() else data.parent
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    with HubStandin() as hub, SimThread(SimConfig(answer_key=key)) as sim:
+        hub.add_commit(f"fidelity/{bench}", files, lfs=[n for n in files if not n.endswith((".json", ".md", ".py"))])
+        env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_CACHE": str(tmp_path / "hf" / "hub"),
+               "HF_HUB_DISABLE_TELEMETRY": "1", "HF_TOKEN": "", "HF_HUB_OFFLINE": ""}
         args = ["run", bench, "--model", "vllm/sim-model", "--base-url", sim.url, "--mode", "official",
-                "--out", str(out), "--no-cache", "--no-progress", "--max-attempts", "1", *extra]
-        args += ["--data", str(data) if data else "sample"]
+                "--out", str(out), "--no-cache", "--no-progress", "--max-attempts", "1", *extra,
+                "--data", f"hf://fidelity/{bench}"]
         if judge:
             args += ["--judge", "vllm/sim-model", "--judge-base-url", sim.url]
-        proc = run_cli(args, cwd=tmp_path, timeout=300)
+        proc = run_cli(args, cwd=tmp_path, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = (out / "records.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(x) for x in lines if x.strip()]
-    return {r["query_id"]: r for r in records}, json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["data_source"]["kind"] == "hub" and summary["data_source"]["endpoint"] == hub.url
+    return {r["query_id"]: r for r in records}, summary
 
 
 def check_records(name: str, assigned: dict[str, dict[str, Any]], records: dict[str, dict[str, Any]],
