@@ -119,7 +119,10 @@ def test_a_gated_dataset_without_a_token_is_one_line_even_when_cached(hub, tmp_p
     assert "\n" not in str(e.value) and hub.token not in str(e.value)
     with pytest.raises(EvalkitError, match="HF_TOKEN was refused"):
         resolve_source(request(f"hf://{REPO}", HF_TOKEN="hf_wrong"))
-    assert resolve_source(request(f"hf://{REPO}", HF_TOKEN=hub.token)).source.commit == commit
+    got = resolve_source(request(f"hf://{REPO}", HF_TOKEN=hub.token))
+    assert got.source.commit == commit and hub.token not in repr(got)
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and hub.token.encode() in p.read_bytes()]
+    assert written == []  # no token on disk: not in the cache, the refs, the listing memo
 
 
 def test_an_unreachable_hub_with_nothing_cached_is_one_line_in_seconds(tmp_path, monkeypatch):
