@@ -51,10 +51,11 @@ def request(data=None, *, bench="tdbench", options=None, **env_extra) -> DataReq
     return DataRequest(bench, data, options or {}, env, default_sample="tdbench")
 
 
-def test_official_source_downloads_once_then_reads_the_cache(hub, tmp_path):
+def test_official_source_downloads_once_then_reads_the_cache(hub, tmp_path, capfd):
     commit = hub.add_commit(REPO, tdbench_files(), lfs=TSVS)
     env = {"EVALKIT_REGISTRY": str(write_registry(tmp_path, tdbench_files()))}
     first = resolve_source(request(**env))
+    assert capfd.readouterr() == ("", "")  # huggingface_hub's bars and logs silenced (no bar was asked for)
     assert first.source.kind == "hub" and first.source.commit == commit and first.source.uri == f"hf://{REPO}"
     port = hub.url.rsplit(":", 1)[1]  # another endpoint than huggingface.co: a cache of its own
     assert first.path == (tmp_path / "hf" / "hub" / "evalkit-endpoints" / f"127.0.0.1_{port}"

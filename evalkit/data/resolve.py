@@ -106,10 +106,12 @@ def _all_cached(hub: HubEnv, ref: HubRef, wanted: list[str]) -> bool:
     return root.is_dir() and all((root / w).exists() for w in wanted if w not in ("", "/"))
 
 
-def _bar(advance: Callable[[int], None] | None) -> type | None:
-    """A tqdm-shaped class huggingface_hub can drive, feeding evalkit's own progress bar."""
+def _bar(advance: Callable[[int], None] | None) -> type:
+    """A tqdm-shaped class huggingface_hub can drive, feeding evalkit's own progress bar (or nothing:
+    huggingface_hub's own bars never print)."""
     if advance is None:
-        return None
+        def advance(n: int) -> None:
+            return None
 
     class Bar:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
