@@ -162,3 +162,23 @@ def test_a_dry_run_prices_the_download_before_anything_is_downloaded(hub, tmp_pa
     size = sum(len(b) for b in tdbench_files().values())
     assert code == 0 and hub.downloads() == 0  # priced from the listing, nothing downloaded
     assert f"{len(TSVS)} files, {size / 1e9:,.2f} GB" in out and "does not shrink the download" in out
+
+
+def test_data_pull_path_and_verify_from_the_command_line(hub, tmp_path, capsys, monkeypatch):
+    commit = hub.add_commit(REPO, tdbench_files(), lfs=TSVS)
+    monkeypatch.setenv("EVALKIT_REGISTRY", str(write_registry(tmp_path, tdbench_files())))
+    from evalkit.cli import main
+
+    assert main(["data", "pull", "tdbench", "--td-set", "main"]) == 0
+    out = capsys.readouterr().out
+    assert f"@ {commit}: 4 files, checked" in out and hub.downloads() == 4
+    assert main(["data", "path", "tdbench"]) == 0
+    folder = Path(capsys.readouterr().out.strip())
+    assert folder.name == commit and sorted(p.name for p in folder.iterdir()) == TSVS  # grounding pulled now
+    assert main(["data", "verify", "tdbench"]) == 0
+    assert "8 files verified" in capsys.readouterr().out
+    blob = (folder / "tdbench_rot90.tsv").resolve()
+    blob.write_bytes(blob.read_bytes().replace(b"\t", b" ", 1))  # a damaged copy in the cache
+    assert main(["data", "verify", "tdbench"]) == 2
+    err = capsys.readouterr().err
+    assert "tdbench_rot90.tsv: sha256" in err and "1 file(s) differ" in err
