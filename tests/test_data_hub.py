@@ -32,7 +32,8 @@ def write_registry(folder: Path, files: dict[str, bytes], *, md5_of=None) -> Pat
     for name, data in files.items():
         md5 = (md5_of or (lambda n, d: hashlib.md5(d).hexdigest()))(name, data)
         when = '["all", "grounding"]' if "grounding" in name else '["all", "main"]'
-        lines += ["[[source.files]]", f'path = "{name}"', f'md5 = "{md5}"', f"when = {{ td_set = {when} }}"]
+        lines += ["[[source.files]]", f'path = "{name}"', f'md5 = "{md5}"', f"when = {{ td_set = {when} }}",
+                  "questions = 300"]
     path = folder / "registry.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -162,6 +163,8 @@ def test_a_dry_run_prices_the_download_before_anything_is_downloaded(hub, tmp_pa
     size = sum(len(b) for b in tdbench_files().values())
     assert code == 0 and hub.downloads() == 0  # priced from the listing, nothing downloaded
     assert f"{len(TSVS)} files, {size / 1e9:,.2f} GB" in out and "does not shrink the download" in out
+    assert "2,400" in out  # the published count of the eight files (300 each, as this registry says)
+    assert "scaled to 3" in out  # --limit 3: the estimate is the sample's per-question cost times 3
 
 
 def test_data_pull_path_and_verify_from_the_command_line(hub, tmp_path, capsys, monkeypatch):

@@ -30,6 +30,7 @@ class RegistryFile:
     md5: str | None = None  # a published md5 of the file as served
     size: int | None = None
     when: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    questions: int | None = None  # published question count of this file (before evalkit's variants)
 
     def wanted(self, options: Mapping[str, Any]) -> bool:
         """Whether a run with these benchmark options reads this file."""
@@ -58,6 +59,15 @@ class RegistrySource:
     size: int | None = None
     root: str = ""  # the folder in the repository the benchmark loads ("" = the top)
     role: str = "data"  # "data", or the option this source's folder fills: "images", "translated_images"
+    questions: int | None = None  # published question count of the source's files (when not per file)
+
+    def questions_for(self, options: Mapping[str, Any]) -> int | None:
+        """The published number of questions a run with these options reads from this source, or None."""
+        wanted = self.wanted(options)
+        per_file = [f.questions for f in wanted if f.questions is not None]
+        if per_file and len(per_file) == len(wanted):
+            return sum(per_file)
+        return self.questions if wanted and self.role == "data" else None
 
     def fills(self, folder: Path) -> dict[str, str]:
         """Option defaults this source provides (a second source holding a benchmark's images)."""
@@ -82,7 +92,9 @@ def _file(raw: Mapping[str, Any]) -> RegistryFile:
     when = tuple(sorted((str(k), tuple(str(x) for x in (v if isinstance(v, list) else [v])))
                         for k, v in (raw.get("when") or {}).items()))
     size = raw.get("size")
-    return RegistryFile(str(raw["path"]), raw.get("md5"), int(size) if size is not None else None, when)
+    questions = raw.get("questions")
+    return RegistryFile(str(raw["path"]), raw.get("md5"), int(size) if size is not None else None, when,
+                        int(questions) if questions is not None else None)
 
 
 def parse_registry(raw: Mapping[str, Any]) -> tuple[RegistrySource, ...]:
@@ -95,7 +107,8 @@ def parse_registry(raw: Mapping[str, Any]) -> tuple[RegistrySource, ...]:
                 checksums=str(s.get("checksums", "first-download")),
                 files=tuple(_file(f) for f in s.get("files", [])),
                 size=int(s["size"]) if s.get("size") is not None else None,
-                root=str(s.get("root", "")).strip("/"), role=str(s.get("role", "data"))))
+                root=str(s.get("root", "")).strip("/"), role=str(s.get("role", "data")),
+                questions=int(s["questions"]) if s.get("questions") is not None else None))
         except (KeyError, TypeError, ValueError) as e:
             raise EvalkitError(f"{REGISTRY}: source {s.get('name', '?')}: {e}") from None
     return tuple(out)

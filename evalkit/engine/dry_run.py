@@ -44,3 +44,27 @@ async def dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env:
         d["batch_cost_low_usd"] = estimate_cost(batch, plan.input_tokens, plan.output_tokens_low)
         d["batch_cost_high_usd"] = estimate_cost(batch, plan.input_tokens, plan.output_tokens_high)
     return {"benchmark": bench, "model": spec.label, "dry_run": d, "config": config}
+
+
+async def scaled_from_sample(sample_queries: list[Query], n_sample_items: int, n_items: int, spec: ProviderSpec,
+                             env: Mapping[str, str], cfg: RunConfig, price: Price | None) -> dict[str, Any]:
+    """The dry run of a set not downloaded yet: the bundled sample's own estimate (same benchmark, options
+    and model) scaled to the published number of questions. The sample's images are smaller than most
+    real ones, so the tokens are a floor more than a forecast; the dry run says so."""
+    runner = Runner(KeyOnlyProvider(spec), limiter=Limiter(concurrency=cfg.concurrency), cache=NullCache(),
+                    pipeline=ImagePipeline())
+    try:
+        plan = await asyncio.to_thread(plan_dry_run, sample_queries, runner, price)
+    finally:
+        runner.pipeline.close()
+    f = n_items / max(1, n_sample_items)
+
+    def scale(v: float | None) -> float | None:
+        return None if v is None else v * f
+
+    return {"n_queries": round(plan.n_queries * f), "already_done": 0, "cached": 0, "to_send": round(plan.n_queries * f),
+            "input_tokens": round(plan.input_tokens * f), "output_tokens_low": round(plan.output_tokens_low * f),
+            "output_tokens_high": round(plan.output_tokens_high * f), "cost_low_usd": scale(plan.cost_low_usd),
+            "cost_high_usd": scale(plan.cost_high_usd),
+            "notes": [f"estimated from the bundled sample's {n_sample_items} items scaled to {n_items:,} "
+                      f"(its images are small: real image tokens may be higher)", *plan.notes]}

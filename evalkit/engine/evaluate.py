@@ -30,7 +30,7 @@ from evalkit.core.types import GenParams, Outcome, Record
 from evalkit.data.source import data_headline, describe
 from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
 from evalkit.engine.cutoffs import reask_note, split_options, to_reask, with_budget
-from evalkit.engine.dry_run import dry_run
+from evalkit.engine.dry_run import dry_run, scaled_from_sample
 from evalkit.engine.gate import Preflight
 from evalkit.engine.location import Located, forget_created, locate, locate_cut_off_run
 from evalkit.engine.lock import hold_run_dir
@@ -38,7 +38,7 @@ from evalkit.engine.provenance import run_facts
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import add_repeats, first_repeat, mark, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
-from evalkit.engine.run_data import download_plan, prepare_data, with_files
+from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
 from evalkit.engine.shutdown import on_signals
 from evalkit.engine.wiring import make_runner, open_cache, specs_for
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
@@ -106,7 +106,13 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     console: Console = s.hooks.get("console") or Console(stderr=True)
     spec, judge_spec = await specs_for(cfg, env)
     plan = download_plan(s, env) if cfg.dry_run else None
-    if plan is not None:  # priced before anything is downloaded: the size now, the questions once it is here
+    if plan is not None:  # priced before anything is downloaded: the listing's sizes, the published count
+        if plan.get("questions"):
+            price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
+            sample = prepare_sample(s, env)
+            n_items = min(plan["questions"], cfg.limit or plan["questions"])
+            estimate = await scaled_from_sample(sample.queries, len(sample.items), n_items, spec, env, cfg, price)
+            plan = {**plan, **estimate, "notes": plan["notes"] + estimate["notes"]}
         return RunResult({"benchmark": bench_name, "model": spec.label, "dry_run": plan}, [], Path(cfg.out or "runs"), 0)
     prepared = prepare_data(s, spec, env, lambda line: console.print(f"evalkit: {line}", markup=False,
                                                                      highlight=False, soft_wrap=True))
@@ -198,7 +204,8 @@ async def _evaluate(job: _Job) -> RunResult:
         stack.callback(preflight.cancel)
         runner = await make_runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
                                batch_dir=rundir.path if cfg.batch else None, price=job.price,
-                               budget_left=(lambda: cfg.max_cost - meter.spent_usd) if cfg.max_cost else None)
+                               budget_left=(lambda: cfg.max_cost - meter.spent_usd) if cfg.max_cost else None,
+                               confirm=preflight.confirms["--model"])
         pool = runner.provider if isinstance(runner.provider, BatchPool) else None
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
@@ -261,7 +268,7 @@ async def _evaluate(job: _Job) -> RunResult:
                                  group_of=image_group if cfg.group_images and not pool else None)
                 if pool is not None and cfg.batch_fallback == "live" and not draining:
                     await fallback_live(lambda: make_runner(stack, spec, job.env, cfg, cache, pipeline,
-                                                        gate=preflight.model),
+                                                        gate=preflight.model, confirm=preflight.confirms["--model"]),
                                         [q for q in todo if q.id not in records], sink, workers=2 * cfg.concurrency,
                                         stop=lambda: over_budget() or bool(draining), say=say,
                                         timeout_s=cfg.batch_timeout)
@@ -283,7 +290,8 @@ async def _evaluate(job: _Job) -> RunResult:
             judge_batch = cfg.batch and job.judge_spec.provider in BATCH_PROVIDERS  # judged in batches too
             judge_runner = await make_runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
                                          fingerprints=False, gate=preflight.judge,
-                                         batch_dir=rundir.path if judge_batch else None)
+                                         batch_dir=rundir.path if judge_batch else None,
+                                         confirm=preflight.confirms["--judge"])
             await judge_records(bench, by_id, ordered, judge_runner, mode=cfg.mode,
                                 workers=waiting_workers(len(ordered)) if judge_batch else cfg.concurrency,
                                 track=lambda n: RunProgress(n, f"judge · {job.judge_spec.label}", console,

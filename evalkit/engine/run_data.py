@@ -152,8 +152,16 @@ def download_plan(s: RunSettings, env: Mapping[str, str]) -> dict[str, Any] | No
     size = sum(plan.pending.values())
     where = ", ".join(f"{p.uri} @ {p.commit[:12]}" if p.commit else p.uri for p in plan.parts or (plan.source,))
     notes = [f"the data is not here yet: {len(plan.pending)} files, {size / 1e9:.2f} GB to download from {where}",
-             f"questions and cost are counted once it is: `evalkit data pull {s.bench_name}` (or the run itself) "
-             f"downloads it, then the same --dry-run prices it"]
+             f"`evalkit data pull {s.bench_name}` (or the run itself) downloads it; the same --dry-run then counts "
+             f"and prices every question exactly"]
     if s.config.limit:
         notes.append("--limit asks fewer questions but does not shrink the download: the whole set is fetched once")
-    return {"data": where, "download_files": len(plan.pending), "download_bytes": size, "notes": notes}
+    questions = [q for e in sources_for(s.bench_name, env) if (q := e.questions_for(opts)) is not None] \
+        if data is None else []
+    return {"data": where, "download_files": len(plan.pending), "download_bytes": size, "notes": notes,
+            **({"questions": sum(questions)} if questions else {})}
+
+
+def prepare_sample(s: RunSettings, env: Mapping[str, str]) -> Prepared:
+    """The bundled sample under the run's options, every item (what a dry run scales from)."""
+    return prepare(s.bench_name, {**s.bench_dict(), "data": "sample", "limit": None}, env=env)

@@ -115,6 +115,8 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
         table.add_row("data", d["data"])
     if "download_bytes" in d:
         table.add_row("to download", f"{d['download_files']:,} files, {d['download_bytes'] / 1e9:,.2f} GB")
+    if "questions" in d:
+        table.add_row("questions (published)", f"{d['questions']:,}")
     if "n_queries" not in d:  # the data is not here yet: nothing to count
         console.print(table)
         for note in d.get("notes", []):
@@ -134,7 +136,7 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
     console.print(table)
     for note in d.get("notes", []):
         console.print(f"[yellow]{note}[/yellow]")
-    console.print("nothing was sent")
+    console.print("nothing was sent" + (" or downloaded" if "download_bytes" in d else ""))
 
 
 def print_comparison(c: Leaderboard, console: Console, report: str | None = None) -> None:
