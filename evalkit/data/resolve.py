@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import dataset_path
@@ -28,6 +27,7 @@ from evalkit.data.hub import (
     select,
 )
 from evalkit.data.lock import check_against, lock_key
+from evalkit.data.progress import tqdm_bridge
 from evalkit.data.registry import RegistrySource, sources_for
 from evalkit.data.request import DataRequest, Resolved, load_lock
 from evalkit.data.source import COMMIT, DataSource, HubRef, is_hub, is_sample, parse_hub
@@ -85,7 +85,7 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
     total = sum(snapshot.listing[p].size for p in paths if snapshot.listing and p in snapshot.listing
                 and not (snapshot.root / p).is_file())
     advance = req.progress(label or ref.uri, total) if req.progress and total else None
-    got = fetch(snapshot, paths, hub, progress=advance, bar=_bar(advance))
+    got = fetch(snapshot, paths, hub, progress=advance, bar=tqdm_bridge(advance))
     for p in sorted(got.fresh):
         want = (md5s or {}).get(p)
         if want:
@@ -104,38 +104,6 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
 def _all_cached(hub: HubEnv, ref: HubRef, wanted: list[str]) -> bool:
     root = repo_folder(hub, ref.repo) / "snapshots" / str(ref.revision)
     return root.is_dir() and all((root / w).exists() for w in wanted if w not in ("", "/"))
-
-
-def _bar(advance: Callable[[int], None] | None) -> type:
-    """A tqdm-shaped class huggingface_hub can drive, feeding evalkit's own progress bar (or nothing:
-    huggingface_hub's own bars never print)."""
-    if advance is None:
-        def advance(n: int) -> None:
-            return None
-
-    class Bar:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self.n = int(kwargs.get("initial") or 0)
-            if self.n:
-                advance(self.n)  # a resumed download counts what it already has
-
-        def __enter__(self) -> Bar:
-            return self
-
-        def __exit__(self, *exc: Any) -> bool:
-            return False
-
-        def update(self, n: int | float | None = 1) -> None:
-            self.n += int(n or 0)
-            advance(int(n or 0))
-
-        def close(self) -> None:
-            pass
-
-        def __getattr__(self, name: str) -> Any:  # set_description, refresh, ...: nothing to do
-            return lambda *a, **k: None
-
-    return Bar
 
 
 def hub_source(text: str, req: DataRequest) -> Resolved:
