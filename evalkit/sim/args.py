@@ -29,7 +29,13 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
                    help="requests with reasoning on think about N tokens (N/2 to 3N/2 per question) before answering, "
                         "and are cut off while thinking when their output limit is smaller (default 0: no thinking)")
     g.add_argument("--served-model-name", default="sim-model", help="name listed by /v1/models")
-    g.add_argument("--strict-model", action="store_true", help="404 for other model names, like vLLM")
+    g.add_argument("--strict-model", action="store_true",
+                   help="404 (an OpenAI-style error naming the model) for other model names, as vLLM answers")
+    g.add_argument("--lenient", action="store_true",
+                   help="answer any model name while listing only --served-model-name, without saying so "
+                        "(llama.cpp's server, TGI, Ollama's tag aliases, LiteLLM wildcard routes)")
+    g.add_argument("--owned-by", default="evalkit-sim", metavar="NAME",
+                   help="what /v1/models entries say in owned_by (default evalkit-sim; vllm: as vLLM says it)")
     f = parser.add_argument_group("faults and limits")
     f.add_argument("--latency-ms", type=float, default=0.0, help="added to every answer")
     f.add_argument("--rps", type=float, default=None, help="requests per second before 429s")
@@ -77,5 +83,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         served_model_name=args.served_model_name,
         latency_s=max(0.0, args.latency_ms) / 1000.0,
         strict_model=args.strict_model,
+        lenient=args.lenient,
+        owned_by=args.owned_by,
         think_tokens=args.think_tokens,
     )

@@ -29,7 +29,7 @@ from evalkit.sim.hostile import add_hostile_routes
 from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
 from evalkit.sim.model import estimate_tokens, image_tokens, sampling_of
-from evalkit.sim.state import STATE, SimConfig, SimState
+from evalkit.sim.state import SIM_OWNER, STATE, SimConfig, SimState
 from evalkit.sim.thinking import think, think_length, thinking_style
 from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
 
@@ -133,15 +133,15 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
     return dialect.ok(state, req, content, finish, usage, thought=thought)
 
 
-SIM_OWNER = "evalkit-sim"  # what the model list and lookups say in owned_by: the simulator, by name
-
-
 async def handle_models(request: web.Request) -> web.Response:
-    """vLLM's model list; `evalkit_sim` says whether other names are served too (not strict_model)."""
+    """vLLM's model list (`owned_by` as configured: "vllm" is what vLLM says). `evalkit_sim` names the
+    simulator whatever its owned_by, and says whether other names are served too (not strict_model); a
+    lenient server does not say so, as llama.cpp's server, TGI, Ollama and LiteLLM do not."""
     config = request.app[STATE].config
-    entry = {"id": config.served_model_name, "object": "model", "created": int(time.time()), "owned_by": SIM_OWNER}
-    return web.json_response({"object": "list", "data": [entry],
-                              "evalkit_sim": {"strict_model": config.strict_model}})
+    entry = {"id": config.served_model_name, "object": "model", "created": int(time.time()),
+             "owned_by": config.owned_by}
+    about = {"lenient": True} if config.lenient else {"strict_model": config.strict_model}
+    return web.json_response({"object": "list", "data": [entry], "evalkit_sim": about})
 
 
 async def handle_model_lookup(request: web.Request) -> web.Response:

@@ -30,6 +30,8 @@ from evalkit.sim.model import SimModel, SimParams
 from evalkit.sim.prompt_cache import PrefixCache
 from evalkit.sim.wire import BadRequest
 
+SIM_OWNER = "evalkit-sim"  # what the model list and lookups say in owned_by: the simulator, by name
+
 
 @dataclass
 class SimConfig:
@@ -40,7 +42,9 @@ class SimConfig:
     faults: SimFaults = field(default_factory=SimFaults)
     served_model_name: str = "sim-model"
     latency_s: float = 0.0
-    strict_model: bool = False  # 404 for model names other than served_model_name, like vLLM
+    strict_model: bool = False  # 404 for model names other than served_model_name, as vLLM (and Ollama) answer
+    lenient: bool = False  # lists served_model_name alone, answers any name and does not say so (llama.cpp, TGI)
+    owned_by: str = SIM_OWNER  # what /v1/models entries say in owned_by; "vllm" is how vLLM identifies itself
     api_key: str | None = None  # when set, 401 for API requests that do not carry it (vllm serve --api-key)
     fp_cache_size: int = 4096
     snapshot: str | None = None  # the model name replies carry (a dated snapshot); None: the name asked for
@@ -48,6 +52,8 @@ class SimConfig:
     think_tokens: int = 0  # > 0: requests with reasoning on think about this many tokens (evalkit.sim.thinking)
 
     def __post_init__(self) -> None:
+        if self.lenient and self.strict_model:
+            raise ValueError("a lenient server answers any model name: it cannot be strict about them too")
         if self.think_tokens < 0:
             raise ValueError(f"think tokens must be 0 or more, not {self.think_tokens}")
 
