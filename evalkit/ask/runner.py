@@ -20,6 +20,7 @@ from typing import TypeVar
 from evalkit.ask.breaker import Breaker
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.cache_writes import CacheWrites
+from evalkit.ask.confirm import Confirmation, ModelNotServed
 from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
 from evalkit.ask.retry import RetryPolicy, with_retries
@@ -67,7 +68,8 @@ def unclassified(provider: str, error: Exception) -> ProviderError:
 class Runner:
     def __init__(self, provider: Provider, *, limiter: Limiter, cache: CacheLike, pipeline: ImagePipeline,
                  policy: RetryPolicy | None = None, fingerprints: bool = True, drain_s: float = 30.0,
-                 breaker: Breaker | None = None, gate: Callable[[], Awaitable[None]] | None = None):
+                 breaker: Breaker | None = None, gate: Callable[[], Awaitable[None]] | None = None,
+                 confirm: Confirmation | None = None):
         self.provider = provider
         self.limiter = limiter
         self.cache = cache
@@ -78,6 +80,7 @@ class Runner:
         self.stats = RunnerStats()
         self.breaker = breaker if breaker is not None else Breaker()  # .tripped: why the run stopped sending
         self.gate = gate  # awaited before the first request run() must send (the preflight); may raise
+        self.confirm = confirm  # a model the server does not list: one request confirms it first (ask.confirm)
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         self._writes: CacheWrites | None = None
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
@@ -262,8 +265,24 @@ class Runner:
         return Outcome(query, response, key, False, fps, sizes), store
 
     async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
+        """_attempts(), but while the model waits to be confirmed (evalkit.ask.confirm) one request goes and
+        the others wait for its answer; ModelNotServed when the server says it does not serve the model."""
+        if self.confirm is None or not await self.confirm.turn():
+            return await self._attempts(query, images)
+        failed: list[ProviderError] = []
+        try:
+            response = await self._attempts(query, images, failed.append)
+        except BaseException:
+            self.confirm.abandon()  # not sent after all (stopped, cancelled): the next request confirms
+            raise
+        self.confirm.settle(failed[-1] if failed else None)
+        return response
+
+    async def _attempts(self, query: Query, images: Sequence[PreparedImage],
+                        failed: Callable[[ProviderError], None] | None = None) -> Response:
         """Send with retries; empty content is retried, and if still empty it is the answer. A reply cut
-        off while thinking (token limit, no answer) is final at once: the same request would end the same."""
+        off while thinking (token limit, no answer) is final at once: the same request would end the same.
+        `failed` sees the error that ended the attempts, if one did."""
         last_empty: Response | None = None
 
         first = True
@@ -303,6 +322,8 @@ class Runner:
         except ProviderError as e:
             if e.kind == "empty" and last_empty is not None:
                 return last_empty  # the model's answer after all: the benchmark's rule scores it
+            if failed is not None:
+                failed(e)
             return Response(error=e.kind, error_message=e.message)  # type: ignore[arg-type]
 
     # ---- many queries ------------------------------------------------------------------
@@ -345,6 +366,8 @@ class Runner:
                 await self.gate()
             try:
                 return await ask(query, looked[0] if looked is not None else None)
+            except ModelNotServed:  # the run's error: nothing is sent or recorded after it
+                raise
             except EvalkitError as e:  # this query's input is bad (an unreadable image): its own error
                 self.stats.errors += 1
                 return Outcome(query, Response(error="permanent", error_message=str(e)), "", False), None

@@ -4,6 +4,9 @@ A fully cached re-run never calls it, so it works offline; a run that needs the 
 model's endpoint and the judge's at once, before its first request, and stops with exit 2 and the
 cause when either cannot answer. It also remembers whether the endpoint is the simulated server,
 so that the end of the run can warn when the simulator was asked questions its key does not hold.
+A model the server does not list (a lenient compatible server's alias) is one line, and the
+model's (or the judge's) Confirmation then holds its runner to one request until the server has
+answered it (evalkit.ask.confirm).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 
+from evalkit.ask.confirm import Confirmation
 from evalkit.providers import ProviderSpec, api_key_for
 from evalkit.providers.preflight import Reachable, probe_all, sim_unkeyed
 
@@ -21,6 +25,9 @@ class Preflight:
         self._spec, self._judge, self._env, self._say = spec, judge, env, say
         self._tasks: dict[str, asyncio.Task[Reachable]] = {}
         self._unkeyed_before: dict[str, int] = {}
+        self.confirms = {"--model": Confirmation(spec.model, "--model", spec.label)}  # for the runners
+        if judge is not None:
+            self.confirms["--judge"] = Confirmation(judge.model, "--judge", judge.label)
 
     def _probe(self, spec: ProviderSpec, flag: str) -> asyncio.Task[Reachable]:
         task = self._tasks.get(flag)
@@ -32,6 +39,12 @@ class Preflight:
         reached = await probe_all(spec, api_key_for(spec, self._env, flag=flag), flag)
         for note in reached.notes():
             self._say(note)
+        listed = reached.unlisted()
+        if listed is not None:
+            whose = "" if flag == "--model" else "the judge's "
+            self._say(f"{whose}model '{spec.model}' is not listed by the server (it lists: {', '.join(listed[:5])}"
+                      f"{', …' if len(listed) > 5 else ''}); asking anyway")
+            self.confirms[flag].require(listed)
         for url in reached.simulator_urls:
             self._unkeyed_before[url] = await sim_unkeyed(url) or 0
         return reached

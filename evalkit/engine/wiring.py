@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.confirm import Confirmation
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.core.settings import RunConfig
@@ -54,9 +55,11 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
 async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
                   cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True,
                   gate: Callable[[], Awaitable[None]] | None = None, batch_dir: Path | None = None,
-                  price: Price | None = None, budget_left: Callable[[], float | None] | None = None) -> Runner:
+                  price: Price | None = None, budget_left: Callable[[], float | None] | None = None,
+                  confirm: Confirmation | None = None) -> Runner:
     """A runner whose provider the stack closes (with `batch_dir`: through the provider's batch API,
-    its journal in that run directory)."""
+    its journal in that run directory). `confirm`: a live runner sends one request first while the
+    server has not confirmed a model it does not list."""
     provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
     stack.push_async_callback(provider.close)
     if batch_dir is not None:
@@ -67,4 +70,4 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
         limiter.adapt_rates()
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
-                  fingerprints=fingerprints, gate=gate)
+                  fingerprints=fingerprints, gate=gate, confirm=confirm)

@@ -12,11 +12,22 @@
   are named and the run goes on with the rest. Other statuses (a 5xx, a 429, a server without a
   model list) are left to the runner's retries.
 
+A model the list does not name is unknown only where the server is known to refuse other names:
+vLLM, which says `owned_by: vllm` on every entry of its list (its ModelCard's default; vLLM answers
+any other name with 404 "The model `X` does not exist."), and the OpenAI API itself. Most other
+OpenAI-compatible servers list one alias and answer any name (llama.cpp's server, TGI's Messages
+API, Ollama's tag aliases such as `llava` for `llava:latest`, LiteLLM's wildcard routes): for
+`openai-compatible/` and `vllm/` specs the probe marks the model `unlisted`, the run says so in one
+line and asks anyway, and its first request confirms the model before the others go
+(evalkit.ask.confirm).
+
 The probe also learns whether the endpoint is evalkit's simulated server (its model list says
 `owned_by: evalkit-sim`), so the run can read the simulator's mismatch counter at the end.
 Wire formats read on 2026-11-23: OpenAI and vLLM `GET /v1/models`; Anthropic "Get a Model"
 (`GET /v1/models/{model_id}`, headers `x-api-key`, `anthropic-version`); Gemini `models.get`
-(`GET /v1beta/models/{model}`, header `x-goog-api-key`).
+(`GET /v1beta/models/{model}`, header `x-goog-api-key`). vLLM's `owned_by: "vllm"` and its 404 for
+an unknown name read on 2026-11-26 in vllm-project/vllm (vllm/entrypoints/openai/engine/protocol.py
+ModelCard, models/serving.py check_model).
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import importlib.util
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from evalkit.core.errors import EvalkitError
@@ -38,6 +50,8 @@ DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api
                 "google": "https://generativelanguage.googleapis.com"}
 ANTHROPIC_VERSION = "2023-06-01"
 SIM_OWNER = "evalkit-sim"
+VLLM_OWNER = "vllm"  # what vLLM's model list says in owned_by: a server that refuses names it does not list
+ASKED_ANYWAY = ("openai-compatible", "vllm")  # providers whose servers may answer a name they do not list
 PROBE_TIMEOUT_S = 10.0
 _BODY_BYTES = 1024 * 1024
 
@@ -72,6 +86,7 @@ class Probe:
     simulator: bool = False
     models: tuple[str, ...] = ()  # what a chat-completions server lists at /v1/models (provenance)
     version: str | None = None  # a vLLM server's /version (provenance)
+    unlisted: bool = False  # it answers, but does not list the model: asked anyway, the first request confirms it
 
     @property
     def ok(self) -> bool:
@@ -93,6 +108,12 @@ class Reachable:
         return [f"{self.spec.label}: replica {p.url} does not answer ({p.cause}); the run goes on without it"
                 for p in self.probes if not p.ok]
 
+    def unlisted(self) -> tuple[str, ...] | None:
+        """What the servers list, when one that answers does not list the model (else None)."""
+        if not any(p.ok and p.unlisted for p in self.probes):
+            return None
+        return tuple(dict.fromkeys(m for p in self.probes if p.ok for m in p.models))
+
 
 def _request(spec: ProviderSpec, base: str, key: str | None) -> tuple[str, dict[str, str]]:
     """The metadata call for one base URL: (url, headers)."""
@@ -104,15 +125,33 @@ def _request(spec: ProviderSpec, base: str, key: str | None) -> tuple[str, dict[
     return canonical_url(spec.provider, base) + "/models", ({"Authorization": f"Bearer {key}"} if key else {})
 
 
-def _listed(body: object) -> tuple[list[str], bool, bool]:
-    """(model ids, listed by the simulator, the simulator serves any name) from a /v1/models body."""
+class Listing(NamedTuple):
+    """What a /v1/models body says."""
+
+    ids: list[str]
+    simulator: bool  # evalkit's simulated server
+    any_name: bool  # the simulator says it serves any name
+    vllm: bool  # vLLM, which refuses a name it does not list
+
+
+def _listed(body: object) -> Listing:
     data = body.get("data") if isinstance(body, dict) else None
     entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
     ids = [m["id"] for m in entries if isinstance(m.get("id"), str)]
-    simulator = any(m.get("owned_by") == SIM_OWNER for m in entries)
     sim_info = body.get("evalkit_sim") if isinstance(body, dict) else None
+    simulator = isinstance(sim_info, dict) or any(m.get("owned_by") == SIM_OWNER for m in entries)
     any_name = isinstance(sim_info, dict) and sim_info.get("strict_model") is False
-    return ids, simulator, any_name
+    vllm = bool(entries) and all(m.get("owned_by") == VLLM_OWNER for m in entries)
+    return Listing(ids, simulator, any_name, vllm)
+
+
+def asked_anyway(spec: ProviderSpec, status: int, body: object) -> bool:
+    """The model list does not name the model, but the server may answer it all the same (not vLLM, and
+    not the OpenAI API): the run asks, and its first request confirms it. Pure."""
+    if status != 200 or spec.provider not in ASKED_ANYWAY:
+        return False
+    listing = _listed(body)
+    return bool(listing.ids) and spec.model not in listing.ids and not listing.any_name and not listing.vllm
 
 
 def _names_the_model(body: object, model: str) -> bool:
@@ -136,8 +175,8 @@ def judge_reply(spec: ProviderSpec, status: int, body: object) -> tuple[str | No
         return None, simulator
     if status != 200:
         return None, False  # no model list here (404), or a server error the runner's retries handle
-    ids, simulator, any_name = _listed(body)
-    if ids and spec.model not in ids and not any_name:
+    ids, simulator, any_name, _ = _listed(body)
+    if ids and spec.model not in ids and not any_name and not asked_anyway(spec, status, body):
         return f"model '{spec.model}' is not served there (it serves: {', '.join(ids[:5])})", simulator
     return None, simulator
 
@@ -169,9 +208,10 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
     except (UnicodeDecodeError, ValueError):
         body = None
     cause, simulator = judge_reply(spec, status, body)
-    models = tuple(_listed(body)[0]) if status == 200 and spec.provider not in ("anthropic", "google") else ()
+    models = tuple(_listed(body).ids) if status == 200 and spec.provider not in ("anthropic", "google") else ()
     version = await _vllm_version(base, headers, timeout_s) if spec.provider == "vllm" and cause is None else None
-    return Probe(shown, redact(cause) if cause else None, simulator, models, version)
+    unlisted = cause is None and asked_anyway(spec, status, body)
+    return Probe(shown, redact(cause) if cause else None, simulator, models, version, unlisted)
 
 
 async def _vllm_version(base: str, headers: dict[str, str], timeout_s: float) -> str | None:
