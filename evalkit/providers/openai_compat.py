@@ -56,13 +56,15 @@ def proxy_for(url: str) -> str | None:
 
 
 def error_message(status: int, body: str | bytes) -> str:
-    """A one-line message from an error body (OpenAI-style JSON or text), trimmed."""
+    """A one-line message from an error body (OpenAI-style JSON; older vLLM releases put the message at the
+    top level; or text), trimmed."""
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
     try:
-        err = json.loads(body).get("error")
-        msg = err.get("message") if isinstance(err, dict) else str(err)
-    except (ValueError, AttributeError):
+        parsed = json.loads(body)
+        err = parsed.get("error")
+        msg = err.get("message") if isinstance(err, dict) else str(err) if err is not None else parsed["message"]
+    except (ValueError, AttributeError, KeyError):
         msg = body
     return f"HTTP {status}: {' '.join(str(msg).split())[:300]}"
 
