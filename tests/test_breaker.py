@@ -73,8 +73,9 @@ SPEC = {p: ProviderSpec(p, "m") for p in ("vllm", "openai", "anthropic", "google
 
 
 def test_the_preflight_reads_model_lists_and_lookups():
-    listing = {"data": [{"id": "a"}, {"id": "b"}]}
+    listing = {"data": [{"id": "a", "owned_by": "vllm"}, {"id": "b", "owned_by": "vllm"}]}  # vLLM's own list
     assert judge_reply(SPEC["vllm"], 200, listing)[0] == "model 'm' is not served there (it serves: a, b)"
+    assert judge_reply(SPEC["vllm"], 200, {"data": [{"id": "a"}]}) == (None, False)  # maybe lenient: asked anyway
     assert judge_reply(SPEC["vllm"], 200, {"data": [{"id": "m"}]}) == (None, False)
     sim = {"data": [{"id": "x", "owned_by": "evalkit-sim"}], "evalkit_sim": {"strict_model": False}}
     assert judge_reply(SPEC["vllm"], 200, sim) == (None, True)  # a simulator that serves any name

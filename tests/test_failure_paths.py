@@ -130,9 +130,15 @@ def _against(config: SimConfig, folder: Path, args: list[str], env: dict[str, st
 
 
 def _unknown_model(folder: Path) -> Seen:
-    return _against(SimConfig(strict_model=True), folder, [
+    return _against(SimConfig(strict_model=True, owned_by="vllm"), folder, [
         "run", "mcq", "--model", "vllm/Qwen2.5-VL-7B", "--base-url", "{sim}", "--data", str(_data(folder)),
         "--no-progress"])
+
+
+def _not_served(folder: Path) -> Seen:
+    return _against(SimConfig(strict_model=True), folder, [
+        "run", "mcq", "--model", "openai-compatible/Qwen2.5-VL-7B", "--base-url", "{sim}/v1", "--data",
+        str(_data(folder)), "--no-progress"])
 
 
 def _key_refused(folder: Path) -> Seen:
@@ -262,8 +268,11 @@ CASES = [
          "--model vllm/sim-model cannot be reached: http://127.0.0.1:PORT: connection refused", _dead_server, _dead_checks),
     Case("no-scheme", "`--base-url 127.0.0.1:PORT` (no scheme)", 2,
          "is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)", _no_scheme, _nothing_written),
-    Case("unknown-model", "`--model vllm/NAME` that the server does not serve", 2,
+    Case("unknown-model", "`--model vllm/NAME` that a vLLM server does not serve", 2,
          "model 'Qwen2.5-VL-7B' is not served there (it serves: sim-model)", _unknown_model, _nothing_written),
+    Case("not-served", "`--model openai-compatible/NAME` that a server other than vLLM neither lists nor serves", 2,
+         "--model openai-compatible/Qwen2.5-VL-7B: the server does not serve model 'Qwen2.5-VL-7B' (HTTP 404: The "
+         "model `Qwen2.5-VL-7B` does not exist.); it lists: sim-model", _not_served, _nothing_written),
     Case("key-refused", "a key the server refuses (HTTP 401)", 2,
          "--model vllm/sim-model cannot be reached: http://127.0.0.1:PORT: HTTP 401: the API key was refused",
          _key_refused, _key_checks),

@@ -22,7 +22,7 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_each_provider_reaches_the_simulator_and_knows_it(provider):
-    async with await start_sim(SimConfig(strict_model=True, served_model_name="m")) as sim:
+    async with await start_sim(SimConfig(strict_model=True, served_model_name="m", owned_by="vllm")) as sim:
         reached = await probe_all(ProviderSpec(provider, "m", (sim.url,)), "k")
         assert reached.simulator_urls == (sim.url,) and reached.notes() == []
         with pytest.raises(EvalkitError, match="unknown model 'other'|model 'other' is not served there"):
