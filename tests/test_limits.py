@@ -13,16 +13,15 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImagePart, ImageRef, Transform
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.images.provider_limits import (
-    LIMITS,
     check_image_count,
     check_prepared,
     check_request_bytes,
     encoded_size,
     fit_transform,
-    limits_for,
     next_attempt,
     prepare_within,
 )
+from evalkit.providers.registry import RECORDS, limits_for
 
 W, H = 9000, 6000
 
@@ -199,6 +198,7 @@ def test_request_bytes():
 
 
 def test_table_is_dated_and_sourced():
+    LIMITS = {name: record.image_limits for name, record in RECORDS.items()}  # noqa: N806
     for name in ("openai", "anthropic", "google"):
         lim = LIMITS[name]
         assert lim.source.startswith("https://") and lim.read_on == "2026-11-22" and lim.name == name

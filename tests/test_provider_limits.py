@@ -9,7 +9,8 @@ import pytest
 from PIL import Image
 
 from evalkit.engine.evaluate import run
-from evalkit.images.provider_limits import encoded_size, limits_for
+from evalkit.images.provider_limits import encoded_size
+from evalkit.providers.registry import limits_for
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

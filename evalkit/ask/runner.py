@@ -31,10 +31,10 @@ from evalkit.images.provider_limits import (
     check_image_count,
     check_request_bytes,
     fit_transform,
-    limits_for,
     prepare_within,
 )
 from evalkit.providers.base import Provider
+from evalkit.providers.registry import limits_for
 
 T = TypeVar("T")
 HALT_DRAIN_S = 2.0  # after the breaker trips, how long requests in flight may take to come back

@@ -50,6 +50,7 @@ from evalkit.providers import (
     BATCH_PROVIDERS,
     ProviderSpec,
 )
+from evalkit.providers.registry import price_key
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
@@ -108,7 +109,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     plan = download_plan(s, env) if cfg.dry_run else None
     if plan is not None:  # priced before anything is downloaded: the listing's sizes, the published count
         if plan.get("questions"):
-            price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
+            price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(price_key(spec.provider), spec.model)
             sample = prepare_sample(s, env)
             n_items = min(plan["questions"], cfg.limit or plan["questions"])
             estimate = await scaled_from_sample(sample.queries, len(sample.items), n_items, spec, env, cfg, price)
@@ -118,7 +119,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
                                                                      highlight=False, soft_wrap=True))
     prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
     queries = prepared.queries
-    price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(spec.provider, spec.model)
+    price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(price_key(spec.provider), spec.model)
     if cfg.max_cost is not None and price is None:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
     where = locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)

@@ -28,9 +28,9 @@ from evalkit.core.types import Query, Record
 from evalkit.metrics.basic import usage_totals
 from evalkit.metrics.reliability import fit_histogram, histogram
 from evalkit.metrics.repeats import agreement, majority_vote_pct, mean_sd, pass_at_ks
+from evalkit.providers.registry import find
 
 MARK = "#r"  # "<query id>#r<repeat>"
-SEEDLESS_BATCH = ("anthropic",)  # sends no seed: its repeats are identical requests
 
 
 class Aggregates(Protocol):
@@ -59,8 +59,10 @@ def with_repeats(queries: list[Query], n: int, batch_provider: str | None = None
     API, where identical requests get one answer: refused unless a seed tells the repeats apart."""
     if n <= 1:
         return queries
-    if batch_provider is not None and (batch_provider in SEEDLESS_BATCH or any(q.params.seed is None for q in queries)):
-        why = f"{batch_provider}/ takes no seed" if batch_provider in SEEDLESS_BATCH else "give --seed"
+    record = find(batch_provider) if batch_provider is not None else None
+    seedless = record is not None and record.seedless_batch  # its batch lines carry no seed
+    if batch_provider is not None and (seedless or any(q.params.seed is None for q in queries)):
+        why = f"{batch_provider}/ takes no seed" if seedless else "give --seed"
         raise EvalkitError(f"--repeats with --batch needs a seed to tell the repeats apart (a batch answers "
                            f"identical requests once): {why}, or ask live (without --batch)")
     out = list(queries)

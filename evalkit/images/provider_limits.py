@@ -1,4 +1,5 @@
-"""What each provider accepts as an image, in one table, and the pure planning that fits an image to it.
+"""What each provider accepts as an image (one ImageLimits per provider, which its record in
+evalkit.providers.registry names), and the pure planning that fits an image to it.
 
 Why: a provider either rejects an image that is too big (a wasted request, counted as a
 permanent error) or silently resizes it again (latency, and a second resampling we do not
@@ -53,54 +54,50 @@ class ImageLimits:
     max_request_bytes: int | None = None  # all inline images of one request, base64
 
 
-LIMITS: dict[str, ImageLimits] = {
-    # https://platform.openai.com/docs/guides/images-vision : the official page is not in the
-    # search index; read in copies of it (openai-hd4n6.mintlify.app/docs/guides/images, a20k.com)
-    # and cross-checked for the 2048/768 scaling (genai.stackexchange.com q 1902 quoting the docs).
-    # "Up to 20MB per image, up to 500 individual images per request, up to 50 MB image bytes per
-    # request"; high detail: "scaled to fit within a 2048 x 2048 square", then shortest side 768
-    # (we stop at 2048 so patch-based models that read more than 768 px lose nothing).
-    "openai": ImageLimits(
-        max_bytes=20 * MB, max_side=2048, max_pixels=None, max_images=500,
-        formats=("image/png", "image/jpeg", "image/webp"),
-        source="https://platform.openai.com/docs/guides/images-vision (via openai-hd4n6.mintlify.app/docs/guides/images)",
-        read_on=READ_ON, name="openai", max_request_bytes=50 * MB),
-    # https://platform.claude.com/docs/en/build-with-claude/vision (read 2026-11-22): up to 100
-    # images per API request (600 for models with a larger context: we keep the conservative 100);
-    # "larger than 8000x8000 px ... rejected", 2000x2000 with more than 20 images; 32 MB request
-    # limit; long edge > 1568 px or > ~1,600 tokens is scaled down; recommended <= 1.15 MP.
-    # 5 MB per image: NOT in the page as read; taken from API error reports (e.g. "image exceeds
-    # 5 MB maximum", github shellicar/claude-cli#323) and applied to the base64 text: conservative.
-    "anthropic": ImageLimits(
-        max_bytes=5 * MB, max_side=1568, max_pixels=1_150_000, max_images=100,
-        formats=("image/jpeg", "image/png", "image/webp"),
-        source="https://platform.claude.com/docs/en/build-with-claude/vision",
-        read_on=READ_ON, name="anthropic", reject_side=8000, many_images=(20, 2000),
-        max_request_bytes=32 * MB),
-    # https://ai.google.dev/gemini-api/docs/image-understanding : inline data only for a "total
-    # request size" under 20 MB. https://docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/image-understanding :
-    # Gemini 2.5 Pro/Flash "Maximum images per prompt: 3,000", inline file "7 MB", MIME types
-    # png/jpeg/webp/heic/heif. https://firebase.google.com/docs/vertex-ai/input-file-requirements :
-    # "larger images are scaled down and padded to fit a maximum resolution of 3072 x 3072".
-    # 7 MB per image is Vertex AI's figure; the Developer API only states the 20 MB request total,
-    # which 7 MB per image also keeps a single image well inside: conservative for both.
-    "google": ImageLimits(
-        max_bytes=7 * MB, max_side=3072, max_pixels=None, max_images=3000,
-        formats=("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"),
-        source="https://ai.google.dev/gemini-api/docs/image-understanding; "
-               "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/image-understanding",
-        read_on=READ_ON, name="google", max_request_bytes=20 * MB),
-    # OpenAI-compatible servers (vLLM, SGLang, llama.cpp) document no fixed limits: images go as
-    # they are unless --max-side/--max-pixels say otherwise (the server's own flags still apply).
-    "vllm": ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON, name="vllm"),
-    "openai-compatible": ImageLimits(None, None, None, None, (), source="none: server-specific",
-                                     read_on=READ_ON, name="openai-compatible"),
-}
+# https://platform.openai.com/docs/guides/images-vision : the official page is not in the
+# search index; read in copies of it (openai-hd4n6.mintlify.app/docs/guides/images, a20k.com)
+# and cross-checked for the 2048/768 scaling (genai.stackexchange.com q 1902 quoting the docs).
+# "Up to 20MB per image, up to 500 individual images per request, up to 50 MB image bytes per
+# request"; high detail: "scaled to fit within a 2048 x 2048 square", then shortest side 768
+# (we stop at 2048 so patch-based models that read more than 768 px lose nothing).
+OPENAI_IMAGES = ImageLimits(
+    max_bytes=20 * MB, max_side=2048, max_pixels=None, max_images=500,
+    formats=("image/png", "image/jpeg", "image/webp"),
+    source="https://platform.openai.com/docs/guides/images-vision (via openai-hd4n6.mintlify.app/docs/guides/images)",
+    read_on=READ_ON, name="openai", max_request_bytes=50 * MB)
 
+# https://platform.claude.com/docs/en/build-with-claude/vision (read 2026-11-22): up to 100
+# images per API request (600 for models with a larger context: we keep the conservative 100);
+# "larger than 8000x8000 px ... rejected", 2000x2000 with more than 20 images; 32 MB request
+# limit; long edge > 1568 px or > ~1,600 tokens is scaled down; recommended <= 1.15 MP.
+# 5 MB per image: NOT in the page as read; taken from API error reports (e.g. "image exceeds
+# 5 MB maximum", github shellicar/claude-cli#323) and applied to the base64 text: conservative.
+ANTHROPIC_IMAGES = ImageLimits(
+    max_bytes=5 * MB, max_side=1568, max_pixels=1_150_000, max_images=100,
+    formats=("image/jpeg", "image/png", "image/webp"),
+    source="https://platform.claude.com/docs/en/build-with-claude/vision",
+    read_on=READ_ON, name="anthropic", reject_side=8000, many_images=(20, 2000),
+    max_request_bytes=32 * MB)
 
-def limits_for(provider: str) -> ImageLimits | None:
-    """The provider's limits; None for a provider this table does not know (no limits applied)."""
-    return LIMITS.get(provider)
+# https://ai.google.dev/gemini-api/docs/image-understanding : inline data only for a "total
+# request size" under 20 MB. https://docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/image-understanding :
+# Gemini 2.5 Pro/Flash "Maximum images per prompt: 3,000", inline file "7 MB", MIME types
+# png/jpeg/webp/heic/heif. https://firebase.google.com/docs/vertex-ai/input-file-requirements :
+# "larger images are scaled down and padded to fit a maximum resolution of 3072 x 3072".
+# 7 MB per image is Vertex AI's figure; the Developer API only states the 20 MB request total,
+# which 7 MB per image also keeps a single image well inside: conservative for both.
+GOOGLE_IMAGES = ImageLimits(
+    max_bytes=7 * MB, max_side=3072, max_pixels=None, max_images=3000,
+    formats=("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"),
+    source="https://ai.google.dev/gemini-api/docs/image-understanding; "
+           "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/image-understanding",
+    read_on=READ_ON, name="google", max_request_bytes=20 * MB)
+
+# OpenAI-compatible servers (vLLM, SGLang, llama.cpp) document no fixed limits: images go as
+# they are unless --max-side/--max-pixels say otherwise (the server's own flags still apply).
+VLLM_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON, name="vllm")
+COMPAT_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON,
+                            name="openai-compatible")
 
 
 def encoded_size(nbytes: int) -> int:

@@ -7,7 +7,6 @@ None, never a guess; `--max-cost` therefore needs a known price.
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,25 +17,16 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Outcome, Query, Record, Usage
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.pricing import Price, cost_usd, estimate_cost, price_of
+from evalkit.providers.registry import find, openai_image_tokens
 
 SHORT_ANSWER_TOKENS = 16  # the low end of a dry run's output estimate: a letter and a few words
 
 
 def image_tokens(provider: str, width: int, height: int) -> int:
-    """The providers' documented image-token formulas (approximate for OpenAI-compatible servers)."""
-    if provider == "anthropic":  # about w*h/750 after the API's own resize to <= 1568 px / 1.15 MP
-        s = min(1.0, 1568 / max(width, height), math.sqrt(1.15e6 / (width * height)))
-        return math.ceil(width * s * height * s / 750)
-    if provider == "google":  # 258 per image up to 384x384, else 258 per 768x768 tile
-        if width <= 384 and height <= 384:
-            return 258
-        return 258 * math.ceil(width / 768) * math.ceil(height / 768)
-    # OpenAI high detail: fit 2048x2048, shortest side to 768, 170 per 512 tile + 85
-    s = min(1.0, 2048 / max(width, height))
-    w, h = width * s, height * s
-    s = min(1.0, 768 / min(w, h))
-    w, h = w * s, h * s
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    """The provider's documented image-token formula (its record's; OpenAI's for a provider without one,
+    approximate for OpenAI-compatible servers)."""
+    record = find(provider)
+    return (record.image_tokens if record is not None else openai_image_tokens)(width, height)
 
 
 @dataclass

@@ -13,14 +13,14 @@ Accounting rules (all prices in USD per million tokens):
 - Reasoning tokens are billed as output by every provider here. OpenAI's `completion_tokens`
   and Anthropic's `output_tokens` already include them; Gemini's `candidates_token_count` does
   NOT include `thoughts_token_count`, so evalkit's Google adapters report thoughts separately in
-  `Usage.reasoning_tokens` and they are added to output. `REASONING_IN_OUTPUT` states this per
-  provider; `cost_usd(..., reasoning_in_output=...)` makes it explicit at the call site.
+  `Usage.reasoning_tokens` and they are added to output. Each provider's record
+  (evalkit.providers.registry, reasoning_in_output) states this; `cost_usd(..., reasoning_in_output=...)` makes it explicit at the call site.
 - Not modelled (said here so nobody assumes otherwise): Gemini 2.5 Pro's and Claude Sonnet 4.x's
   higher rates for prompts above 200k tokens (evaluation prompts are far below that); Anthropic
   cache *writes* (1.25x input; evalkit's Anthropic adapter counts them as plain input, so a run
   with prompt caching is under-estimated by 0.25x input on written tokens).
 - Batch answers (`--batch`) are billed at the batch price: a price's own batch rates when it has
-  them, else the provider's documented batch discount on every rate (BATCH_DISCOUNT).
+  them, else the provider's documented batch discount on every rate (its record's batch_discount).
 """
 
 from __future__ import annotations
@@ -34,27 +34,12 @@ from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Usage
-
-# Does the provider's output-token count already include reasoning/thinking tokens?
-REASONING_IN_OUTPUT: dict[str, bool] = {
-    "openai": True,  # completion_tokens includes completion_tokens_details.reasoning_tokens
-    "anthropic": True,  # output_tokens includes thinking blocks (billed as output)
-    "google": False,  # thoughts_token_count is billed as output but not in candidates_token_count
-    "vllm": True,  # OpenAI wire format
-    "openai-compatible": True,
-}
+from evalkit.providers.registry import find
 
 # A name followed by one of these is a snapshot of the same model (same price); anything else
 # ("-mini", "-nano", "-pro", "-audio-preview", "-lite", "-5" in "claude-opus-4-5") is a
 # different model that may cost something else entirely, so it does not match.
 _SNAPSHOT = re.compile(r"(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{3}|-latest|@\d{8})")
-
-
-# The batch APIs' price as a share of the live price, read 2026-11-25: "50% of the standard cost"
-# (ai.google.dev/gemini-api/docs/batch-api), "cutting costs by 50%" (platform.claude.com/docs/en/
-# build-with-claude/batch-processing), "50% cost discount compared to synchronous APIs"
-# (platform.openai.com/docs/guides/batch).
-BATCH_DISCOUNT: dict[str, float] = {"openai": 0.5, "anthropic": 0.5, "google": 0.5}
 
 
 @dataclass(frozen=True)
@@ -73,7 +58,8 @@ class Price:
 
     def batch(self) -> Price:
         """The price of an answer from the provider's batch API."""
-        share = BATCH_DISCOUNT.get(self.provider, 0.5)
+        record = find(self.provider)
+        share = record.batch_discount if record is not None and record.batch_discount is not None else 0.5
         cached = None if self.cached_input_per_m is None else self.cached_input_per_m * share
         return Price(self.input_per_m * share if self.batch_input_per_m is None else self.batch_input_per_m,
                      self.output_per_m * share if self.batch_output_per_m is None else self.batch_output_per_m,
@@ -241,15 +227,16 @@ def _user_price(path: Path, key: str, provider: str, entry: Any) -> Price:
 
 
 def reasoning_included(provider: str) -> bool:
-    """The provider's documented rule (REASONING_IN_OUTPUT); OpenAI's wire format when unknown."""
-    return REASONING_IN_OUTPUT.get(provider, True)
+    """The provider's documented rule (its record's reasoning_in_output); OpenAI's wire format when unknown."""
+    record = find(provider)
+    return record.reasoning_in_output if record is not None else True
 
 
 def cost_usd(price: Price | None, usage: Usage, *, reasoning_in_output: bool | None = None) -> float | None:
     """What one usage cost; None when the price is unknown.
 
     reasoning_in_output: whether usage.output_tokens already includes usage.reasoning_tokens
-    (None: the rule of price.provider, see REASONING_IN_OUTPUT). When False they are added.
+    (None: the rule of price.provider, see reasoning_included). When False they are added.
     """
     if price is None:
         return None

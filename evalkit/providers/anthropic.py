@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.core.errors import ProviderError
@@ -221,3 +221,10 @@ class AnthropicProvider:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def anthropic_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str, str], timeout_s: float = 120.0,
+                       max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> AnthropicProvider:
+    """The client its record names (evalkit.providers.registry): one signature for every provider."""
+    del env  # the key is read by the caller; the SDK reads no other variable evalkit passes on
+    return AnthropicProvider(spec, api_key=api_key or "", timeout_s=timeout_s, max_response_bytes=max_response_bytes)

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from evalkit.providers.registry import find
+
 if TYPE_CHECKING:
     from evalkit.core.types import GenParams, Message, Response
     from evalkit.images.pipeline import PreparedImage
@@ -47,9 +49,6 @@ class ProviderSpec:
         return ",".join(sorted(self.base_urls))
 
 
-_CHAT_COMPLETIONS = ("vllm", "openai-compatible", "openai")
-
-
 def public_url(url: str) -> str:
     """`url` without `user:password@` (credentials never enter a record, config or report)."""
     scheme, sep, rest = url.partition("://")
@@ -63,7 +62,8 @@ def canonical_url(provider: str, url: str) -> str:
     """One spelling per server: no credentials, no trailing slash, and `/v1` where a chat-completions
     server's URL has no path (the clients add it: both spellings reach the same server)."""
     url = public_url(url).rstrip("/")
-    if provider in _CHAT_COMPLETIONS and "://" in url and "/" not in url.split("://", 1)[1]:
+    record = find(provider)
+    if record is not None and record.wire == "chat-completions" and "://" in url and "/" not in url.split("://", 1)[1]:
         url += "/v1"
     return url
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import Response
 from evalkit.providers.anthropic import response_from_anthropic
-from evalkit.providers.batch_api import LIMITS, BatchGone, BatchLine, BatchStatus
+from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
+from evalkit.providers.registry import batch_limits
 from evalkit.providers.sdk_errors import sdk_error
 from evalkit.providers.sdk_http import EDIT_MAX_BYTES, guarded_sdk_client
 
@@ -56,7 +57,7 @@ def _epoch(value: Any) -> float:
 
 class AnthropicBatches:
     provider = "anthropic"
-    limits = LIMITS["anthropic"]
+    limits = batch_limits("anthropic")
 
     def __init__(self, live: AnthropicProvider, *, api_key: str, timeout_s: float = 300.0) -> None:
         import anthropic  # lazy: only for --batch

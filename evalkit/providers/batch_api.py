@@ -24,26 +24,14 @@ BatchState = Literal["running", "ended", "failed", "expired", "cancelled"]
 
 @dataclass(frozen=True)
 class BatchLimits:
-    """Per-batch limits as the provider documents them (source and the date it was read)."""
+    """Per-batch limits as the provider documents them (source and the date it was read); each provider's
+    are in its record (evalkit.providers.registry)."""
 
     max_requests: int
     max_bytes: int
     source: str
 
 
-# Read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
-# reference, input_file_id). Anthropic: "limited to either 100,000 Message requests or 256 MB in size,
-# whichever is reached first" (Message Batches guide). Gemini: inline requests "suitable for smaller
-# batches that keep the total request size under 20MB" (Batch API guide); evalkit sends inline requests,
-# and as that guide names no request count, at most 10,000 per batch (evalkit's choice).
-LIMITS: dict[str, BatchLimits] = {
-    "openai": BatchLimits(50_000, 200 * 1024 * 1024,
-                          "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
-    "anthropic": BatchLimits(100_000, 256 * 1024 * 1024,
-                             "docs.anthropic.com/en/docs/build-with-claude/batch-processing (read 2026-11-25)"),
-    "google": BatchLimits(10_000, 20 * 1024 * 1024,
-                          "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
-}
 # Room left in each batch for the envelope the provider adds around the lines (JSON framing).
 ENVELOPE_BYTES = 64 * 1024
 

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.errors import ProviderError, classify_status
 from evalkit.core.types import Response
-from evalkit.providers.batch_api import LIMITS, BatchGone, BatchLine, BatchStatus
+from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
 from evalkit.providers.gemini_reply import response_from_gemini
 from evalkit.providers.google import gemini_contents, generation_settings
+from evalkit.providers.registry import batch_limits
 
 if TYPE_CHECKING:
     from evalkit.core.types import GenParams, Message
@@ -50,9 +51,10 @@ def inline_result(d: Any) -> tuple[str, Response] | None:
 
 class GoogleBatches:
     provider = "google"
-    limits = LIMITS["google"]
+    limits = batch_limits("google")
 
-    def __init__(self, live: GoogleProvider) -> None:
+    def __init__(self, live: GoogleProvider, *, api_key: str = "", timeout_s: float = 300.0) -> None:
+        del api_key, timeout_s  # the live client's key and settings serve its batches
         from google.genai import errors, types  # lazy: only for --batch
 
         self._types, self._errors = types, errors

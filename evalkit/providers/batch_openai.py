@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.errors import ProviderError, classify_status
 from evalkit.core.types import Response
-from evalkit.providers.batch_api import LIMITS, BatchGone, BatchLine, BatchStatus
+from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
 from evalkit.providers.openai_format import response_from_openai
+from evalkit.providers.registry import batch_limits
 from evalkit.providers.sdk_errors import sdk_error
 from evalkit.providers.sdk_http import EDIT_MAX_BYTES, guarded_sdk_client
 
@@ -56,7 +57,7 @@ def line_result(d: Any) -> tuple[str, Response] | None:
 
 class OpenAIBatches:
     provider = "openai"
-    limits = LIMITS["openai"]
+    limits = batch_limits("openai")
 
     def __init__(self, live: OpenAICompatProvider, *, api_key: str, timeout_s: float = 300.0) -> None:
         import openai  # lazy: only for --batch

@@ -18,7 +18,7 @@ import asyncio
 import importlib
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.core.errors import (
@@ -258,3 +258,10 @@ class GoogleProvider:
             await self._client.aio.aclose()
         finally:
             await self._http.aclose()  # the SDK leaves a client it was given to its owner
+
+
+def google_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str, str], timeout_s: float = 120.0,
+                    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> GoogleProvider:
+    """The client its record names (evalkit.providers.registry): one signature for every provider."""
+    del env  # the key is read by the caller
+    return GoogleProvider(spec, api_key=api_key or "", timeout_s=timeout_s, max_response_bytes=max_response_bytes)

@@ -202,3 +202,10 @@ async def served_models(base_url: str, api_key: str | None = None, timeout_s: fl
     listed = data.get("data")
     return [m["id"] for m in listed if isinstance(m, dict) and isinstance(m.get("id"), str)] \
         if isinstance(listed, list) else []
+
+
+def compat_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str, str], timeout_s: float = 120.0,
+                    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> OpenAICompatProvider:
+    """The client its record names (evalkit.providers.registry) for vllm/ and openai-compatible/."""
+    del env  # the key is read by the caller
+    return OpenAICompatProvider(spec, api_key=api_key, timeout_s=timeout_s, max_response_bytes=max_response_bytes)

@@ -44,14 +44,11 @@ from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import ProviderSpec, canonical_url, public_url
 from evalkit.providers.connect import connect_cause
 from evalkit.providers.redact import Redactor, url_credentials
+from evalkit.providers.registry import info
 
-SDKS = {"anthropic": ("anthropic", "anthropic"), "google": ("google.genai", "google")}  # module, extra
-DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
-                "google": "https://generativelanguage.googleapis.com"}
 ANTHROPIC_VERSION = "2023-06-01"
 SIM_OWNER = "evalkit-sim"
 VLLM_OWNER = "vllm"  # what vLLM's model list says in owned_by: a server that refuses names it does not list
-ASKED_ANYWAY = ("openai-compatible", "vllm")  # providers whose servers may answer a name they do not list
 PROBE_TIMEOUT_S = 10.0
 _BODY_BYTES = 1024 * 1024
 
@@ -59,7 +56,7 @@ _BODY_BYTES = 1024 * 1024
 def check_setup(spec: ProviderSpec, flag: str = "--model", *, sdk: bool = True) -> None:
     """Every base URL is http(s), and (with `sdk`) the SDK the provider needs is installed: else
     EvalkitError. A dry run checks the URLs only: it computes request keys without a client."""
-    module, extra = SDKS.get(spec.provider, (None, None))
+    module, extra = info(spec.provider).sdk or (None, None)
     if sdk and module is not None and not _installed(module):
         raise EvalkitError(f"{flag} {spec.label} needs the {spec.provider} SDK, which is not installed: "
                            f"pip install 'evalkit[{extra}]'")
@@ -117,10 +114,11 @@ class Reachable:
 
 def _request(spec: ProviderSpec, base: str, key: str | None) -> tuple[str, dict[str, str]]:
     """The metadata call for one base URL: (url, headers)."""
-    if spec.provider == "anthropic":
+    wire = info(spec.provider).wire
+    if wire == "anthropic":
         headers = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
         return f"{base.rstrip('/')}/v1/models/{spec.model}", headers
-    if spec.provider == "google":
+    if wire == "gemini":
         return f"{base.rstrip('/')}/v1beta/models/{spec.model}", ({"x-goog-api-key": key} if key else {})
     return canonical_url(spec.provider, base) + "/models", ({"Authorization": f"Bearer {key}"} if key else {})
 
@@ -148,7 +146,7 @@ def _listed(body: object) -> Listing:
 def asked_anyway(spec: ProviderSpec, status: int, body: object) -> bool:
     """The model list does not name the model, but the server may answer it all the same (not vLLM, and
     not the OpenAI API): the run asks, and its first request confirms it. Pure."""
-    if status != 200 or spec.provider not in ASKED_ANYWAY:
+    if status != 200 or not info(spec.provider).asks_unlisted:
         return False
     listing = _listed(body)
     return bool(listing.ids) and spec.model not in listing.ids and not listing.any_name and not listing.vllm
@@ -165,11 +163,12 @@ def judge_reply(spec: ProviderSpec, status: int, body: object) -> tuple[str | No
     """(cause or None, is the simulator) from the metadata call's status and JSON body. Pure."""
     if status in (401, 403):
         return f"HTTP {status}: the API key was refused", False
-    if spec.provider in ("anthropic", "google"):
+    wire = info(spec.provider).wire
+    if wire != "chat-completions":  # a model lookup, not a list
         simulator = isinstance(body, dict) and body.get("owned_by") == SIM_OWNER
         if status == 404 and _names_the_model(body, spec.model):  # else a proxy without the lookup: go on
             return f"HTTP 404: unknown model '{spec.model}'", False
-        if status == 400 and spec.provider == "google":  # Gemini answers a bad key with 400 INVALID_ARGUMENT
+        if status == 400 and wire == "gemini":  # Gemini answers a bad key with 400 INVALID_ARGUMENT
             message = body.get("error", {}).get("message") if isinstance(body, dict) else None
             return f"HTTP 400: {message if isinstance(message, str) else 'bad request'}", False
         return None, simulator
@@ -208,7 +207,8 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
     except (UnicodeDecodeError, ValueError):
         body = None
     cause, simulator = judge_reply(spec, status, body)
-    models = tuple(_listed(body).ids) if status == 200 and spec.provider not in ("anthropic", "google") else ()
+    listing = info(spec.provider).wire == "chat-completions"
+    models = tuple(_listed(body).ids) if status == 200 and listing else ()
     version = await _vllm_version(base, headers, timeout_s) if spec.provider == "vllm" and cause is None else None
     unlisted = cause is None and asked_anyway(spec, status, body)
     return Probe(shown, redact(cause) if cause else None, simulator, models, version, unlisted)
@@ -231,7 +231,7 @@ async def _vllm_version(base: str, headers: dict[str, str], timeout_s: float) ->
 
 async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model") -> Reachable:
     """Probe every replica at once; EvalkitError when none answers."""
-    bases: Sequence[str] = spec.base_urls or (DEFAULT_URLS.get(spec.provider, ""),)
+    bases: Sequence[str] = spec.base_urls or (info(spec.provider).default_url or "",)
     probes = tuple(await asyncio.gather(*(probe(spec, b, key) for b in bases)))
     if not any(p.ok for p in probes):
         detail = "; ".join(f"{p.url}: {p.cause}" for p in probes)

@@ -26,7 +26,8 @@ from evalkit.core.types import ImagePart, ImageRef, Transform
 from evalkit.engine.identity import FileHashes
 from evalkit.images.ops import fit_size
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.images.provider_limits import LIMITS_VERSION, fit_transform, limits_for
+from evalkit.images.provider_limits import LIMITS_VERSION, fit_transform
+from evalkit.providers.registry import limits_for
 
 THUMB_SIDE = 384  # px, the long side of a thumbnail (crisp at the page's 320 px on most screens)
 THUMB_QUALITY = 80

@@ -1,0 +1,217 @@
+"""One record per provider: every fact evalkit keeps about a provider, in one place (issue 30, item 1).
+
+Adding a provider is three things: its module (the client, in evalkit/providers), its record here
+(RECORDS), and a simulator dialect (evalkit/sim) so its tests run without the network. Nothing else
+keys on provider names: parsing `--model`, keys, base URLs, the SDK check, the preflight's metadata
+call, image limits, batch support and limits, seedless batches, image-token estimates, price-table
+keys and `evalkit list` all read the record. tests/test_provider_records.py fails, naming the
+provider and the field, for a record that leaves a required field empty.
+
+Light on import: no SDK, no aiohttp; clients are named as "module:attribute" and imported on use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from evalkit.core.errors import EvalkitError
+from evalkit.images.provider_limits import (
+    ANTHROPIC_IMAGES,
+    COMPAT_IMAGES,
+    GOOGLE_IMAGES,
+    OPENAI_IMAGES,
+    VLLM_IMAGES,
+    ImageLimits,
+)
+from evalkit.providers.batch_api import BatchLimits
+
+Wire = Literal["chat-completions", "anthropic", "gemini"]
+RATE_DIALECTS = ("openai", "anthropic", "none")  # as evalkit.providers.rate_headers reads them (and the simulator speaks)
+
+
+# ---------------------------------------------------------------- image-token formulas (dry-run estimates)
+
+def openai_image_tokens(width: int, height: int) -> int:
+    """OpenAI high detail: fit 2048x2048, shortest side to 768, 170 per 512 tile + 85 (also the estimate
+    for OpenAI-compatible servers, which count otherwise: approximate)."""
+    s = min(1.0, 2048 / max(width, height))
+    w, h = width * s, height * s
+    s = min(1.0, 768 / min(w, h))
+    w, h = w * s, h * s
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def anthropic_image_tokens(width: int, height: int) -> int:
+    """About w*h/750 after the API's own resize to <= 1568 px / 1.15 MP."""
+    s = min(1.0, 1568 / max(width, height), math.sqrt(1.15e6 / (width * height)))
+    return math.ceil(width * s * height * s / 750)
+
+
+def gemini_image_tokens(width: int, height: int) -> int:
+    """258 per image up to 384x384, else 258 per 768x768 tile."""
+    if width <= 384 and height <= 384:
+        return 258
+    return 258 * math.ceil(width / 768) * math.ceil(height / 768)
+
+
+# ---------------------------------------------------------------- the record
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """Everything evalkit knows about one provider. Fields marked optional may be None/False/();
+    every other field must be non-empty (tests/test_provider_records.py)."""
+
+    name: str  # the PROVIDER of --model PROVIDER/MODEL
+    description: str  # its line in `evalkit list` (names its key and base-URL variables)
+    client: str  # "module:callable" building the live client: f(spec, *, api_key, env, timeout_s, max_response_bytes)
+    wire: Wire  # the API shape: chat-completions URLs get /v1 (canonical_url); which metadata call the preflight makes
+    key_env: tuple[str, ...]  # environment variables holding the key, first set wins
+    base_url_env: str  # environment variable holding the base URL(s), when --base-url is not given
+    image_limits: ImageLimits  # what it accepts as an image (evalkit.images.provider_limits)
+    rate_headers: str  # rate-limit header dialect its replies carry (RATE_DIALECTS)
+    reasoning: str  # the wire field --reasoning-effort / --thinking-budget become (providers/reasoning.py)
+    image_tokens: Callable[[int, int], int]  # its image-token formula (dry-run estimates, batch sizing)
+    price_key: str  # the key of its models in the price table (money/pricing.py, --prices files)
+    key_required: bool = True  # optional: a missing key is a one-line error before anything runs
+    default_url: str | None = None  # optional: where the API is without --base-url; None: --base-url is required
+    default_in_endpoint: bool = False  # optional: the default URL enters the spec (and the cache key's endpoint);
+    #                                    False: the endpoint stays empty and the client's own default is used
+    sdk: tuple[str, str] | None = None  # optional: (module, pip extra) of the SDK its client needs
+    asks_unlisted: bool = False  # optional: a model its /v1/models does not list is asked anyway (lenient servers)
+    reasoning_in_output: bool = True  # its output-token count already includes reasoning tokens
+    batch: BatchLimits | None = None  # optional: its batch API's documented limits (None: no --batch)
+    batch_client: str | None = None  # "module:class" of its batch adapter, f(live, *, api_key, timeout_s)
+    batch_discount: float | None = None  # the batch price as a share of the live price
+    seedless_batch: bool = False  # its batch lines carry no seed: --repeats in a batch are identical requests
+
+    @property
+    def optional(self) -> frozenset[str]:
+        return _OPTIONAL
+
+    def missing(self) -> list[str]:
+        """The required fields left empty, and batch facts given only in part."""
+        empty = [f.name for f in fields(self) if f.name not in _OPTIONAL and getattr(self, f.name) in ("", (), None)]
+        batch = (self.batch, self.batch_client, self.batch_discount)
+        if any(x is not None for x in batch) and any(x is None for x in batch):
+            empty += [n for n, x in zip(("batch", "batch_client", "batch_discount"), batch, strict=True) if x is None]
+        if self.rate_headers and self.rate_headers not in RATE_DIALECTS:
+            empty.append(f"rate_headers (not one of {', '.join(RATE_DIALECTS)})")
+        return empty
+
+
+_OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
+                       "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch"})
+
+
+# Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
+# reference, input_file_id). Anthropic: "limited to either 100,000 Message requests or 256 MB in size,
+# whichever is reached first" (Message Batches guide). Gemini: inline requests "suitable for smaller
+# batches that keep the total request size under 20MB" (Batch API guide); evalkit sends inline requests,
+# and as that guide names no request count, at most 10,000 per batch (evalkit's choice).
+# Batch discounts, read 2026-11-25: "50% of the standard cost" (ai.google.dev/gemini-api/docs/batch-api),
+# "cutting costs by 50%" (platform.claude.com/docs/en/build-with-claude/batch-processing), "50% cost
+# discount compared to synchronous APIs" (platform.openai.com/docs/guides/batch).
+# Reasoning in output: OpenAI's completion_tokens includes completion_tokens_details.reasoning_tokens;
+# Anthropic's output_tokens includes thinking blocks; Gemini's thoughts_token_count is billed as output but
+# is not in candidates_token_count.
+RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
+    ProviderInfo(
+        name="openai",
+        description="OpenAI API chat completions (OPENAI_API_KEY; OPENAI_BASE_URL, OPENAI_ORG_ID, "
+                    "OPENAI_PROJECT_ID optional)",
+        client="evalkit.providers.openai_api:openai_provider", wire="chat-completions",
+        key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL", default_url="https://api.openai.com/v1",
+        image_limits=OPENAI_IMAGES, rate_headers="openai", reasoning="reasoning_effort",
+        image_tokens=openai_image_tokens, price_key="openai",
+        batch=BatchLimits(50_000, 200 * 1024 * 1024,
+                          "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
+        batch_client="evalkit.providers.batch_openai:OpenAIBatches", batch_discount=0.5),
+    ProviderInfo(
+        name="vllm",
+        description="a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
+        client="evalkit.providers.openai_compat:compat_provider", wire="chat-completions",
+        key_env=("VLLM_API_KEY",), key_required=False, base_url_env="VLLM_BASE_URL",
+        default_url="http://localhost:8000/v1", default_in_endpoint=True, asks_unlisted=True,
+        image_limits=VLLM_IMAGES, rate_headers="openai", reasoning="chat_template_kwargs.enable_thinking",
+        image_tokens=openai_image_tokens, price_key="vllm"),
+    ProviderInfo(
+        name="openai-compatible",
+        description="any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL; "
+                    "OPENAI_API_KEY optional)",
+        client="evalkit.providers.openai_compat:compat_provider", wire="chat-completions",
+        key_env=("OPENAI_API_KEY",), key_required=False, base_url_env="OPENAI_BASE_URL", asks_unlisted=True,
+        image_limits=COMPAT_IMAGES, rate_headers="openai",
+        reasoning="chat_template_kwargs.enable_thinking", image_tokens=openai_image_tokens,
+        price_key="openai-compatible"),
+    ProviderInfo(
+        name="anthropic",
+        description="Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
+        client="evalkit.providers.anthropic:anthropic_provider", wire="anthropic",
+        key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL", default_url="https://api.anthropic.com",
+        sdk=("anthropic", "anthropic"), image_limits=ANTHROPIC_IMAGES, rate_headers="anthropic",
+        reasoning="thinking.budget_tokens", image_tokens=anthropic_image_tokens, price_key="anthropic",
+        batch=BatchLimits(100_000, 256 * 1024 * 1024,
+                          "docs.anthropic.com/en/docs/build-with-claude/batch-processing (read 2026-11-25)"),
+        batch_client="evalkit.providers.batch_anthropic:AnthropicBatches", batch_discount=0.5,
+        seedless_batch=True),
+    ProviderInfo(
+        name="google",
+        description="Google Gemini API through google-genai (GEMINI_API_KEY or GOOGLE_API_KEY; GEMINI_BASE_URL optional)",
+        client="evalkit.providers.google:google_provider", wire="gemini",
+        key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"), base_url_env="GEMINI_BASE_URL",
+        default_url="https://generativelanguage.googleapis.com", sdk=("google.genai", "google"),
+        image_limits=GOOGLE_IMAGES, rate_headers="none", reasoning="thinking_config.thinking_budget",
+        image_tokens=gemini_image_tokens, price_key="google", reasoning_in_output=False,
+        batch=BatchLimits(10_000, 20 * 1024 * 1024,
+                          "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
+        batch_client="evalkit.providers.batch_google:GoogleBatches", batch_discount=0.5),
+)}
+
+
+def find(name: str) -> ProviderInfo | None:
+    """The record of provider `name`, or None."""
+    return RECORDS.get(name)
+
+
+def info(name: str) -> ProviderInfo:
+    """The record of provider `name`; an unknown name is one line naming the known ones."""
+    record = RECORDS.get(name)
+    if record is None:
+        raise EvalkitError(f"unknown provider '{name}' (known: {', '.join(RECORDS)})")
+    return record
+
+
+def batch_providers() -> tuple[str, ...]:
+    """The providers with a batch API (`--batch`)."""
+    return tuple(r.name for r in RECORDS.values() if r.batch is not None)
+
+
+def batch_limits(provider: str) -> BatchLimits:
+    """The documented limits of the provider's batch API (its record says it has one)."""
+    limits = info(provider).batch
+    if limits is None:
+        raise EvalkitError(f"{provider}/ has no batch API")
+    return limits
+
+
+def price_key(provider: str) -> str:
+    """Where the provider's models are in the price table (its own name when it has no record)."""
+    record = RECORDS.get(provider)
+    return record.price_key if record is not None else provider
+
+
+def limits_for(provider: str) -> ImageLimits | None:
+    """The provider's image limits; None for a provider without a record (no limits applied)."""
+    record = RECORDS.get(provider)
+    return record.image_limits if record is not None else None
+
+
+def load(target: str) -> Callable[..., object]:
+    """Import a record's "module:attribute" (on use: SDKs load only when their provider is asked)."""
+    import importlib
+
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
