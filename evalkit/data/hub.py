@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import socket
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -100,12 +100,20 @@ def repo_folder(hub: HubEnv, repo: str) -> Path:
     return hub.cache_dir / f"datasets--{repo.replace('/', '--')}"
 
 
-def _quiet() -> None:
-    """huggingface_hub logs retries and warnings to stderr: evalkit's one line says what matters. Its
+@contextlib.contextmanager
+def quiet_hub() -> Iterator[None]:
+    """While evalkit calls huggingface_hub, its retry and warning logs stay off stderr (evalkit's one
+    line says what matters); its logger is as it was afterwards, for the rest of the process. Its
     telemetry (a request to huggingface.co to build its User-Agent, even when pointed at a mirror) is
     off unless the user turned it on: evalkit reaches only the source it was given."""
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # read when huggingface_hub is imported
-    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    logger = logging.getLogger("huggingface_hub")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def probe(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
@@ -183,16 +191,16 @@ def resolve_remote(ref: HubRef, hub: HubEnv) -> Snapshot:
     reason = probe(hub.endpoint)
     if reason is not None:
         raise Unreachable(f"cannot reach {hub.endpoint} for {ref.uri} ({reason}); {OFFER}")
-    _quiet()
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
+    with quiet_hub():
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import HfHubHTTPError
 
-    api = HfApi(endpoint=hub.endpoint, token=hub.token or None)
-    try:
-        # with a revision: the bare repository page stays public for gated sets, its revisions do not
-        info = api.dataset_info(ref.repo, revision=ref.revision or "main", files_metadata=True)
-    except (HfHubHTTPError, OSError) as e:
-        raise _hub_error(e, ref, hub) from None
+        api = HfApi(endpoint=hub.endpoint, token=hub.token or None)
+        try:
+            # with a revision: the bare repository page stays public for gated sets, its revisions do not
+            info = api.dataset_info(ref.repo, revision=ref.revision or "main", files_metadata=True)
+        except (HfHubHTTPError, OSError) as e:
+            raise _hub_error(e, ref, hub) from None
     listing = {}
     for s in info.siblings or []:
         lfs = s.lfs
@@ -253,18 +261,10 @@ def fetch(snapshot: Snapshot, paths: list[str], hub: HubEnv,
     if missing:
         assert snapshot.listing is not None
         _check_space(hub, sum(snapshot.listing[p].size for p in missing if p in snapshot.listing))
-        _quiet()
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import HfHubHTTPError
     for p in paths:
         local = snapshot.root / p
         if p in missing:
-            try:
-                got = hf_hub_download(snapshot.ref.repo, p, repo_type="dataset", revision=snapshot.commit,
-                                      cache_dir=str(hub.cache_dir), endpoint=hub.endpoint, token=hub.token or None,
-                                      tqdm_class=bar)
-            except (HfHubHTTPError, OSError) as e:
-                raise _hub_error(e, snapshot.ref, hub) from None
+            got = _download(snapshot, p, hub, bar)
             local = Path(str(got))
             _verify_download(snapshot, p, local)
             if progress is not None:
@@ -275,6 +275,20 @@ def fetch(snapshot: Snapshot, paths: list[str], hub: HubEnv,
     if snapshot.listing is not None:
         _remember_ref(hub, snapshot.ref, snapshot.commit)
     return Fetched(out, frozenset(missing))
+
+
+def _download(snapshot: Snapshot, path: str, hub: HubEnv, bar: type | None) -> str:
+    """One file at the snapshot's commit, through huggingface_hub (resumable, into its cache)."""
+    with quiet_hub():
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import HfHubHTTPError
+
+        try:
+            return str(hf_hub_download(snapshot.ref.repo, path, repo_type="dataset", revision=snapshot.commit,
+                                       cache_dir=str(hub.cache_dir), endpoint=hub.endpoint,
+                                       token=hub.token or None, tqdm_class=bar))
+        except (HfHubHTTPError, OSError) as e:
+            raise _hub_error(e, snapshot.ref, hub) from None
 
 
 def _verify_download(snapshot: Snapshot, path: str, local: Path) -> None:
