@@ -55,7 +55,7 @@ def test_batch_facts_come_together():
 def test_clients_are_named_not_imported(name):
     """The record names its client as module:attribute; both resolve (without a key or a network call)."""
     record = RECORDS[name]
-    for target in filter(None, (record.client, record.batch_client)):
+    for target in filter(None, (record.client, record.batch_client, record.editor)):
         module, sep, attribute = target.partition(":")
         assert sep and module.startswith("evalkit.providers.") and attribute
     if record.sdk is None:

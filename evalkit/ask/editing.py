@@ -30,6 +30,8 @@ from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Transfor
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.providers import api_key_for, parse_spec
 from evalkit.providers.base import ProviderSpec
+from evalkit.providers.registry import RECORDS as PROVIDER_RECORDS
+from evalkit.providers.registry import find, load
 
 T = TypeVar("T")
 
@@ -105,21 +107,13 @@ def create_editor(spec_text: str, base_urls: Sequence[str] = (), env: Mapping[st
     provider, sep, model = (spec_text or "").partition("/")
     if not sep or not model or model.strip() != model:
         raise EvalkitError(f"malformed editor model '{spec_text}': expected openai/<model> or google/<model>")
-    if provider == "openai":
-        spec = parse_spec(spec_text, base_urls, env)
-        key = api_key_for(spec, env) or ""
-        from evalkit.providers.edit_openai import OpenAIImageEditor
-
-        return OpenAIImageEditor(spec, api_key=key, timeout_s=timeout_s)
-    if provider == "google":
-        spec = ProviderSpec("google", model, tuple(u for u in base_urls if u))
-        key = env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY")
-        if not key:
-            raise EvalkitError(f"GEMINI_API_KEY (or GOOGLE_API_KEY) is not set (needed for editor {spec.label})")
-        from evalkit.providers.edit_google import GoogleImageEditor
-
-        return GoogleImageEditor(spec, api_key=key, timeout_s=timeout_s)
-    raise EvalkitError(f"provider '{provider}' cannot edit images (use openai/<model> or google/<model>)")
+    record = find(provider)
+    if record is None or record.editor is None:
+        editors = " or ".join(f"{r.name}/<model>" for r in PROVIDER_RECORDS.values() if r.editor)
+        raise EvalkitError(f"provider '{provider}' cannot edit images (use {editors})")
+    spec = parse_spec(spec_text, base_urls, env)
+    key = api_key_for(spec, env, flag="editor") or ""
+    return load(record.editor)(spec, api_key=key, timeout_s=timeout_s)  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- the output folder

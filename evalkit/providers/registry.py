@@ -86,6 +86,7 @@ class ProviderInfo:
     batch_client: str | None = None  # "module:class" of its batch adapter, f(live, *, api_key, timeout_s)
     batch_discount: float | None = None  # the batch price as a share of the live price
     seedless_batch: bool = False  # its batch lines carry no seed: --repeats in a batch are identical requests
+    editor: str | None = None  # optional: "module:class" of its image editor, f(spec, *, api_key, timeout_s)
 
     @property
     def optional(self) -> frozenset[str]:
@@ -103,7 +104,7 @@ class ProviderInfo:
 
 
 _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
-                       "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch"})
+                       "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -128,7 +129,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         image_tokens=openai_image_tokens, price_key="openai",
         batch=BatchLimits(50_000, 200 * 1024 * 1024,
                           "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
-        batch_client="evalkit.providers.batch_openai:OpenAIBatches", batch_discount=0.5),
+        batch_client="evalkit.providers.batch_openai:OpenAIBatches", batch_discount=0.5,
+        editor="evalkit.providers.edit_openai:OpenAIImageEditor"),
     ProviderInfo(
         name="vllm",
         description="a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
@@ -167,7 +169,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         image_tokens=gemini_image_tokens, price_key="google", reasoning_in_output=False,
         batch=BatchLimits(10_000, 20 * 1024 * 1024,
                           "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
-        batch_client="evalkit.providers.batch_google:GoogleBatches", batch_discount=0.5),
+        batch_client="evalkit.providers.batch_google:GoogleBatches", batch_discount=0.5,
+        editor="evalkit.providers.edit_google:GoogleImageEditor"),
 )}
 
 
