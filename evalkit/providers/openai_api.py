@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.openai_compat import OpenAICompatProvider
+from evalkit.providers.registry import info
 
-OPENAI_URL = "https://api.openai.com/v1"
+OPENAI_URL = info("openai").default_url or ""  # its record's
 # Reasoning models accept only the default temperature.
 _FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5)")
 # The SDK's optional account headers, read from the same variables it reads.

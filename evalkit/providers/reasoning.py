@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.settings import REASONING_EFFORTS, reasoning_problem
+from evalkit.providers.registry import find
 
 if TYPE_CHECKING:
     from evalkit.core.types import GenParams
@@ -53,7 +54,8 @@ def chat_fields(provider: str, model: str, params: GenParams) -> dict[str, Any]:
     effort = params.reasoning_effort
     if effort is None:
         return {}
-    if provider == "openai":
+    record = find(provider)
+    if record is not None and record.reasoning == "reasoning_effort":  # the OpenAI API's levels (its record's field)
         return {"reasoning_effort": openai_effort(model, effort)}
     return {"chat_template_kwargs": {"enable_thinking": effort != "none"}}
 
