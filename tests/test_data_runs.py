@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from hub_standin import GitFilesStandin, HubStandin
+from git_standin import GitFilesStandin
+from hub_standin import HubStandin
 
 from evalkit import run
 from evalkit.core.errors import EvalkitError

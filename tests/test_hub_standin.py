@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import httpx2
 import pytest
-from hub_standin import GitFilesStandin, HubStandin, git_blob_id
+from git_standin import GitFilesStandin
+from hub_standin import HubStandin
 from huggingface_hub import HfApi, constants, file_download, hf_hub_download, snapshot_download
 from huggingface_hub.errors import (
     GatedRepoError,
@@ -21,6 +22,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 from huggingface_hub.hf_api import RepoFile, RepoFolder
+from standin_base import git_blob_id
 
 REPO = "evalkit-test/tiny"
 CARD = b"---\nlicense: mit\n---\n# tiny\n"
