@@ -14,7 +14,7 @@ from evalkit.cli.commands import cmd_list
 from evalkit.core.errors import EvalkitError
 from evalkit.images.provider_limits import ImageLimits
 from evalkit.providers import api_key_for, parse_spec
-from evalkit.providers.registry import RECORDS, RATE_DIALECTS, ProviderInfo, info, load
+from evalkit.providers.registry import RATE_DIALECTS, RECORDS, ProviderInfo, info, load
 
 REQUIRED = [f.name for f in fields(ProviderInfo) if f.name not in RECORDS["openai"].optional]
 
