@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -13,7 +12,7 @@ from aiohttp import web
 if TYPE_CHECKING:
     pass
 
-from standin_base import Hit, _Blob, _Commit, _commit_sha, _Repo, _Standin
+from standin_base import Hit, _Blob, _Repo, _Standin, record_commit
 
 
 class GitFilesStandin(_Standin):
@@ -27,11 +26,7 @@ class GitFilesStandin(_Standin):
         """A commit holding exactly these files ("owner/name" repo); the branch moves to it. Returns its sha."""
         blobs = {path.strip("/"): _Blob.of(bytes(data), False) for path, data in files.items()}
         with self._lock:
-            r = self._repos.setdefault(repo, _Repo())
-            sha = _commit_sha(repo, r.branches.get(branch), blobs)
-            r.commits[sha] = _Commit(sha, blobs, datetime.now(timezone.utc))
-            r.branches[branch] = sha
-        return sha
+            return record_commit(self._repos, repo, blobs, branch)
 
     @property
     def api_url(self) -> str:

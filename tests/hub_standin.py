@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -66,7 +65,6 @@ from standin_base import (
     Hit,
     _Blob,
     _Commit,
-    _commit_sha,
     _decode_cursor,
     _encode_cursor,
     _iso,
@@ -74,6 +72,7 @@ from standin_base import (
     _Repo,
     _Standin,
     _tree_id,
+    record_commit,
 )
 
 
@@ -109,11 +108,7 @@ class HubStandin(_Standin):
             raise ValueError(f"lfs names files not in the commit: {sorted(unknown)}")
         blobs = {path.strip("/"): _Blob.of(bytes(data), path in lfs) for path, data in files.items()}
         with self._lock:
-            r = self._repos.setdefault(repo, _Repo())
-            sha = _commit_sha(repo, r.branches.get(branch), blobs)
-            r.commits[sha] = _Commit(sha, blobs, datetime.now(timezone.utc))
-            r.branches[branch] = sha
-        return sha
+            return record_commit(self._repos, repo, blobs, branch)
 
     def head(self, repo: str, branch: str = "main") -> str:
         """The commit a branch points at."""

@@ -95,6 +95,15 @@ def _commit_sha(repo: str, parent: str | None, files: Mapping[str, _Blob]) -> st
     return h.hexdigest()
 
 
+def record_commit(repos: dict[str, _Repo], repo: str, blobs: Mapping[str, _Blob], branch: str) -> str:
+    """A full-snapshot commit of `blobs` on `branch` (call with the stand-in's lock held); its sha."""
+    r = repos.setdefault(repo, _Repo())
+    sha = _commit_sha(repo, r.branches.get(branch), blobs)
+    r.commits[sha] = _Commit(sha, blobs, datetime.now(timezone.utc))
+    r.branches[branch] = sha
+    return sha
+
+
 def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     """(first, last) inclusive for a single ``bytes=`` range; None to send everything; ValueError if unsatisfiable."""
     if not header or "," in header:

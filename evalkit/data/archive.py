@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import threading
 from collections.abc import Callable, Mapping
@@ -24,7 +23,7 @@ from urllib.parse import quote
 
 from evalkit.core.errors import EvalkitError
 from evalkit.data.checksums import file_digest
-from evalkit.data.hub import OFFER, probe
+from evalkit.data.hub import OFFER, cache_home, host_slug, probe, truthy
 from evalkit.data.lock import check_against, lock_key
 from evalkit.data.registry import RegistryFile, RegistrySource
 from evalkit.data.request import DataRequest, Resolved, load_lock
@@ -47,11 +46,9 @@ class GitEnv:
     def from_env(cls, env: Mapping[str, str]) -> GitEnv:
         api = (env.get("EVALKIT_GITHUB_API") or GITHUB_API).rstrip("/")
         raw = (env.get("EVALKIT_GITHUB_RAW") or GITHUB_RAW).rstrip("/")
-        base = Path(env.get("EVALKIT_DATA_CACHE") or Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                    / "evalkit" / "data").expanduser()
-        slug = re.sub(r"[^A-Za-z0-9.-]+", "_", raw.split("://", 1)[-1]).strip("_")
-        offline = (env.get("HF_HUB_OFFLINE") or "").lower() in ("1", "true", "yes", "on")
-        return cls(api, raw, env.get("GITHUB_TOKEN") or None, base / "github" / slug, offline)
+        base = Path(env.get("EVALKIT_DATA_CACHE") or cache_home(env) / "evalkit" / "data").expanduser()
+        offline = truthy(env.get("HF_HUB_OFFLINE"))
+        return cls(api, raw, env.get("GITHUB_TOKEN") or None, base / "github" / host_slug(raw), offline)
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}

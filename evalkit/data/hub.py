@@ -41,8 +41,18 @@ class Unreachable(EvalkitError):
     """The endpoint did not answer: a cached copy may still serve (unlike a refusal, which is final)."""
 
 
-def _truthy(value: str | None) -> bool:
+def truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def host_slug(url: str) -> str:
+    """A folder name for an endpoint: one cache per host, so a mirror's files are never another's."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", url.split("://", 1)[-1]).strip("_")
+
+
+def cache_home(env: Mapping[str, str]) -> Path:
+    """The user's cache folder (`XDG_CACHE_HOME`, else ~/.cache), under which both downloaders keep theirs."""
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
 @dataclass(frozen=True)
@@ -57,12 +67,11 @@ class HubEnv:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HubEnv:
         endpoint = (env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-        home = Path(env.get("HF_HOME") or Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface")
+        home = Path(env.get("HF_HOME") or cache_home(env) / "huggingface")
         base = Path(env.get("HF_HUB_CACHE") or home / "hub").expanduser()
         if endpoint != DEFAULT_ENDPOINT:  # a mirror's or a stand-in's repositories are not huggingface.co's
-            slug = re.sub(r"[^A-Za-z0-9.-]+", "_", endpoint.split("://", 1)[-1]).strip("_")
-            base = base / "evalkit-endpoints" / slug
-        return cls(endpoint, env.get("HF_TOKEN") or None, _truthy(env.get("HF_HUB_OFFLINE")), base)
+            base = base / "evalkit-endpoints" / host_slug(endpoint)
+        return cls(endpoint, env.get("HF_TOKEN") or None, truthy(env.get("HF_HUB_OFFLINE")), base)
 
 
 @dataclass(frozen=True)
