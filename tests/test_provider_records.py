@@ -47,8 +47,8 @@ def test_a_record_missing_a_required_field_fails_naming_provider_and_field(field
 def test_batch_facts_come_together():
     half = replace(RECORDS["openai"], name="newco", batch_client=None)
     assert problems(half) == ["provider 'newco': field batch_client is empty"]
-    assert replace(RECORDS["vllm"], rate_headers="azure").missing() == [
-        "rate_headers (not one of openai, anthropic, none)"]
+    assert replace(RECORDS["vllm"], rate_headers="azure-ish").missing() == [
+        "rate_headers (not one of openai, anthropic, openrouter, none)"]
 
 
 @pytest.mark.parametrize("name", list(RECORDS))

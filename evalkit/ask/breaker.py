@@ -8,7 +8,8 @@ when the same failure has come back `burst` times in a row and nothing has succe
 
 Rate limits, refusals and empty replies count as a server alive and answering, as a success does
 (a 429 burst is the limiter's business, a refusal or an empty answer is the model's). Any other
-class does: connection refused, 5xx, timeouts, and permanent errors such as a revoked key.
+class does: connection refused, 5xx, timeouts, and permanent errors such as a revoked key. An account
+out of credits or quota ("exhausted": OpenRouter's 402, OpenAI's insufficient_quota) trips it at once.
 Intermittent faults never trip it — one success resets it — so a run through 30% transient
 faults completes. Pure state over an injected clock, so tests need no waiting.
 """
@@ -36,6 +37,7 @@ class Breaker:
     burst: int = BURST
     clock: Callable[[], float] = time.monotonic
     tripped: str | None = None  # why it tripped: one line for the user
+    exit_code: int = 1  # 1: resumable as it is; 2: the user must change something first (out of credits)
     _last_ok: float = field(init=False)
     _streak: str | None = field(default=None, init=False)
     _count: int = field(default=0, init=False)
@@ -60,8 +62,16 @@ class Breaker:
         return (f"{self._count} attempts in a row failed with the same error and nothing succeeded "
                 f"for {quiet:.0f} s: {self._example}")
 
+    def stop(self, reason: str) -> None:
+        """Trip at once: the account cannot pay for more (exit 2 once what is in flight has come back)."""
+        if not self.tripped:
+            self.tripped, self.exit_code = reason, 2
+
     def failure(self, error: ProviderError) -> None:
         if self.tripped:
+            return
+        if error.kind == "exhausted":
+            self.stop(f"{error.message}; every answer is kept: add credits, then re-run the same command")
             return
         if error.kind in ALIVE_KINDS:
             self.success()

@@ -25,6 +25,7 @@ from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.surrogates import repaired
 from evalkit.core.types import ImagePart, Message, Outcome, Query, Response, is_cut_off
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.images.provider_limits import (
@@ -50,6 +51,17 @@ class RunnerStats:
     rate_limited: int = 0  # 429s received (each retried), counted as they come
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+def writable(response: Response) -> Response:
+    """The response with no lone surrogate in its strings (U+FFFD instead, core.surrogates): every answer,
+    live or from a batch, passes here before the cache and records.jsonl write it as UTF-8."""
+    response.text = repaired(response.text)
+    for name in ("reasoning", "finish_reason", "served_by", "error_message", "via"):
+        value = getattr(response, name)
+        if isinstance(value, str):
+            setattr(response, name, repaired(value))
+    return response
 
 
 class NotSent(Exception):
@@ -88,7 +100,7 @@ class Runner:
         self._endpoint = provider.spec.endpoint
         self._old_endpoint = provider.spec.legacy_endpoint
         self._legacy = self._old_endpoint != self._endpoint
-        lim = limits_for(provider.spec.provider)  # servers without documented limits get images as they are
+        lim = limits_for(provider.spec.provider, provider.spec.model)  # none documented: images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
 
     # ---- one query ---------------------------------------------------------------------
@@ -301,6 +313,7 @@ class Runner:
                 raise
             except Exception as e:  # noqa: BLE001 - the adapter let something through: this query's error
                 raise unclassified(self.provider.spec.provider, e) from e
+            response = writable(response)
             if not response.text.strip() and not is_cut_off(response.text, response.finish_reason):
                 last_empty = response
                 raise ProviderError("empty", "empty content")
@@ -322,6 +335,7 @@ class Runner:
         except ProviderError as e:
             if e.kind == "empty" and last_empty is not None:
                 return last_empty  # the model's answer after all: the benchmark's rule scores it
+            e.message = repaired(e.message)  # it can quote the reply
             if failed is not None:
                 failed(e)
             return Response(error=e.kind, error_message=e.message)  # type: ignore[arg-type]

@@ -110,10 +110,10 @@ def cmd_list(console: Console) -> int:
 
     console.print("[bold]benchmarks[/bold]")
     for name, entry in REGISTRY.items():
-        console.print(f"  {name:<14} {entry.description}")
+        console.print(f"  {name:<14} {entry.description}", markup=False, highlight=False)
     console.print("[bold]providers[/bold] (--model PROVIDER/MODEL)")
     for name, desc in PROVIDERS.items():
-        console.print(f"  {name:<18} {desc}")
+        console.print(f"  {name:<18} {desc}", markup=False, highlight=False)
     return 0
 
 

@@ -30,7 +30,8 @@ class ProviderError(Exception):
     or its backoff when the server named no time),
     "transient" (retry with backoff), "timeout" (retry), "empty" (empty content, retry),
     "permanent" (never retried: bad request, auth), "refused" (never retried: the provider
-    declined on content grounds — a safety block or content filter).
+    declined on content grounds — a safety block or content filter), "exhausted" (never retried, and
+    nothing more is sent: the account is out of credits or quota until the user tops it up).
     """
 
     def __init__(self, kind: str, message: str, *, retry_after: float | None = None, status: int | None = None,
@@ -44,7 +45,7 @@ class ProviderError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.kind not in ("permanent", "refused")
+        return self.kind not in ("permanent", "refused", "exhausted")
 
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)

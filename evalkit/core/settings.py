@@ -68,8 +68,9 @@ def reasoning_problem(provider: str, model: str, effort: str | None, budget: int
     if budget is not None:
         if budget < 0:
             return f"--thinking-budget must be at least 0, not {budget}"
-        if provider == "openai":
-            return "--thinking-budget: openai/ takes no thinking budget; use --reasoning-effort low|medium|high"
+        if provider in ("openai", "azure"):
+            return (f"--thinking-budget: {provider}/ takes no thinking budget; use --reasoning-effort "
+                    "low|medium|high")
         if provider in ("vllm", "openai-compatible"):
             return (f"--thinking-budget: {provider}/ servers take no thinking budget (chat templates switch "
                     f"thinking on or off); use --reasoning-effort")
@@ -103,6 +104,13 @@ class RunConfig:
                                        role="endpoint", repeat=True)
     cache_tag: str | None = option(help="use this tag instead of the server URL in cache keys (a moved server)",
                                    role="endpoint")
+    api_version: str | None = option(help="azure/: the API version of the classic route /openai/deployments/… "
+                                          "(default OPENAI_API_VERSION; with neither, Azure's v1 API)",
+                                     role="operational")
+    provider_routing: dict[str, Any] | None = option(
+        help='openrouter/: provider routing preferences, the JSON object sent as "provider", e.g. '
+             '\'{"order": ["Azure"], "allow_fallbacks": false}\' (part of the cache key: it changes who answers)',
+        role="generation")
     concurrency: int = option(32, help="requests in flight (default 32)", role="operational", at_least=1)
     rpm: float | None = option(help="requests per minute ceiling (the rate below it is learned)", role="operational",
                                above=0)

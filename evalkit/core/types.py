@@ -6,12 +6,14 @@ turned into JSON without surprises.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 # Error kinds a provider may report; "empty" is empty content (retried like transient);
-# "refused" is the provider declining on content grounds (permanent, counted on its own).
-ErrorKind = Literal["rate_limit", "transient", "permanent", "refused", "timeout", "empty"]
+# "refused" is the provider declining on content grounds (permanent, counted on its own);
+# "exhausted" is the account unable to pay (out of credits or quota): the run stops sending.
+ErrorKind = Literal["rate_limit", "transient", "permanent", "refused", "timeout", "empty", "exhausted"]
 
 # How each API says "the output token limit was reached" (OpenAI and vLLM, Anthropic, Gemini).
 TOKEN_LIMIT_FINISHES = frozenset({"length", "max_tokens", "MAX_TOKENS"})
@@ -227,25 +229,45 @@ class Query:
 
 @dataclass
 class Usage:
+    """Token counts, and `cost_usd` where the provider itself says what the answer cost (OpenRouter):
+    then that is the cost, not an estimate from a price table."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
+    cost_usd: float | None = None
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cached_input_tokens += other.cached_input_tokens
         self.reasoning_tokens += other.reasoning_tokens
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
 
-    def to_dict(self) -> dict[str, int]:  # asdict's deep copy cost more than the rest of a record
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens}
+    def to_dict(self) -> dict[str, Any]:  # asdict's deep copy cost more than the rest of a record
+        d: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                             "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens}
+        if self.cost_usd is not None:  # only where reported: every other record and cache value as before
+            d["cost_usd"] = self.cost_usd
+        return d
 
     @staticmethod
     def from_dict(d: dict[str, Any] | None) -> Usage:
         d = d or {}
-        return Usage(**{k: int(d.get(k) or 0) for k in Usage.__dataclass_fields__})
+        cost = d.get("cost_usd")
+        return Usage(*(int(d.get(k) or 0) for k in _TOKEN_FIELDS), cost_usd=reported_cost(cost))
+
+
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
+
+
+def reported_cost(value: Any) -> float | None:
+    """A cost a provider reported: a finite non-negative number, else None (never a guess)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -342,7 +364,7 @@ class Record:
     refusal: bool = False
     error: str | None = None
     error_message: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)  # token counts (int), and cost_usd where reported
     latency_s: float = 0.0
     cached: bool = False
     finish_reason: str | None = None
@@ -411,7 +433,8 @@ _RECORD_FIELDS: dict[str, Any] = {
     "error_message": _opt_str, "finish_reason": _opt_str,
     "correct": lambda v: v is None or isinstance(v, bool),
     "refusal": lambda v: isinstance(v, bool), "cached": lambda v: isinstance(v, bool),
-    "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _int(x) for k, x in v.items()),
+    "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and (_int(x) or (
+        k == "cost_usd" and reported_cost(x) is not None)) for k, x in v.items()),
     "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str,
     "repeat": lambda v: _int(v) and v >= 0,

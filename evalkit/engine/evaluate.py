@@ -50,7 +50,7 @@ from evalkit.providers import (
     BATCH_PROVIDERS,
     ProviderSpec,
 )
-from evalkit.providers.registry import price_key
+from evalkit.providers.registry import info
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.report.progress import RunProgress
 
@@ -104,12 +104,14 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         s = resolve_settings(bench_name, model, options)
     cfg = s.config
     env: Mapping[str, str] = s.hooks.get("env") or os.environ
+    if cfg.api_version:  # the flag wins over the variable, for the model, its judge and its batches alike
+        env = {**env, "OPENAI_API_VERSION": cfg.api_version}
     console: Console = s.hooks.get("console") or Console(stderr=True)
     spec, judge_spec = await specs_for(cfg, env)
     plan = download_plan(s, env) if cfg.dry_run else None
     if plan is not None:  # priced before anything is downloaded: the listing's sizes, the published count
         if plan.get("questions"):
-            price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(price_key(spec.provider), spec.model)
+            price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
             sample = prepare_sample(s, env)
             n_items = min(plan["questions"], cfg.limit or plan["questions"])
             estimate = await scaled_from_sample(sample.queries, len(sample.items), n_items, spec, env, cfg, price)
@@ -119,8 +121,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
                                                                      highlight=False, soft_wrap=True))
     prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
     queries = prepared.queries
-    price = load_prices(Path(cfg.prices) if cfg.prices else None).lookup(price_key(spec.provider), spec.model)
-    if cfg.max_cost is not None and price is None:
+    price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
+    if cfg.max_cost is not None and price is None and not info(spec.provider).reports_cost:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
     where = locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
     if cutoff_budget is not None:  # the run that was cut off, with its own max_tokens
@@ -325,7 +327,7 @@ async def _evaluate(job: _Job) -> RunResult:
         summary["older_requests"] = {"queries": len(older), "reask_requests": reask_plan.to_send,
                                      "reask_cost_usd": [reask_plan.cost_low_usd, reask_plan.cost_high_usd]}
     if runner.breaker.tripped:  # the error banner leads with it
-        summary["stopped"] = "errors"
+        summary["stopped"] = "errors" if runner.breaker.exit_code == 1 else "account"
         summary["stopped_reason"] = runner.breaker.tripped
     elif judge_stopped:  # every answer is in; some wait for the judge: a re-run judges them
         summary["stopped"] = "judge"
@@ -341,7 +343,7 @@ async def _evaluate(job: _Job) -> RunResult:
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
     if cfg.plots:
         draw_plots(rundir, summary, analysis, plotter)
-    code = 0 if summary["complete"] else 1
+    code = 0 if summary["complete"] else runner.breaker.exit_code if runner.breaker.tripped else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
 
 

@@ -36,7 +36,7 @@ class Preflight:
         return task
 
     async def _reach(self, spec: ProviderSpec, flag: str) -> Reachable:
-        reached = await probe_all(spec, api_key_for(spec, self._env, flag=flag), flag)
+        reached = await probe_all(spec, api_key_for(spec, self._env, flag=flag), flag, env=self._env)
         for note in reached.notes():
             self._say(note)
         listed = reached.unlisted()

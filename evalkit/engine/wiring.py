@@ -12,6 +12,7 @@ from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.engine.batching import batch_runner
 from evalkit.images.pipeline import ImagePipeline
@@ -25,6 +26,7 @@ from evalkit.providers import (
     resolve_auto,
 )
 from evalkit.providers.preflight import check_setup
+from evalkit.providers.registry import info
 
 
 def open_cache(cfg: RunConfig, env: Mapping[str, str]) -> contextlib.AbstractContextManager[CacheLike]:
@@ -36,6 +38,8 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
     """The model's and the judge's specs; missing keys are errors before any work starts (but a dry run,
     which sends nothing, needs none)."""
     spec = parse_spec(cfg.model, cfg.base_url, env)
+    if cfg.provider_routing is not None and not info(spec.provider).routes_vendors:
+        raise EvalkitError(f"--provider-routing is for openrouter/ models, not --model {spec.label}")
     if cfg.cache_tag:
         spec = replace(spec, cache_tag=cfg.cache_tag)
     check_setup(spec, sdk=not cfg.dry_run)
@@ -43,6 +47,8 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
         check_batch(spec)
     judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
     judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
+    if cfg.api_version and "azure" not in (spec.provider, judge_spec.provider if judge_spec else None):
+        raise EvalkitError(f"--api-version is for azure/ models, not --model {spec.label}")
     if judge_spec:
         check_setup(judge_spec, "--judge", sdk=not cfg.dry_run)
     if not cfg.dry_run:

@@ -95,9 +95,20 @@ GOOGLE_IMAGES = ImageLimits(
 
 # OpenAI-compatible servers (vLLM, SGLang, llama.cpp) document no fixed limits: images go as
 # they are unless --max-side/--max-pixels say otherwise (the server's own flags still apply).
+# Azure OpenAI serves OpenAI's models: OpenAI's working size; its own refusal is "The image size must be
+# greater than zero and cannot exceed 20971520 bytes" (Azure OpenAI error 400, as reported 2026-11-26).
+# Images per request: 10, the lowest Azure has documented for a vision deployment (conservative).
+AZURE_IMAGES = replace(OPENAI_IMAGES, max_bytes=20 * MB, max_images=10, name="azure",
+                       source="https://learn.microsoft.com/azure/ai-services/openai/how-to/gpt-with-vision "
+                              "and the 20971520-byte refusal of Azure OpenAI (read 2026-11-26)",
+                       read_on="2026-11-26")
 VLLM_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON, name="vllm")
 COMPAT_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON,
                             name="openai-compatible")
+# OpenRouter passes images to the vendor that serves the model: a model of a vendor evalkit knows gets that
+# vendor's limits (evalkit.providers.registry.limits_for); others go as they are.
+ROUTED_IMAGES = ImageLimits(None, None, None, None, (), source="none: the serving vendor's", read_on=READ_ON,
+                            name="openrouter")
 
 
 def encoded_size(nbytes: int) -> int:

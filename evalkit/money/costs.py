@@ -37,23 +37,28 @@ class CostMeter:
     spent_usd: float = 0.0
 
     def add(self, outcome: Outcome) -> None:
-        if outcome.cached or not outcome.response.ok or self.price is None:
+        if outcome.cached or not outcome.response.ok:
             return
         self.spent_usd += cost_usd(price_of(self.price, outcome.response.via), outcome.response.usage) or 0.0
 
 
 def record_cost(price: Price | None, record: Record) -> float | None:
-    """What one answer cost when it was asked: nothing from the cache or for a failure; None: no price."""
-    if price is None:
-        return None
+    """What one answer cost when it was asked: nothing from the cache or for a failure; what the provider
+    reported where it did (OpenRouter); else from the price; None: no price."""
     if record.cached or record.error is not None:
-        return 0.0
+        return 0.0 if price is not None or reported(record) else None
     return cost_usd(price_of(price, record.via), Usage.from_dict(record.usage))
 
 
+def reported(record: Record) -> bool:
+    return record.usage.get("cost_usd") is not None
+
+
 def records_cost(price: Price | None, records: Iterable[Record]) -> float | None:
-    """What the answers in a run directory cost when they were asked (cache hits cost nothing)."""
-    if price is None:
+    """What the answers in a run directory cost when they were asked (cache hits cost nothing); None when
+    neither a price nor a reported cost is known."""
+    records = list(records)
+    if price is None and not any(reported(r) for r in records):
         return None
     return sum((record_cost(price, r) or 0.0 for r in records), 0.0)
 

@@ -28,13 +28,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Usage
-from evalkit.providers.registry import find
+from evalkit.providers.registry import find, price_key, vendor_of
 
 # A name followed by one of these is a snapshot of the same model (same price); anything else
 # ("-mini", "-nano", "-pro", "-audio-preview", "-lite", "-5" in "claude-opus-4-5") is a
@@ -158,6 +158,17 @@ class PriceTable:
                    key=len, default=None)
         return by_name[best] if best is not None else None
 
+    def price_for(self, provider: str, model: str) -> Price | None:
+        """The price of PROVIDER/MODEL: under the provider's price-table key (its record's); for a router's
+        VENDOR/MODEL without its own entry, the vendor's price ("OpenRouter passes through the pricing of
+        the underlying providers", openrouter.ai/docs/faq, read 2026-11-26)."""
+        found = self.lookup(price_key(provider), model)
+        vendor = vendor_of(provider, model) if found is None else None
+        if vendor is None:
+            return found
+        price = self.lookup(price_key(vendor), model.partition("/")[2])
+        return None if price is None else replace(price, note=f"{provider} passes {vendor}'s price through")
+
     def names(self, provider: str) -> list[str]:
         return sorted(self.prices.get(provider, {}))
 
@@ -233,11 +244,14 @@ def reasoning_included(provider: str) -> bool:
 
 
 def cost_usd(price: Price | None, usage: Usage, *, reasoning_in_output: bool | None = None) -> float | None:
-    """What one usage cost; None when the price is unknown.
+    """What one usage cost: the cost the provider reported with it, else from the price; None when neither
+    is known.
 
     reasoning_in_output: whether usage.output_tokens already includes usage.reasoning_tokens
     (None: the rule of price.provider, see reasoning_included). When False they are added.
     """
+    if usage.cost_usd is not None:  # the provider said what it charged (OpenRouter): that, not an estimate
+        return usage.cost_usd
     if price is None:
         return None
     if reasoning_in_output is None:

@@ -60,11 +60,26 @@ def public_url(url: str) -> str:
 
 def canonical_url(provider: str, url: str) -> str:
     """One spelling per server: no credentials, no trailing slash, and `/v1` where a chat-completions
-    server's URL has no path (the clients add it: both spellings reach the same server)."""
+    server's URL has no path (the clients add it: both spellings reach the same server); an Azure
+    resource without the `/openai[/v1]` its portal may show."""
     url = public_url(url).rstrip("/")
     record = find(provider)
+    if record is not None and record.wire == "azure":
+        return azure_endpoint(url)
     if record is not None and record.wire == "chat-completions" and "://" in url and "/" not in url.split("://", 1)[1]:
         url += "/v1"
+    return url
+
+
+_AZURE_SUFFIXES = ("/openai/v1", "/openai")  # what users paste from the Azure portal after the resource URL
+
+
+def azure_endpoint(url: str) -> str:
+    """An Azure OpenAI resource URL (`https://NAME.openai.azure.com`), given with or without `/openai[/v1]`."""
+    url = url.rstrip("/")
+    for suffix in _AZURE_SUFFIXES:
+        if url.endswith(suffix):
+            return url[: -len(suffix)]
     return url
 
 

@@ -25,11 +25,16 @@ _FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5)")
 _ACCOUNT_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
 
 
+def fixed_temperature(model: str) -> bool:
+    """A reasoning model, which accepts only the default temperature (also Azure deployments named after one)."""
+    return bool(_FIXED_TEMPERATURE.match(model))
+
+
 def openai_provider(spec: ProviderSpec, *, api_key: str, env: Mapping[str, str], timeout_s: float = 120.0,
                     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> OpenAICompatProvider:
     headers = {header: env[var] for var, header in _ACCOUNT_HEADERS.items() if env.get(var)}
     return OpenAICompatProvider(spec, api_key=api_key, timeout_s=timeout_s, urls=spec.base_urls or (OPENAI_URL,),
                                 max_tokens_field="max_completion_tokens",
-                                send_temperature=not _FIXED_TEMPERATURE.match(spec.model), headers=headers,
+                                send_temperature=not fixed_temperature(spec.model), headers=headers,
                                 env_proxy=True,  # as the SDK did: HTTPS_PROXY applies to the hosted API
                                 max_response_bytes=max_response_bytes)

@@ -55,6 +55,26 @@ def proxy_for(url: str) -> str | None:
     return None if not proxy or proxy_bypass(parts.hostname or "") else proxy
 
 
+def error_kind(status: int, body: str | bytes) -> str:
+    """The kind of a chat-completions error: by status, except where the body says more — an account out of
+    credits (OpenRouter's 402) or quota (OpenAI's 429 `insufficient_quota`) is "exhausted", and Azure's
+    prompt filter (400, code `content_filter`) is the provider's refusal, not a bad request. Pure."""
+    if status == 402:
+        return "exhausted"
+    if status in (400, 429):
+        try:
+            parsed = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            parsed = None
+        error = parsed.get("error") if isinstance(parsed, dict) else None
+        codes = {error.get("code"), error.get("type")} if isinstance(error, dict) else set()
+        if status == 429 and "insufficient_quota" in codes:
+            return "exhausted"
+        if status == 400 and "content_filter" in codes:
+            return "refused"
+    return classify_status(status)
+
+
 def error_message(status: int, body: str | bytes) -> str:
     """A one-line message from an error body (OpenAI-style JSON; older vLLM releases put the message at the
     top level; or text), trimmed."""
@@ -75,16 +95,24 @@ class OpenAICompatProvider:
     def __init__(self, spec: ProviderSpec, *, api_key: str | None = None, timeout_s: float = 120.0,
                  connections: int = 256, urls: Sequence[str] | None = None, max_tokens_field: str = "max_tokens",
                  send_temperature: bool = True, headers: Mapping[str, str] | None = None,
-                 env_proxy: bool = False, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
+                 env_proxy: bool = False, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 route: str = "/chat/completions", key_header: str | None = None, reports_cost: bool = False,
+                 secrets: Sequence[str] = ()):
+        """`route`: the chat call's path (and query) after each base URL; `key_header`: the header carrying
+        the key (None: `Authorization: Bearer`); `reports_cost`: replies say what they cost (usage.cost);
+        `secrets`: more values to redact from every message (a token carried in `headers`)."""
         self.spec = spec
         self.max_response_bytes = max_response_bytes
         self.pool = ReplicaPool([normalise_base_url(u) for u in (urls or spec.base_urls)])
         self._max_tokens_field = max_tokens_field
         self._send_temperature = send_temperature
+        self._route = route
+        self._reports_cost = reports_cost
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._redact = Redactor([api_key, *(s for r in self.pool.replicas for s in url_credentials(r.url))])
+            self._headers.update({key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"})
+        self._redact = Redactor([api_key, *secrets,
+                                 *(s for r in self.pool.replicas for s in url_credentials(r.url))])
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
@@ -133,7 +161,7 @@ class OpenAICompatProvider:
             return out
 
     async def _post(self, base: str, payload: bytes) -> Response:
-        url = base + "/chat/completions"
+        url = base + self._route
         start = time.perf_counter()
         try:
             async with self._get_session().post(url, data=payload, proxy=self._proxies.get(base),
@@ -141,9 +169,9 @@ class OpenAICompatProvider:
                 if is_redirect(resp.status):
                     raise redirect_refused(resp.status, resp.headers.get("Location"), url)
                 if resp.status != 200:
-                    kind = classify_status(resp.status)
-                    raise ProviderError(kind, error_message(resp.status, await read_prefix(resp)), status=resp.status,
-                                        retry_after=retry_after_from_headers(resp.headers),
+                    text = await read_prefix(resp)
+                    raise ProviderError(error_kind(resp.status, text), error_message(resp.status, text),
+                                        status=resp.status, retry_after=retry_after_from_headers(resp.headers),
                                         limits=rate_info(resp.headers))
                 limits = rate_info(resp.headers)
                 body = await read_capped(resp, self.max_response_bytes)
@@ -157,7 +185,7 @@ class OpenAICompatProvider:
             raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
         except ValueError as e:  # aiohttp refused to send it (a key and URL credentials both given)
             raise ProviderError("permanent", f"request not sent: {e}") from e
-        out = response_from_openai(json_object(body))
+        out = response_from_openai(json_object(body), reports_cost=self._reports_cost)
         out.latency_s = time.perf_counter() - start
         out.limits = limits
         return out

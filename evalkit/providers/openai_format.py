@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.core.errors import ProviderError
-from evalkit.core.types import GenParams, ImagePart, Message, Response, TextPart, Usage
+from evalkit.core.types import GenParams, ImagePart, Message, Response, TextPart, Usage, reported_cost
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.reply_json import first_of, member, optional_text, snapshot, text_of, token_count
 
@@ -57,8 +57,9 @@ def chat_body(model: str, messages: list[dict[str, Any]], params: GenParams, *, 
     return body
 
 
-def usage_from_openai(u: Any) -> Usage:
-    """Token counts; any that is not a non-negative integer (or a usage that is not an object) is 0."""
+def usage_from_openai(u: Any, *, reports_cost: bool = False) -> Usage:
+    """Token counts; any that is not a non-negative integer (or a usage that is not an object) is 0.
+    With `reports_cost`, `usage.cost` (OpenRouter: credits, 1 credit = 1 USD) is what the answer cost."""
     prompt_details = u.get("prompt_tokens_details") if isinstance(u, dict) else None
     completion_details = u.get("completion_tokens_details") if isinstance(u, dict) else None
     return Usage(
@@ -66,13 +67,15 @@ def usage_from_openai(u: Any) -> Usage:
         output_tokens=token_count(u, "completion_tokens"),
         cached_input_tokens=token_count(prompt_details, "cached_tokens"),
         reasoning_tokens=token_count(completion_details, "reasoning_tokens"),
+        cost_usd=reported_cost(u.get("cost")) if reports_cost and isinstance(u, dict) else None,
     )
 
 
-def response_from_openai(d: Any) -> Response:
+def response_from_openai(d: Any, *, reports_cost: bool = False) -> Response:
     """Chat-completion JSON -> Response. ProviderError("transient", "malformed reply: ...") when the body
     holds no usable answer, ProviderError("refused") when the content filter or the model's refusal
-    replaced the answer."""
+    replaced the answer. `reports_cost`: a router's reply (OpenRouter), which says what it cost and,
+    in `provider`, who answered (kept with the snapshot)."""
     choice = first_of(member(d, "choices", "reply"), "choices")
     msg = member(choice, "message", "choices[0]")
     text = text_of(member(msg, "content", "choices[0].message"), "message.content")
@@ -81,6 +84,10 @@ def response_from_openai(d: Any) -> Response:
     if not text and (finish == "content_filter" or refusal):
         raise ProviderError("refused", f"content refused ({refusal or 'content_filter'})")
     reasoning = optional_text(msg.get("reasoning_content")) or optional_text(msg.get("reasoning"))
-    return Response(text=text, usage=usage_from_openai(d.get("usage")), finish_reason=finish, reasoning=reasoning,
-                    served_by=snapshot(d.get("model"), d.get("system_fingerprint")))
+    served_by = snapshot(d.get("model"), d.get("system_fingerprint"))
+    upstream = optional_text(d.get("provider")) if reports_cost else None
+    if upstream and served_by:
+        served_by = f"{served_by} · via {upstream[:60]}"
+    return Response(text=text, usage=usage_from_openai(d.get("usage"), reports_cost=reports_cost),
+                    finish_reason=finish, reasoning=reasoning, served_by=served_by)
 

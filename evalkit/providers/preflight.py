@@ -21,6 +21,11 @@ API, Ollama's tag aliases such as `llava` for `llava:latest`, LiteLLM's wildcard
 line and asks anyway, and its first request confirms the model before the others go
 (evalkit.ask.confirm).
 
+Azure's metadata call (`GET /openai/models?api-version=…`, or `/openai/v1/models`) lists base models,
+never deployments: it checks the endpoint and the key only (a run on a Microsoft Entra ID token, which the
+probe does not carry, checks reachability only). OpenRouter's is its key check (`GET /api/v1/key`, read
+2026-11-26): a refused key, or a key whose credit limit is spent, is exit 2 before anything is sent.
+
 The probe also learns whether the endpoint is evalkit's simulated server (its model list says
 `owned_by: evalkit-sim`), so the run can read the simulator's mismatch counter at the end.
 Wire formats read on 2026-11-23: OpenAI and vLLM `GET /v1/models`; Anthropic "Get a Model"
@@ -35,13 +40,13 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from evalkit.core.errors import EvalkitError
-from evalkit.providers.base import ProviderSpec, canonical_url, public_url
+from evalkit.providers.base import ProviderSpec, azure_endpoint, canonical_url, public_url
 from evalkit.providers.connect import connect_cause
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.registry import info
@@ -112,9 +117,16 @@ class Reachable:
         return tuple(dict.fromkeys(m for p in self.probes if p.ok for m in p.models))
 
 
-def _request(spec: ProviderSpec, base: str, key: str | None) -> tuple[str, dict[str, str]]:
+def _request(spec: ProviderSpec, base: str, key: str | None, env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The metadata call for one base URL: (url, headers)."""
-    wire = info(spec.provider).wire
+    record = info(spec.provider)
+    wire = record.wire
+    if wire == "azure":  # base models, not deployments: it checks the endpoint and the key only
+        version = env.get("OPENAI_API_VERSION")
+        route = f"/openai/models?api-version={quote(version, safe='')}" if version else "/openai/v1/models"
+        return azure_endpoint(public_url(base)) + route, ({"api-key": key} if key else {})
+    if record.key_check:
+        return canonical_url(spec.provider, base) + record.key_check, ({"Authorization": f"Bearer {key}"} if key else {})
     if wire == "anthropic":
         headers = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
         return f"{base.rstrip('/')}/v1/models/{spec.model}", headers
@@ -159,11 +171,17 @@ def _names_the_model(body: object, model: str) -> bool:
     return isinstance(message, str) and model in message
 
 
-def judge_reply(spec: ProviderSpec, status: int, body: object) -> tuple[str | None, bool]:
-    """(cause or None, is the simulator) from the metadata call's status and JSON body. Pure."""
+def judge_reply(spec: ProviderSpec, status: int, body: object, keyed: bool = True) -> tuple[str | None, bool]:
+    """(cause or None, is the simulator) from the metadata call's status and JSON body. Pure. `keyed`: the
+    call carried the run's credential (an Azure run on a Microsoft Entra ID token probes reachability only)."""
+    record = info(spec.provider)
     if status in (401, 403):
-        return f"HTTP {status}: the API key was refused", False
-    wire = info(spec.provider).wire
+        return (f"HTTP {status}: the API key was refused", False) if keyed else (None, False)
+    if record.key_check:
+        return _credit_left(status, body), False
+    wire = record.wire
+    if wire == "azure":
+        return None, False  # never compare the deployment with Azure's list of base models
     if wire != "chat-completions":  # a model lookup, not a list
         simulator = isinstance(body, dict) and body.get("owned_by") == SIM_OWNER
         if status == 404 and _names_the_model(body, spec.model):  # else a proxy without the lookup: go on
@@ -180,13 +198,26 @@ def judge_reply(spec: ProviderSpec, status: int, body: object) -> tuple[str | No
     return None, simulator
 
 
-async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
+def _credit_left(status: int, body: object) -> str | None:
+    """A key check's answer (OpenRouter `GET /key`, read 2026-11-26: `data.limit_remaining`, null when the key
+    has no limit): a key with nothing left cannot pay for one answer. Pure."""
+    if status == 402:
+        return "HTTP 402: out of credits; add credits, then run the same command again"
+    data = body.get("data") if isinstance(body, dict) else None
+    left = data.get("limit_remaining") if isinstance(data, dict) else None
+    if status == 200 and isinstance(left, int | float) and not isinstance(left, bool) and left <= 0:
+        return f"the key's credit limit is spent ({left:g} left); raise it or add credits, then run again"
+    return None
+
+
+async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float = PROBE_TIMEOUT_S,
+                env: Mapping[str, str] | None = None) -> Probe:
     """One endpoint's metadata call; every failure becomes a cause (never an exception)."""
     import aiohttp
 
     from evalkit.providers.openai_compat import proxy_for
 
-    url, headers = _request(spec, base, key)
+    url, headers = _request(spec, base, key, env or {})
     redact = Redactor([key, *url_credentials(base)])
     shown = public_url(base)
     try:
@@ -206,8 +237,8 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
         body = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         body = None
-    cause, simulator = judge_reply(spec, status, body)
-    listing = info(spec.provider).wire == "chat-completions"
+    cause, simulator = judge_reply(spec, status, body, keyed=bool(key) or info(spec.provider).wire != "azure")
+    listing = info(spec.provider).wire == "chat-completions" and not info(spec.provider).key_check
     models = tuple(_listed(body).ids) if status == 200 and listing else ()
     version = await _vllm_version(base, headers, timeout_s) if spec.provider == "vllm" and cause is None else None
     unlisted = cause is None and asked_anyway(spec, status, body)
@@ -229,10 +260,11 @@ async def _vllm_version(base: str, headers: dict[str, str], timeout_s: float) ->
     return str(version)[:60] if isinstance(version, str | int | float) else None
 
 
-async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model") -> Reachable:
+async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model",
+                    env: Mapping[str, str] | None = None) -> Reachable:
     """Probe every replica at once; EvalkitError when none answers."""
     bases: Sequence[str] = spec.base_urls or (info(spec.provider).default_url or "",)
-    probes = tuple(await asyncio.gather(*(probe(spec, b, key) for b in bases)))
+    probes = tuple(await asyncio.gather(*(probe(spec, b, key, env=env) for b in bases)))
     if not any(p.ok for p in probes):
         detail = "; ".join(f"{p.url}: {p.cause}" for p in probes)
         raise EvalkitError(f"{flag} {spec.label} cannot be reached: {detail}")

@@ -52,12 +52,24 @@ def chat_fields(provider: str, model: str, params: GenParams) -> dict[str, Any]:
     if message is not None:
         raise ProviderError("permanent", message)
     effort = params.reasoning_effort
+    record = find(provider)
+    if record is not None and record.reasoning == "reasoning.effort":  # a router's one field for every vendor
+        return router_reasoning(effort, params.thinking_budget)
     if effort is None:
         return {}
-    record = find(provider)
     if record is not None and record.reasoning == "reasoning_effort":  # the OpenAI API's levels (its record's field)
         return {"reasoning_effort": openai_effort(model, effort)}
     return {"chat_template_kwargs": {"enable_thinking": effort != "none"}}
+
+
+def router_reasoning(effort: str | None, budget: int | None) -> dict[str, Any]:
+    """OpenRouter's `reasoning` object (openrouter.ai/docs/use-cases/reasoning-tokens, read 2026-11-26): an
+    effort level or a token budget, which it translates for the vendor; none/0 switches reasoning off."""
+    if effort is None and budget is None:
+        return {}
+    if effort == "none" or budget == 0:
+        return {"reasoning": {"enabled": False}}
+    return {"reasoning": {"effort": effort} if effort is not None else {"max_tokens": int(budget or 0)}}
 
 
 def anthropic_thinking(params: GenParams) -> tuple[dict[str, Any] | None, int]:

@@ -20,16 +20,18 @@ from typing import Literal
 from evalkit.core.errors import EvalkitError
 from evalkit.images.provider_limits import (
     ANTHROPIC_IMAGES,
+    AZURE_IMAGES,
     COMPAT_IMAGES,
     GOOGLE_IMAGES,
     OPENAI_IMAGES,
+    ROUTED_IMAGES,
     VLLM_IMAGES,
     ImageLimits,
 )
 from evalkit.providers.batch_api import BatchLimits
 
-Wire = Literal["chat-completions", "anthropic", "gemini"]
-RATE_DIALECTS = ("openai", "anthropic", "none")  # as evalkit.providers.rate_headers reads them (and the simulator speaks)
+Wire = Literal["chat-completions", "azure", "anthropic", "gemini"]  # "azure": chat completions on Azure's routes
+RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.rate_headers reads them (and the simulator speaks)
 
 
 # ---------------------------------------------------------------- image-token formulas (dry-run estimates)
@@ -87,6 +89,11 @@ class ProviderInfo:
     batch_discount: float | None = None  # the batch price as a share of the live price
     seedless_batch: bool = False  # its batch lines carry no seed: --repeats in a batch are identical requests
     editor: str | None = None  # optional: "module:class" of its image editor, f(spec, *, api_key, timeout_s)
+    reports_cost: bool = False  # its replies say what they cost: that is recorded as the cost (--max-cost works)
+    key_check: str | None = None  # optional: the free call (after the base URL) the preflight makes instead of
+    #                               listing models: it checks the key and says what credit is left (OpenRouter)
+    routes_vendors: bool = False  # its models are VENDOR/MODEL served by that vendor: a known vendor's image
+    #                               limits apply, and its prices estimate a dry run
 
     @property
     def optional(self) -> frozenset[str]:
@@ -104,7 +111,8 @@ class ProviderInfo:
 
 
 _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
-                       "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor"})
+                       "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
+                       "reports_cost", "routes_vendors", "key_check"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -171,6 +179,35 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
                           "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
         batch_client="evalkit.providers.batch_google:GoogleBatches", batch_discount=0.5,
         editor="evalkit.providers.edit_google:GoogleImageEditor"),
+    # Azure OpenAI, read 2026-11-26 (learn.microsoft.com/azure/ai-foundry/openai/reference and /api-version-
+    # lifecycle, /how-to/batch): the classic route takes ?api-version= and the deployment in the path; the
+    # v1 API (/openai/v1) takes the deployment as `model`. The key goes in the `api-key` header. Global
+    # batch: "50% less cost than global standard", at most 100,000 requests and 200 MB per file.
+    ProviderInfo(
+        name="azure",
+        description="Azure OpenAI chat completions, azure/DEPLOYMENT (AZURE_OPENAI_ENDPOINT or --base-url; "
+                    "AZURE_OPENAI_API_KEY, or Microsoft Entra ID: AZURE_OPENAI_AD_TOKEN or evalkit[azure-entra]; "
+                    "OPENAI_API_VERSION or --api-version for the classic route, else the v1 API)",
+        client="evalkit.providers.azure:azure_provider", wire="azure",
+        key_env=("AZURE_OPENAI_API_KEY",), key_required=False, base_url_env="AZURE_OPENAI_ENDPOINT",
+        image_limits=AZURE_IMAGES, rate_headers="openai", reasoning="reasoning_effort",
+        image_tokens=openai_image_tokens, price_key="azure",
+        batch=BatchLimits(100_000, 200 * 1024 * 1024,
+                          "learn.microsoft.com/azure/ai-foundry/openai/how-to/batch (read 2026-11-26)"),
+        batch_client="evalkit.providers.batch_azure:AzureBatches", batch_discount=0.5),
+    # OpenRouter, read 2026-11-26 (openrouter.ai/docs/api-reference/overview, /use-cases/usage-accounting,
+    # /features/provider-routing, /api-reference/limits, /faq): OpenAI's chat shape at /api/v1, a bearer key,
+    # `usage.cost` in credits (1 credit = 1 USD) on every reply, `provider` routing preferences in the body,
+    # 402 when the credits are spent; "OpenRouter passes through the pricing of the underlying providers".
+    ProviderInfo(
+        name="openrouter",
+        description="OpenRouter, openrouter/VENDOR/MODEL (OPENROUTER_API_KEY; OPENROUTER_BASE_URL optional; "
+                    "--provider-routing JSON); the cost each reply reports is recorded as its cost",
+        client="evalkit.providers.openrouter:openrouter_provider", wire="chat-completions",
+        key_env=("OPENROUTER_API_KEY",), base_url_env="OPENROUTER_BASE_URL",
+        default_url="https://openrouter.ai/api/v1", image_limits=ROUTED_IMAGES, rate_headers="openrouter",
+        reasoning="reasoning.effort", image_tokens=openai_image_tokens, price_key="openrouter",
+        reports_cost=True, routes_vendors=True, key_check="/key"),
 )}
 
 
@@ -206,10 +243,21 @@ def price_key(provider: str) -> str:
     return record.price_key if record is not None else provider
 
 
-def limits_for(provider: str) -> ImageLimits | None:
-    """The provider's image limits; None for a provider without a record (no limits applied)."""
+def limits_for(provider: str, model: str = "") -> ImageLimits | None:
+    """The provider's image limits; None for a provider without a record (no limits applied). A router's
+    VENDOR/MODEL gets the vendor's limits where evalkit knows the vendor."""
     record = RECORDS.get(provider)
-    return record.image_limits if record is not None else None
+    if record is None:
+        return None
+    vendor = vendor_of(provider, model)
+    return RECORDS[vendor].image_limits if vendor is not None else record.image_limits
+
+
+def vendor_of(provider: str, model: str) -> str | None:
+    """The provider evalkit knows that serves a router's VENDOR/MODEL (openrouter/anthropic/… -> anthropic)."""
+    record = RECORDS.get(provider)
+    vendor = model.partition("/")[0] if record is not None and record.routes_vendors and "/" in model else None
+    return vendor if vendor in RECORDS and not RECORDS[vendor].routes_vendors else None
 
 
 def load(target: str) -> Callable[..., object]:
