@@ -72,18 +72,19 @@ class AdaptiveRate:
         pause = 0.0
         if self.start is None and not refused:
             self.start = now
+        if info is not None:  # nothing left until a reset it names: everyone waits for it
+            for left, reset in ((info.requests_left, info.requests_reset_s), (info.tokens_left, info.tokens_reset_s)):
+                if left is not None and left <= 0 and reset:
+                    pause = max(pause, reset)
         if info is not None and (info.requests_per_min or info.tokens_per_min):
             self.source = "headers"
             if info.requests_per_min:
                 self.rpm = max(MIN_RPM, info.requests_per_min * MARGIN)
             if info.tokens_per_min:
                 self.tpm = info.tokens_per_min * MARGIN
-            for left, reset in ((info.requests_left, info.requests_reset_s), (info.tokens_left, info.tokens_reset_s)):
-                if left is not None and left <= 0 and reset:
-                    pause = max(pause, reset)
             return self.rates(pause)
         if self.source == "headers":
-            return self.rates()
+            return self.rates(pause)
         self._replies.append((now, refused))
         while self._replies and self._replies[0][0] < now - WINDOW_S:
             self._replies.popleft()
@@ -96,7 +97,7 @@ class AdaptiveRate:
                 self._cut(now)
         elif self.rpm is not None and now - self._last_cut >= STEP_S and now - self._last_raise >= STEP_S:
             self._raise(now)
-        return self.rates()
+        return self.rates(pause)
 
     def _refused_share(self) -> tuple[int, bool]:
         refusals = sum(1 for _, r in self._replies if r)

@@ -63,8 +63,15 @@ def entra_token(env: Mapping[str, str]) -> str:
                            f"or {ENTRA_TOKEN_ENV}, or sign in (az login)") from None
 
 
+class AzureProvider(OpenAICompatProvider):
+    """The chat client on one Azure route; its batches (batch_azure) take the same route and credential."""
+
+    api_version: str | None = None
+    entra_token: str | None = None
+
+
 def azure_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str, str], timeout_s: float = 120.0,
-                   max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> OpenAICompatProvider:
+                   max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> AzureProvider:
     """The client its record names: the key as `api-key`, or an Entra ID token as a bearer."""
     version = api_version_of(env)
     bases = [chat_base(u, spec.model, version) for u in spec.base_urls]
@@ -74,8 +81,10 @@ def azure_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str,
         token = entra_token(env)
         headers["Authorization"] = f"Bearer {token}"
         secrets.append(token)
-    return OpenAICompatProvider(spec, api_key=api_key, timeout_s=timeout_s, urls=[b for b, _ in bases],
-                                route=bases[0][1], key_header="api-key", headers=headers, secrets=secrets,
-                                max_tokens_field="max_completion_tokens",
-                                send_temperature=not fixed_temperature(spec.model), env_proxy=True,
-                                max_response_bytes=max_response_bytes)
+    provider = AzureProvider(spec, api_key=api_key, timeout_s=timeout_s, urls=[b for b, _ in bases],
+                             route=bases[0][1], key_header="api-key", headers=headers, secrets=secrets,
+                             max_tokens_field="max_completion_tokens",
+                             send_temperature=not fixed_temperature(spec.model), env_proxy=True,
+                             max_response_bytes=max_response_bytes)
+    provider.api_version, provider.entra_token = version, secrets[0] if secrets else None
+    return provider

@@ -58,15 +58,19 @@ def line_result(d: Any) -> tuple[str, Response] | None:
 class OpenAIBatches:
     provider = "openai"
     limits = batch_limits("openai")
+    line_url = ENDPOINT  # each line's `url`, and the batch's `endpoint`
 
     def __init__(self, live: OpenAICompatProvider, *, api_key: str, timeout_s: float = 300.0) -> None:
         import openai  # lazy: only for --batch
 
         self._openai = openai
         self._live = live
-        base = live.pool.replicas[0].url
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base, max_retries=2, timeout=timeout_s,
-                                          http_client=guarded_sdk_client(openai, timeout_s, EDIT_MAX_BYTES))
+        self._client = self._make_client(live, api_key, timeout_s)
+
+    def _make_client(self, live: OpenAICompatProvider, api_key: str, timeout_s: float) -> Any:
+        return self._openai.AsyncOpenAI(api_key=api_key, base_url=live.pool.replicas[0].url, max_retries=2,
+                                        timeout=timeout_s,
+                                        http_client=guarded_sdk_client(self._openai, timeout_s, EDIT_MAX_BYTES))
 
     def line(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> BatchLine:
         return BatchLine.of(self._live.body(messages, params, images))
@@ -81,10 +85,11 @@ class OpenAIBatches:
             raise error from e
 
     async def submit(self, lines: Sequence[BatchLine], tag: str) -> str:
-        data = b"".join(json.dumps({"custom_id": x.custom_id, "method": "POST", "url": ENDPOINT, "body": x.body},
-                                   ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for x in lines)
+        data = b"".join(json.dumps({"custom_id": x.custom_id, "method": "POST", "url": self.line_url,
+                                    "body": x.body}, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+                        for x in lines)
         uploaded = await self._call(self._client.files.create, file=(f"{tag}.jsonl", data), purpose="batch")
-        batch = await self._call(self._client.batches.create, input_file_id=uploaded.id, endpoint=ENDPOINT,
+        batch = await self._call(self._client.batches.create, input_file_id=uploaded.id, endpoint=self.line_url,
                                  completion_window="24h", metadata={TAG_KEY: tag})
         return batch.id
 

@@ -4,7 +4,9 @@ OpenAI (platform.openai.com/docs/guides/rate-limits, read 2026-11-25): `x-rateli
 `-remaining-requests`, `-reset-requests` (a duration such as "1s", "6m0s", "20ms"), and the same for
 `-tokens`. Anthropic (docs.anthropic.com/en/api/rate-limits, read 2026-11-25):
 `anthropic-ratelimit-requests-limit`, `-requests-remaining`, `-requests-reset` (an RFC 3339 time), and
-`-tokens-*` (or, on newer accounts, `-input-tokens-*`). Limits are per minute in both.
+`-tokens-*` (or, on newer accounts, `-input-tokens-*`). Limits are per minute in both. OpenRouter
+(openrouter.ai/docs/api-reference/limits, read 2026-11-26): `X-RateLimit-Limit`, `-Remaining` and `-Reset`
+(epoch milliseconds), over a window it does not name: what is left and when it refills, no rate.
 """
 
 from __future__ import annotations
@@ -67,4 +69,8 @@ def rate_info(headers: Mapping[str, str], now: float | None = None) -> RateInfo 
         return RateInfo(_number(h.get(f"{a}requests-limit")), _number(h.get(f"{a}requests-remaining")),
                         _until_s(h.get(f"{a}requests-reset"), now), _number(h.get(f"{a}{tokens}-limit")),
                         _number(h.get(f"{a}{tokens}-remaining")), _until_s(h.get(f"{a}{tokens}-reset"), now))
+    if "x-ratelimit-remaining" in h:
+        reset_ms = _number(h.get("x-ratelimit-reset"))
+        return RateInfo(None, _number(h.get("x-ratelimit-remaining")),
+                        None if reset_ms is None else min(3600.0, max(0.0, reset_ms / 1000 - now)))
     return None

@@ -1,0 +1,43 @@
+"""`azure/` batches: Azure OpenAI's global Batch API — OpenAI's Files + Batches shape on Azure's routes
+(learn.microsoft.com/azure/ai-foundry/openai/how-to/batch, read 2026-11-26), through the openai SDK.
+
+The same adapter as `openai/` batches (batch_openai), with three differences: the client (the SDK's
+AsyncAzureOpenAI on the classic route, with `?api-version=`; on the v1 API a plain client at
+`{endpoint}/openai/v1` whose only credential is the `api-key` header), the line URL Azure documents
+(`/chat/completions`), and the body's `model`, which is the deployment (a global-batch deployment).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evalkit.providers.base import azure_endpoint
+from evalkit.providers.batch_openai import OpenAIBatches
+from evalkit.providers.registry import batch_limits
+from evalkit.providers.sdk_http import EDIT_MAX_BYTES, guarded_sdk_client
+
+if TYPE_CHECKING:
+    from evalkit.providers.openai_compat import OpenAICompatProvider
+
+AZURE_LINE_URL = "/chat/completions"
+
+
+class AzureBatches(OpenAIBatches):
+    provider = "azure"
+    limits = batch_limits("azure")
+    line_url = AZURE_LINE_URL
+
+    def _make_client(self, live: OpenAICompatProvider, api_key: str, timeout_s: float) -> Any:
+        openai = self._openai
+        root = azure_endpoint(live.spec.base_urls[0])
+        version = getattr(live, "api_version", None)
+        token = getattr(live, "entra_token", None)
+        http = guarded_sdk_client(openai, timeout_s, EDIT_MAX_BYTES)
+        if version:  # the classic route: the SDK's Azure client (api-key header, ?api-version=)
+            auth: dict[str, Any] = {"api_key": api_key} if api_key else {"azure_ad_token": token}
+            return openai.AsyncAzureOpenAI(azure_endpoint=root, api_version=version, max_retries=2,
+                                           timeout=timeout_s, http_client=http, **auth)
+        # the v1 API: the key as `api-key` with the SDK's own bearer header left out, or the token as the bearer
+        headers = {"api-key": api_key, "Authorization": openai.Omit()} if api_key else None
+        return openai.AsyncOpenAI(api_key=api_key or token, base_url=f"{root}/openai/v1", default_headers=headers,
+                                  max_retries=2, timeout=timeout_s, http_client=http)
