@@ -37,7 +37,18 @@ class AzureBatches(OpenAIBatches):
             auth: dict[str, Any] = {"api_key": api_key} if api_key else {"azure_ad_token": token}
             return openai.AsyncAzureOpenAI(azure_endpoint=root, api_version=version, max_retries=2,
                                            timeout=timeout_s, http_client=http, **auth)
-        # the v1 API: the key as `api-key` with the SDK's own bearer header left out, or the token as the bearer
-        headers = {"api-key": api_key, "Authorization": openai.Omit()} if api_key else None
-        return openai.AsyncOpenAI(api_key=api_key or token, base_url=f"{root}/openai/v1", default_headers=headers,
-                                  max_retries=2, timeout=timeout_s, http_client=http)
+        # the v1 API: the token as the SDK's bearer, or the key moved from the bearer to `api-key` on the way out
+        if api_key:
+            http.event_hooks["request"].append(_as_api_key(api_key))
+        return openai.AsyncOpenAI(api_key=api_key or token, base_url=f"{root}/openai/v1", max_retries=2,
+                                  timeout=timeout_s, http_client=http)
+
+
+def _as_api_key(key: str) -> Any:
+    """An httpx request hook: the key travels as `api-key`, never as `Authorization: Bearer`."""
+
+    async def hook(request: Any) -> None:
+        request.headers.pop("Authorization", None)
+        request.headers["api-key"] = key
+
+    return hook
