@@ -1,9 +1,9 @@
 """The simulated server (`evalkit sim`): a deterministic stand-in for a real model endpoint.
 
-It speaks the OpenAI / vLLM, Anthropic and Gemini wire formats, answers from an answer key that
-evalkit writes from a dataset, injects faults and rate limits on request, and serves hostile
-replies under `/hostile/<behaviour>` (evalkit.sim.hostile), so tests and the demo exercise the
-real clients, retries and caches without a network.
+It speaks the OpenAI / vLLM, Anthropic, Gemini, Azure OpenAI and OpenRouter wire formats, answers
+from an answer key that evalkit writes from a dataset, injects faults and rate limits on request,
+and serves hostile replies under `/hostile/<behaviour>` (evalkit.sim.hostile), so tests and the
+demo exercise the real clients, retries and caches without a network.
 """
 
 from __future__ import annotations

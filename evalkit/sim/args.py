@@ -36,6 +36,16 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
                         "(llama.cpp's server, TGI, Ollama's tag aliases, LiteLLM wildcard routes)")
     g.add_argument("--owned-by", default="evalkit-sim", metavar="NAME",
                    help="what /v1/models entries say in owned_by (default evalkit-sim; vllm: as vLLM says it)")
+    c = parser.add_argument_group("credentials and credits")
+    c.add_argument("--api-key", metavar="KEY", default=None,
+                   help="401 for API requests without KEY (a bearer token, api-key, x-api-key or x-goog-api-key "
+                        "header; Azure routes take it as api-key only, OpenRouter routes as a bearer token)")
+    c.add_argument("--entra-token", metavar="TOKEN", default=None,
+                   help="Azure routes also take `Authorization: Bearer TOKEN`, as a Microsoft Entra ID token "
+                        "(needs --api-key; without it no route checks credentials)")
+    c.add_argument("--credits", metavar="USD", type=float, default=None,
+                   help="OpenRouter credits: each answer on /api/v1/chat/completions spends its cost, and once "
+                        "none remain requests get 402 until POST /sim/credits tops them up (default: unlimited)")
     f = parser.add_argument_group("faults and limits")
     f.add_argument("--latency-ms", type=float, default=0.0, help="added to every answer")
     f.add_argument("--rps", type=float, default=None, help="requests per second before 429s")
@@ -86,4 +96,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         lenient=args.lenient,
         owned_by=args.owned_by,
         think_tokens=args.think_tokens,
+        api_key=args.api_key,
+        entra_token=args.entra_token,
+        credits=args.credits,
     )

@@ -4,6 +4,8 @@ google-genai 3.x `batches` in Gemini Developer API mode).
 
 - OpenAI: `POST /v1/files` (multipart, purpose batch), `GET /v1/files/{id}[/content]`,
   `POST /v1/batches`, `GET /v1/batches[/{id}]`, `POST /v1/batches/{id}/cancel`; output and error files.
+  Azure OpenAI: the same under `/openai/` (classic, with `?api-version=`) and `/openai/v1/`, its lines
+  `"url": "/chat/completions"` and `body.model` the deployment (openai 3.x `AzureOpenAI`); one store.
 - Anthropic: `POST|GET /v1/messages/batches`, `GET /v1/messages/batches/{id}[/results]`,
   `POST /v1/messages/batches/{id}/cancel`.
 - Gemini: `POST /v1beta/models/{model}:batchGenerateContent` (inline requests),
@@ -57,7 +59,7 @@ def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
 
     async def answer(b: SimBatch, cid: str, body: dict[str, Any]) -> tuple[Any, ...]:
         state = app[STATE]
-        dialect = _DIALECT[{"google": "gemini"}.get(b.api, b.api)]
+        dialect = _DIALECT[b.tag.get("_dialect") or {"google": "gemini"}.get(b.api, b.api)]
         request = _LineRequest({"model": b.model}, b.headers)
         try:
             req = dialect.parse(body, request)  # type: ignore[arg-type]
@@ -92,7 +94,7 @@ def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
             fid = store.new_id("file-")
             store.files[fid] = b"".join(json.dumps(_openai_line(cid, o, st)).encode() + b"\n" for cid, o in b.results)
             b.files["error"] = fid
-        return {"id": b.id, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
+        return {"id": b.id, "object": "batch", "endpoint": b.tag.get("_endpoint", "/v1/chat/completions"), "errors": None,
                 "input_file_id": b.tag.get("_input", ""), "completion_window": "24h", "status": status,
                 "output_file_id": b.files.get("output"), "error_file_id": b.files.get("error"),
                 "created_at": int(b.created), "in_progress_at": int(b.created), "expires_at": int(b.created) + 86400,
@@ -136,8 +138,11 @@ def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
                 model = model or row["body"].get("model", "")
         if len({cid for cid, _ in lines}) != len(lines):
             return _error(400, "custom_id values must be unique within a batch")
+        endpoint = str(body.get("endpoint") or "/v1/chat/completions")  # Azure says "/chat/completions"
         b = store.add(SimBatch(store.new_id("batch_"), "openai", lines, time.time(),
-                               tag={**(body.get("metadata") or {}), "_input": fid}, model=model))
+                               tag={**(body.get("metadata") or {}), "_input": fid, "_endpoint": endpoint,
+                                    "_dialect": "azure" if request.path.startswith("/openai/") else "openai"},
+                               model=model))
         return web.json_response(openai_batch(b))
 
     async def openai_get(request: web.Request) -> web.Response:
@@ -288,6 +293,14 @@ def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
     r.add_get("/v1/batches/{batch_id}", either(gemini_get, openai_get))
     r.add_post("/v1/batches/{batch_id}", gemini_get)  # {id}:cancel (Gemini, under /v1)
     r.add_post("/v1/batches/{batch_id}/cancel", openai_get)
+    for prefix in ("/openai", "/openai/v1"):  # Azure OpenAI's classic and v1 paths to OpenAI's batch API
+        r.add_post(f"{prefix}/files", files_create)
+        r.add_get(prefix + "/files/{file_id}", file_get)
+        r.add_get(prefix + "/files/{file_id}/content", file_get)
+        r.add_post(f"{prefix}/batches", openai_create)
+        r.add_get(f"{prefix}/batches", openai_list)
+        r.add_get(prefix + "/batches/{batch_id}", openai_get)
+        r.add_post(prefix + "/batches/{batch_id}/cancel", openai_get)
     r.add_post("/v1/messages/batches", anthropic_create)
     r.add_get("/v1/messages/batches", anthropic_list)
     r.add_get("/v1/messages/batches/{batch_id}", anthropic_get)

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import BodyPartReader, web
 from PIL import Image
 
-from evalkit.sim.dialects import OpenAIDialect
 from evalkit.sim.faults import retry_headers
 from evalkit.sim.gemini_wire import simulated_edit  # one transform for both edit routes
 from evalkit.sim.inject import apply_fault
 from evalkit.sim.model import estimate_tokens, image_tokens
+from evalkit.sim.openai_wire import OpenAIDialect
 from evalkit.sim.state import STATE
 from evalkit.sim.wire import MALFORMED_BODY, error_response
 

@@ -19,7 +19,7 @@ Behaviours (how the reply shapes differ per dialect: evalkit.sim.hostile_bodies)
   (`localhost` when the request came to `127.0.0.1`, else `127.0.0.1`). The sink records every
   header it receives (`GET /sim/sink`) and answers a well-formed "A", so a client that follows
   shows both the leak and the answer it should not have recorded;
-- echo-key: a 400 whose message repeats the request's Authorization / x-api-key /
+- echo-key: a 400 whose message repeats the request's Authorization / api-key / x-api-key /
   x-goog-api-key value, raw, percent-encoded and base64-encoded.
 
 A spoiled reply is counted as a request but never as a completion.
@@ -53,13 +53,21 @@ SINK_ROUTE = "/sink/{tail:.*}"
 REDIRECTS = {"redirect-301": 301, "redirect-302": 302, "redirect-307": 307}
 BEHAVIOURS = (*RESHAPE, "not-json", "json-array", "invalid-utf8", "huge", "huge-chunked", "gzip-bomb",
               "gzip-members", *REDIRECTS, "echo-key")
-KEY_HEADERS = ("Authorization", "x-api-key", "x-goog-api-key")
+KEY_HEADERS = ("Authorization", "api-key", "x-api-key", "x-goog-api-key")
 SINK_ANSWER = "A"
 _SINK_SUFFIX = {"openai": "/chat/completions", "anthropic": "/messages", "gemini": ":generateContent"}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # serves a request as the normal route would, without counting it as a request or a completion
 QuietServe = Callable[[web.Request, SimState, Dialect], Awaitable[web.StreamResponse]]
+
+
+def unhostile(path: str) -> str:
+    """The route a path reaches: `/hostile/<selector>/v1/...` -> `/v1/...` (other paths unchanged)."""
+    if not path.startswith("/hostile/"):
+        return path
+    _, _, rest = path[len("/hostile/"):].partition("/")
+    return "/" + rest
 
 
 def parse_selector(selector: str) -> tuple[str, int]:

@@ -9,6 +9,8 @@ differs. Where the answer sits differs per wire format:
 | anthropic | the first text block's text                  | content absent    | content: null    | usage           |
 | gemini    | candidates[0].content.parts[last].text       | candidates: []    | candidates absent| usageMetadata   |
 
+Azure OpenAI and OpenRouter reply in OpenAI's shape (their extra fields aside): spoiled as openai.
+
 The byte-level defects (not JSON, a top-level array, bytes that are not UTF-8, a body past the
 client's cap, with or without its length declared, a gzip bomb) are the same for every dialect,
 as is "gzip-members", a sound reply compressed as two gzip members (no defect: a client must
@@ -38,6 +40,12 @@ _USAGE = {"openai": "usage", "anthropic": "usage", "gemini": "usageMetadata"}
 _CONTAINER = {"openai": "choices", "anthropic": "content", "gemini": "candidates"}
 
 JsonReply = dict[str, Any]
+_SHAPE_OF = {"azure": "openai", "openrouter": "openai"}  # dialects that reply in another's shape
+
+
+def shape_of(dialect: str) -> str:
+    """The dialect whose reply shape `dialect` uses."""
+    return _SHAPE_OF.get(dialect, dialect)
 
 
 def _answer_slot(dialect: str, reply: JsonReply) -> tuple[dict[str, Any], str]:
@@ -106,7 +114,7 @@ RESHAPE: dict[str, Callable[[str, JsonReply], None]] = {
 
 
 def reshaped(behaviour: str, dialect: str, reply: JsonReply) -> web.Response:
-    RESHAPE[behaviour](dialect, reply)
+    RESHAPE[behaviour](shape_of(dialect), reply)
     return web.json_response(reply)
 
 
@@ -120,7 +128,7 @@ def json_array(reply: JsonReply) -> web.Response:
 
 
 def invalid_utf8(dialect: str, reply: JsonReply) -> web.Response:
-    holder, key = _answer_slot(dialect, reply)
+    holder, key = _answer_slot(shape_of(dialect), reply)
     holder[key] = _MARK
     body = json.dumps(reply).encode().replace(_MARK.encode(), _NOT_UTF8)
     return web.Response(status=200, body=body, headers={"Content-Type": "application/json; charset=utf-8"})

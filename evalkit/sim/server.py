@@ -1,8 +1,9 @@
-"""`evalkit sim`: an aiohttp server speaking the OpenAI / vLLM, Anthropic and Gemini wire formats.
+"""`evalkit sim`: an aiohttp server speaking the OpenAI / vLLM, Anthropic, Gemini, Azure and OpenRouter APIs.
 
 The real SDKs and plain HTTP clients all work against it, so tests exercise the real client
 code paths. The simulated model sees only the request body. Every route also answers under
-`/hostile/<behaviour>` with a named defect (evalkit.sim.hostile).
+`/hostile/<behaviour>` with a named defect (evalkit.sim.hostile), and every API request is logged,
+without its credentials, in SimServer.heard (evalkit.sim.heard).
 """
 
 from __future__ import annotations
@@ -11,25 +12,29 @@ import asyncio
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
-from evalkit.core.version import __version__
+from evalkit.sim.azure_routes import add_azure_routes, azure_gate
+from evalkit.sim.azure_routes import owns as azure_owns
 from evalkit.sim.batch_routes import BATCHES, add_batch_routes
 from evalkit.sim.batches import BatchStore
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
 from evalkit.sim.gate import ReplyGate
+from evalkit.sim.heard import Heard, heard_route, listen
 from evalkit.sim.hostile import add_hostile_routes
 from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
+from evalkit.sim.metadata_routes import add_metadata_routes
 from evalkit.sim.model import estimate_tokens, image_tokens, sampling_of
-from evalkit.sim.state import SIM_OWNER, STATE, SimConfig, SimState
+from evalkit.sim.openrouter_routes import add_openrouter_routes, openrouter_gate
+from evalkit.sim.openrouter_routes import owns as openrouter_owns
+from evalkit.sim.state import STATE, SimConfig, SimState
 from evalkit.sim.thinking import think, think_length, thinking_style
 from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
 
@@ -133,31 +138,6 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
     return dialect.ok(state, req, content, finish, usage, thought=thought)
 
 
-async def handle_models(request: web.Request) -> web.Response:
-    """vLLM's model list (`owned_by` as configured: "vllm" is what vLLM says). `evalkit_sim` names the
-    simulator whatever its owned_by, and says whether other names are served too (not strict_model); a
-    lenient server does not say so, as llama.cpp's server, TGI, Ollama and LiteLLM do not."""
-    config = request.app[STATE].config
-    entry = {"id": config.served_model_name, "object": "model", "created": int(time.time()),
-             "owned_by": config.owned_by}
-    about = {"lenient": True} if config.lenient else {"strict_model": config.strict_model}
-    return web.json_response({"object": "list", "data": [entry], "evalkit_sim": about})
-
-
-async def handle_model_lookup(request: web.Request) -> web.Response:
-    """One model's metadata, as OpenAI (`GET /v1/models/{id}`), Anthropic (the same path) and Gemini
-    (`GET /v1beta/models/{model}`) answer it: the fields of all three in one object. 404 for a name
-    it does not serve (only with strict_model)."""
-    config = request.app[STATE].config
-    name = request.match_info["model"]
-    if config.strict_model and name != config.served_model_name:
-        return web.json_response({"error": {"code": 404, "type": "not_found_error", "status": "NOT_FOUND",
-                                            "message": f"model: {name}"}}, status=404)
-    return web.json_response({"id": name, "object": "model", "type": "model", "display_name": name,
-                              "created": int(time.time()), "created_at": "2026-01-01T00:00:00Z",
-                              "name": f"models/{name}", "displayName": name, "owned_by": SIM_OWNER})
-
-
 async def handle_counters(request: web.Request) -> web.Response:
     return web.json_response({**request.app[STATE].counters.snapshot(), "batch": request.app[BATCHES].counts})
 
@@ -170,28 +150,21 @@ async def serve_quietly(request: web.Request, state: SimState, dialect: Dialect)
 async def handle_reset(request: web.Request) -> web.Response:
     request.app[STATE].counters.reset()
     request.app[STATE].hostile.reset()
+    request.app[STATE].heard.reset()
     return web.json_response({"ok": True})
 
 
-async def handle_version(request: web.Request) -> web.Response:
-    """vLLM's `GET /version`, naming the simulator."""
-    return web.json_response({"version": f"evalkit-sim {__version__}"})
-
-
-async def handle_health(request: web.Request) -> web.Response:
-    return web.Response(text="")
-
-
 def key_check(key: str) -> Any:
-    """Middleware: 401 for an API request without `key` (as a bearer token, x-api-key or x-goog-api-key),
-    as `vllm serve --api-key` does; the simulator's own /sim and /health routes stay open."""
+    """Middleware: 401 for an API request without `key` (as a bearer token, api-key, x-api-key or
+    x-goog-api-key), as `vllm serve --api-key` does; the simulator's own /sim and /health routes stay
+    open, and Azure's and OpenRouter's routes check their own way (evalkit.sim.azure_routes, .openrouter_routes)."""
 
     @web.middleware
     async def check(request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path.startswith(("/sim/", "/health")):
+        if request.path.startswith(("/sim/", "/health")) or azure_owns(request.path) or openrouter_owns(request.path):
             return await handler(request)
-        given = {request.headers.get("Authorization", ""), request.headers.get("x-api-key", ""),
-                 request.headers.get("x-goog-api-key", "")}
+        given = {request.headers.get("Authorization", ""), request.headers.get("api-key", ""),
+                 request.headers.get("x-api-key", ""), request.headers.get("x-goog-api-key", "")}
         if f"Bearer {key}" not in given and key not in given:
             return web.json_response({"error": {"message": "Unauthorized", "type": "authentication_error",
                                                 "code": 401}}, status=401)
@@ -202,9 +175,11 @@ def key_check(key: str) -> Any:
 
 def build_app(config: SimConfig) -> web.Application:
     """The aiohttp application; call inside a running loop (its state owns an asyncio.Event)."""
-    middlewares = [key_check(config.api_key)] if config.api_key else []
+    state = SimState(config)
+    middlewares = [listen(state.heard), *([key_check(config.api_key)] if config.api_key else []),
+                   azure_gate(config), openrouter_gate]
     app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
-    app[STATE] = SimState(config)
+    app[STATE] = state
     handlers = {}
     for dialect in DIALECTS:
         for route in dialect.routes:
@@ -212,13 +187,13 @@ def build_app(config: SimConfig) -> web.Application:
             app.router.add_post(route, handlers[route])
     add_hostile_routes(app, handlers, serve_quietly)
     app.router.add_post("/v1/images/edits", handle_image_edit)
-    app.router.add_get("/v1/models", handle_models)
-    app.router.add_get(r"/{version:v1|v1beta|v1alpha}/models/{model:[^/:]+}", handle_model_lookup)
+    add_metadata_routes(app)
+    add_azure_routes(app)
+    add_openrouter_routes(app)
     add_batch_routes(app, model_reply)
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)
-    app.router.add_get("/health", handle_health)
-    app.router.add_get("/version", handle_version)
+    app.router.add_get("/sim/heard", heard_route(state.heard))
     return app
 
 
@@ -249,6 +224,20 @@ class SimServer:
     def gate(self) -> ReplyGate:
         """The gate every reply passes (evalkit.sim.gate): tests hold replies to keep a run open."""
         return self._state.gate
+
+    @property
+    def heard(self) -> tuple[Heard, ...]:
+        """The API requests heard since the start or the last /sim/reset, oldest first (evalkit.sim.heard)."""
+        return self._state.heard.snapshot()
+
+    @property
+    def credits(self) -> float | None:
+        """OpenRouter credits (USD) left, None when unlimited; setting it is a top-up (as POST /sim/credits)."""
+        return self._state.credits.remaining
+
+    @credits.setter
+    def credits(self, remaining: float | None) -> None:
+        self._state.credits.set(remaining)
 
     async def close(self) -> None:
         """Stop serving; hanging requests are released at once instead of after hang_s."""
@@ -336,6 +325,26 @@ class SimThread:
         if self._server is None:
             raise RuntimeError("SimThread is not running")
         return self._server.hostile
+
+    @property
+    def heard(self) -> tuple[Heard, ...]:
+        """The API requests heard (SimServer.heard), safe from this thread."""
+        if self._server is None:
+            raise RuntimeError("SimThread is not running")
+        return self._server.heard
+
+    @property
+    def credits(self) -> float | None:
+        """OpenRouter credits left (SimServer.credits); setting them is a top-up, safe from this thread."""
+        if self._server is None:
+            raise RuntimeError("SimThread is not running")
+        return self._server.credits
+
+    @credits.setter
+    def credits(self, remaining: float | None) -> None:
+        if self._server is None:
+            raise RuntimeError("SimThread is not running")
+        self._server.credits = remaining
 
     def hold(self, after: int = 0) -> None:
         """Let `after` more replies through, then hold the rest until release() (evalkit.sim.gate);

@@ -22,8 +22,10 @@ from PIL import Image
 from evalkit.core import fingerprint
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.counters import SimCounters
+from evalkit.sim.credits import Credits
 from evalkit.sim.faults import FaultDice, SimFaults
 from evalkit.sim.gate import ReplyGate
+from evalkit.sim.heard import HeardLog
 from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.limits import HiddenLimits
 from evalkit.sim.model import SimModel, SimParams
@@ -50,12 +52,19 @@ class SimConfig:
     snapshot: str | None = None  # the model name replies carry (a dated snapshot); None: the name asked for
     system_fingerprint: str | None = None  # OpenAI-style backend fingerprint in chat-completion replies
     think_tokens: int = 0  # > 0: requests with reasoning on think about this many tokens (evalkit.sim.thinking)
+    entra_token: str | None = None  # a Microsoft Entra ID token Azure routes take as a bearer token (None: none)
+    credits: float | None = None  # OpenRouter credits in USD that answers spend (None: unlimited); 402 at 0
+    openrouter_price: tuple[float, float] = (2.5, 10.0)  # OpenRouter's price, USD per million input, output tokens
 
     def __post_init__(self) -> None:
         if self.lenient and self.strict_model:
             raise ValueError("a lenient server answers any model name: it cannot be strict about them too")
         if self.think_tokens < 0:
             raise ValueError(f"think tokens must be 0 or more, not {self.think_tokens}")
+        if self.entra_token and not self.api_key:
+            raise ValueError("an Entra ID token is checked only alongside an API key: set api_key too")
+        if len(self.openrouter_price) != 2 or min(self.openrouter_price) < 0:
+            raise ValueError(f"the OpenRouter price is two non-negative USD amounts, not {self.openrouter_price}")
 
 
 ImageInfo = tuple[str, int, int]
@@ -74,7 +83,8 @@ def decode_image(b64: str) -> ImageInfo:
 
 
 class SimState:
-    """Per-server state: the model, the fault dice, the rate limiter, counters, fingerprint memo."""
+    """Per-server state: the model, the fault dice, the rate limiter, counters, fingerprint memo, the
+    requests heard and the credits left."""
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
@@ -83,6 +93,8 @@ class SimState:
         self.limits = HiddenLimits(config.faults)
         self.counters = SimCounters()
         self.hostile = HostileLog()
+        self.heard = HeardLog()  # every API request, without its credentials (evalkit.sim.heard)
+        self.credits = Credits(config.credits)  # OpenRouter's prepaid balance
         self.prefix_cache = PrefixCache()
         self.latency_s = config.latency_s + config.faults.latency_s
         self.closing = asyncio.Event()

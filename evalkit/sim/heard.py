@@ -1,0 +1,115 @@
+"""What the simulated server heard: one record per API request, for tests that check the wire
+(which route, which query, which kinds of credential, which attribution headers) rather than
+only the answers. Credential values are never kept: only the names of the forms that were sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+HEARD_MAX = 10_000
+# attribution headers, as OpenRouter reads them (openrouter.ai/docs/app-attribution, read 2026-11-26)
+ATTRIBUTION = ("HTTP-Referer", "X-Title", "X-OpenRouter-Title")
+_SECRET_PARAMS = frozenset({"key", "api-key", "api_key", "access_token", "sig"})
+_WITHHELD = "<withheld>"
+_PROVIDER_ROUTE = "/api/v1/chat/completions"  # OpenRouter's: its body may carry routing preferences
+_OWN_PATHS = ("/sim/", "/health")
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One API request as it arrived."""
+
+    method: str
+    route: str  # the route pattern that matched (`/openai/deployments/{deployment}/chat/completions`), else the path
+    path: str
+    query: dict[str, str]  # credential parameters (`?key=`) with their values withheld
+    auth: tuple[str, ...]  # the credential forms present: api-key, bearer, authorization, x-api-key, x-goog-api-key, key-query
+    headers: dict[str, str]  # the attribution headers present (ATTRIBUTION), nothing else
+    provider: Any = None  # OpenRouter's `provider` body field (routing preferences), as sent
+
+
+def auth_forms(request: web.Request) -> tuple[str, ...]:
+    """Which credential forms a request carries, by name only."""
+    forms = []
+    if request.headers.get("api-key"):
+        forms.append("api-key")
+    authorization = request.headers.get("Authorization", "")
+    if authorization:
+        forms.append("bearer" if authorization[:7].lower() == "bearer " else "authorization")
+    forms += [name for name in ("x-api-key", "x-goog-api-key") if request.headers.get(name)]
+    if "key" in request.query:
+        forms.append("key-query")
+    return tuple(forms)
+
+
+@dataclass
+class HeardLog:
+    """The last HEARD_MAX requests, oldest first."""
+
+    limit: int = HEARD_MAX
+    _items: deque[Heard] = field(init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._items = deque(maxlen=self.limit)
+
+    def add(self, heard: Heard) -> None:
+        with self._lock:
+            self._items.append(heard)
+
+    def snapshot(self) -> tuple[Heard, ...]:
+        with self._lock:
+            return tuple(self._items)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+async def _provider_field(request: web.Request) -> Any:
+    """The body's `provider` on OpenRouter's chat route (the body stays readable by the handler)."""
+    if request.method != "POST" or not request.path.endswith(_PROVIDER_ROUTE):
+        return None
+    try:
+        body = json.loads(await request.read())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return body.get("provider") if isinstance(body, dict) else None
+
+
+def listen(log: HeardLog) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Middleware recording every API request in `log` (the simulator's own /sim and /health are not)."""
+
+    @web.middleware
+    async def record(request: web.Request, handler: Any) -> web.StreamResponse:
+        if not request.path.startswith(_OWN_PATHS):
+            info = request.match_info.route.resource
+            log.add(Heard(
+                method=request.method,
+                route=info.canonical if info is not None else request.path,
+                path=request.path,
+                query={k: _WITHHELD if k.lower() in _SECRET_PARAMS else v for k, v in request.query.items()},
+                auth=auth_forms(request),
+                headers={name: request.headers[name] for name in ATTRIBUTION if name in request.headers},
+                provider=await _provider_field(request),
+            ))
+        return await handler(request)
+
+    return record
+
+
+def heard_route(log: HeardLog) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """`GET /sim/heard`: the log as JSON, for a server in another process."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response([asdict(h) for h in log.snapshot()])
+
+    return handle
