@@ -3,9 +3,10 @@
 - Its API routes take the key as `Authorization: Bearer` only (when the server has one): else 401.
 - Prepaid credits (SimState.credits): a chat request made when none remain is refused with 402 before
   anything else happens, and is no completion; `POST /sim/credits` `{"credits": X}` tops them up.
-- Rate limits are announced as `X-RateLimit-Limit` / `-Remaining` / `-Reset` (epoch milliseconds),
-  on a 429 also inside the error's `metadata.headers` (openrouter.ai/docs/api-reference/limits, read
-  2026-11-26); whatever limit headers the shared code added in another provider's names are translated.
+- Rate limits are announced as `X-RateLimit-Limit` / `-Remaining` / `-Reset` (epoch milliseconds)
+  (openrouter.ai/docs/limits, read 2026-11-26), on a 429 also copied into the error's
+  `metadata.headers`, where OpenRouter's 429 bodies carry them; whatever limit headers the shared
+  code added in another provider's names are translated.
   A 429 always carries them (unless rate_headers is "none"); other replies when rate_headers names a
   provider and a requests-per-second limit is set.
 - `GET /api/v1/key`: the key's credit limit, what remains and what it spent; `GET /api/v1/models`: the

@@ -7,7 +7,7 @@ Usage accounting (openrouter.ai/docs/use-cases/usage-accounting, read 2026-11-26
 Provider routing (openrouter.ai/docs/features/provider-routing, read 2026-11-26): the body's
 `provider` object holds preferences (`order`, `allow_fallbacks`, ...); the first of `order` answers
 here. Errors are `{"error": {"code": <status>, "message": ...}}`
-(openrouter.ai/docs/api-reference/errors, read 2026-11-26).
+(openrouter.ai/docs/errors, read 2026-11-26).
 """
 
 from __future__ import annotations
