@@ -7,7 +7,9 @@ string where numbers belong. Each line is decoded, parsed and validated on its o
 caller can say which lines it skipped and save them (records.damaged.jsonl) before a rewrite drops
 them. Their queries are then simply missing, and a re-run asks them again (from the cache when the
 answer was stored). Only a records.jsonl that cannot be read at all (a directory, no permission)
-is an error: one line naming it.
+is an error: one line naming it. A line that spells a lone UTF-16 surrogate (`"\\ud83d"`, valid
+JSON, written before replies were repaired) is read with U+FFFD in its place, so it can be written
+back as UTF-8.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.surrogates import repaired_if_escaped
 from evalkit.core.types import Record
 
 DAMAGED = "records.damaged.jsonl"  # beside records.jsonl: damaged lines, saved before a rewrite drops them
@@ -65,7 +68,8 @@ def _read_line(raw: bytes, out: RecordsRead) -> None:
         out.clean = False
         return
     try:
-        record = Record.from_dict(json.loads(body.decode("utf-8")))
+        text = body.decode("utf-8")
+        record = Record.from_dict(repaired_if_escaped(text, json.loads(text)))
     except UnicodeDecodeError as e:
         reason = f"not UTF-8 at byte {e.start}"
     except ValueError as e:  # JSON syntax, or a field of the wrong type

@@ -4,7 +4,8 @@ A server, proxy or SDK can hand back anything: bytes that are not UTF-8, text th
 an array, an answer that is a number. Any of those is `malformed` (a transient ProviderError:
 retried, and recorded as an error when the attempts run out), never an exception that escapes
 the provider. Token counts are forgiving instead: a count that is not a non-negative integer
-becomes 0, and the answer is kept, because it was paid for.
+becomes 0, and the answer is kept, because it was paid for. So is a lone UTF-16 surrogate
+(`"\\ud83d"`, valid JSON): it becomes U+FFFD (core.surrogates), the answer around it is kept.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.errors import ProviderError
+from evalkit.core.surrogates import repaired_if_escaped
 
 
 def malformed(what: str) -> ProviderError:
@@ -36,7 +38,8 @@ def json_type(value: Any) -> str:
 
 
 def json_object(body: bytes | str) -> dict[str, Any]:
-    """The body as a JSON object; `malformed` when it is not UTF-8, not JSON, or not an object."""
+    """The body as a JSON object; `malformed` when it is not UTF-8, not JSON, or not an object. Its strings
+    can be written as UTF-8: a lone surrogate is U+FFFD."""
     if isinstance(body, bytes | bytearray):
         try:
             body = bytes(body).decode("utf-8")
@@ -48,7 +51,7 @@ def json_object(body: bytes | str) -> dict[str, Any]:
         raise malformed("body is not JSON") from None
     if not isinstance(value, dict):
         raise malformed(f"body is {json_type(value)}, not an object")
-    return value
+    return repaired_if_escaped(body, value)
 
 
 def member(obj: Any, key: str, where: str) -> Any:

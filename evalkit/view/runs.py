@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.surrogates import repaired_if_escaped
 from evalkit.core.types import Record
 from evalkit.engine.compare import label_all
 from evalkit.engine.identity import protocol_view, saved_settings
@@ -128,7 +129,8 @@ def _extras(path: Path) -> dict[str, dict[str, Any]]:
         if b'"judge' not in raw:
             continue
         try:
-            line = json.loads(raw.decode("utf-8"))
+            text = raw.decode("utf-8")
+            line = repaired_if_escaped(text, json.loads(text))
         except (UnicodeDecodeError, ValueError):
             continue
         if isinstance(line, dict) and isinstance(line.get("query_id"), str):
