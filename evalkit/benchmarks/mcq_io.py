@@ -24,6 +24,7 @@ from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.stream_io import tsv_rows
+from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Item
 
@@ -319,7 +320,7 @@ def load_jsonl(path: Path, images: Path | None = None, sink: Sink = STRICT) -> l
     entries: list[tuple[str, Any]] = []
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = data_json.loads(text)
         except json.JSONDecodeError as exc:
             raise EvalkitError(f"{path}: invalid JSON ({exc})") from exc
         if not isinstance(data, list):
@@ -330,7 +331,7 @@ def load_jsonl(path: Path, images: Path | None = None, sink: Sink = STRICT) -> l
             if not line.strip():
                 continue
             try:
-                entries.append((f"{path}: line {n}", json.loads(line)))
+                entries.append((f"{path}: line {n}", data_json.loads(line)))
             except json.JSONDecodeError as exc:
                 sink.add(f"{path}: line {n}: invalid JSON ({exc.msg})", path, row=f"line {n}")
     items: list[Item] = []

@@ -29,6 +29,7 @@ from typing import Any
 
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
+from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
@@ -169,9 +170,9 @@ def load_file(path: Path, images: Path | None, *, prefix: str = "", sink: Sink =
         where = f"{path}:{lineno}"
         with sink.guard(path, row=f"line {lineno}"):
             try:
-                row = json.loads(line)
+                row = data_json.loads(line)
             except json.JSONDecodeError as exc:
-                raise EvalkitError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
+                raise EvalkitError(f"{where}: invalid JSON ({data_json.at_column(exc)})") from exc
             if not isinstance(row, dict):
                 raise EvalkitError(f"{where}: expected a JSON object, got {type(row).__name__}")
             raw_id = _field(row, ("question_id", "id"), where)

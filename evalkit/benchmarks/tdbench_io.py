@@ -27,6 +27,7 @@ from evalkit.benchmarks.mcq_io import (
     option_cells,
 )
 from evalkit.benchmarks.tdbench_boxes import format_box, parse_gold_box, source_size
+from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
 from evalkit.core.inline import inline_bytes
 from evalkit.core.types import ImageRef, Item
@@ -187,7 +188,7 @@ def load_generated(path: Path, images: Path | None = None, sink: Sink = STRICT) 
         where = f"{path}: line {n}"
         with sink.guard(path, row=f"line {n}"):
             try:
-                obj = json.loads(line)
+                obj = data_json.loads(line)
             except json.JSONDecodeError as exc:
                 raise EvalkitError(f"{where}: invalid JSON ({exc.msg})") from exc
             item = _generated_item(where, obj, base, sink)

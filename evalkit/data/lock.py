@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
 from evalkit.data.source import DataSource
 
@@ -41,7 +42,7 @@ def read_lock(path: Path) -> Lock | None:
     if not path.is_file():
         return None
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = data_json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(raw, dict) or not isinstance(raw.get("sources"), dict):
             raise ValueError("no 'sources' object")
         return Lock(path, raw["sources"])
