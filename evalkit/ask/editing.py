@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.retry import RetryPolicy, with_retries
+from evalkit.core.data_json import jsonl_lines
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Transform, Usage
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
@@ -132,7 +133,7 @@ def _read_records(path: Path) -> dict[str, dict[str, Any]]:
     done: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return done
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in jsonl_lines(path.read_text(encoding="utf-8")):  # written raw: U+2028 stays inside its line
         try:
             rec = json.loads(line)
         except ValueError:

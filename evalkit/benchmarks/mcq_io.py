@@ -327,7 +327,7 @@ def load_jsonl(path: Path, images: Path | None = None, sink: Sink = STRICT) -> l
             raise EvalkitError(f"{path}: expected a JSON list of questions")
         entries = [(f"{path}: item {k}", obj) for k, obj in enumerate(data, start=1)]
     else:
-        for n, line in enumerate(text.splitlines(), start=1):
+        for n, line in enumerate(data_json.jsonl_lines(text), start=1):
             if not line.strip():
                 continue
             try:

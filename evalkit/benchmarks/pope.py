@@ -157,7 +157,7 @@ def load_file(path: Path, images: Path | None, *, prefix: str = "", sink: Sink =
     """Items of one JSONL file; any bad row is an EvalkitError naming the file and line (lenient,
     `sink`: a problem, and the next line is read; a label or an image file lint names is kept)."""
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = data_json.jsonl_lines(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalkitError(f"{path}: cannot read ({exc})") from exc
     base = images if images is not None else path.parent

@@ -179,7 +179,7 @@ def load_generated(path: Path, images: Path | None = None, sink: Sink = STRICT) 
     items: list[Item] = []
     seen: set[str] = set()
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = data_json.jsonl_lines(path.read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise EvalkitError(f"{path}: cannot read ({exc})") from exc
     for n, line in enumerate(lines, start=1):

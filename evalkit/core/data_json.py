@@ -4,6 +4,10 @@
 every loader that reported bad JSON as one line let that one through as a traceback. Here it is a
 JSONDecodeError whose message is "nested too deeply", so each caller's usual message and lint's
 usual finding apply.
+
+JSON Lines are separated by "\n" alone (a "\r" before it belongs to the separator). `str.splitlines`
+also splits at U+2028, U+2029, U+0085 and others, which JSON allows raw inside a string: a valid
+line holding one was cut in two and rejected.
 """
 
 from __future__ import annotations
@@ -35,3 +39,12 @@ def loads(text: str | bytes) -> Any:
 def at_column(exc: json.JSONDecodeError) -> str:
     """The error for a one-line message: its text and column ("nested too deeply" has no column)."""
     return exc.msg if isinstance(exc, NestedTooDeeply) else f"{exc.msg} at column {exc.colno}"
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of JSON Lines text, numbered as an editor shows them (a final newline ends the last
+    line, it does not start another); "\r\n" ends a line as "\n" does."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]

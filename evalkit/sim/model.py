@@ -124,7 +124,7 @@ def prompt_letters(text: str) -> list[str]:
 def prompt_options(text: str) -> dict[str, str]:
     """Letter -> option text for "A. cat" style lines."""
     out: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):  # an option may hold U+2028 or U+0085, which splitlines() splits at
         m = re.match(r"^[ \t]*\(?([A-Z])[.):][ \t]+(.+?)\s*$", line)
         if m and m.group(1) not in out:
             out[m.group(1)] = m.group(2)
