@@ -31,6 +31,7 @@ from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Transfor
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.providers import api_key_for, parse_spec
 from evalkit.providers.base import ProviderSpec
+from evalkit.providers.preflight import check_setup
 from evalkit.providers.registry import RECORDS as PROVIDER_RECORDS
 from evalkit.providers.registry import find, load
 
@@ -113,6 +114,7 @@ def create_editor(spec_text: str, base_urls: Sequence[str] = (), env: Mapping[st
         editors = " or ".join(f"{r.name}/<model>" for r in PROVIDER_RECORDS.values() if r.editor)
         raise EvalkitError(f"provider '{provider}' cannot edit images (use {editors})")
     spec = parse_spec(spec_text, base_urls, env)
+    check_setup(spec)
     key = api_key_for(spec, env, flag="editor") or ""
     return load(record.editor)(spec, api_key=key, timeout_s=timeout_s)  # type: ignore[return-value]
 

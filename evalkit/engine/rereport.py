@@ -30,6 +30,7 @@ from evalkit.engine.rundir import RunDir
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers import api_key_for, create_provider, parse_spec
+from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import publish
 
 
@@ -49,6 +50,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     identity, config = saved["identity"], saved["config"]
     judge_spec = parse_spec(judge, tuple((judge_base_url or "").replace(",", " ").split()), env) if judge else None
     if judge_spec:
+        check_setup(judge_spec, "--judge")
         api_key_for(judge_spec, env, flag="--judge")
     settings = saved_settings(saved)
     bench_opts = settings.bench_dict()

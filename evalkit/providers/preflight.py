@@ -66,7 +66,12 @@ def check_setup(spec: ProviderSpec, flag: str = "--model", *, sdk: bool = True) 
         raise EvalkitError(f"{flag} {spec.label} needs the {spec.provider} SDK, which is not installed: "
                            f"pip install 'evalkit[{extra}]'")
     for url in spec.base_urls:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises on a port that is not a number in range
+        except ValueError as e:  # "http://[::1": Invalid IPv6 URL
+            raise EvalkitError(f"{flag} {spec.label}: base URL '{public_url(url)}' is not a valid URL ({e}; "
+                               "e.g. http://127.0.0.1:8000/v1)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise EvalkitError(f"{flag} {spec.label}: base URL '{public_url(url)}' is not an http(s) URL "
                                "(e.g. http://127.0.0.1:8000/v1)")
