@@ -16,13 +16,13 @@ import asyncio
 import re
 from collections.abc import Sequence
 
-from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.errors import ProviderError, RunError
 
 REFUSING_STATUSES = (400, 404)  # vLLM and Ollama answer an unknown name with 404; LiteLLM with 400
 _NAME_EDGE = r"[\w.:/@-]"  # characters a model name may hold: a match must not continue into more of them
 
 
-class ModelNotServed(EvalkitError):
+class ModelNotServed(RunError):
     """The server said it does not serve the model: the run's error (exit 2), not one query's."""
 
 

@@ -20,11 +20,11 @@ from typing import TypeVar
 from evalkit.ask.breaker import Breaker
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.cache_writes import CacheWrites
-from evalkit.ask.confirm import Confirmation, ModelNotServed
+from evalkit.ask.confirm import Confirmation
 from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
 from evalkit.ask.retry import RetryPolicy, with_retries
-from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.errors import EvalkitError, ProviderError, RunError
 from evalkit.core.surrogates import repaired
 from evalkit.core.types import ImagePart, Message, Outcome, Query, Response, is_cut_off
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
@@ -380,7 +380,7 @@ class Runner:
                 await self.gate()
             try:
                 return await ask(query, looked[0] if looked is not None else None)
-            except ModelNotServed:  # the run's error: nothing is sent or recorded after it
+            except RunError:  # the run's error (ModelNotServed, SharedCacheLost): nothing is sent or recorded after it
                 raise
             except EvalkitError as e:  # this query's input is bad (an unreadable image): its own error
                 self.stats.errors += 1

@@ -120,6 +120,12 @@ def cmd_list(console: Console) -> int:
 def cmd_cache(args: argparse.Namespace, console: Console) -> int:
     from evalkit.ask.cache import ResponseCache
 
+    url = args.cache_url or os.environ.get("EVALKIT_CACHE_URL")
+    if url:
+        from evalkit.ask.shared_cache import shared_cache_command
+
+        return shared_cache_command(args.action, url, repair=args.repair, yes=args.yes,
+                                    say=lambda line: console.print(line, markup=False, highlight=False))
     directory = Path(_cache_dir(args.cache_dir))
     if args.action == "verify":
         from evalkit.ask.cache_verify import verify_cache

@@ -116,8 +116,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     cp = sub.add_parser("cache", help="response cache: stats, clear, or verify every entry")
     cp.add_argument("action", choices=("stats", "clear", "verify"))
     cp.add_argument("--cache-dir", default=None)
+    cp.add_argument("--cache-url", default=None, help="a shared cache in Redis: redis://[:PASSWORD@]HOST:PORT/DB "
+                    "(default EVALKIT_CACHE_URL)")
     cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
                     "move a damaged database aside keeping what it still holds")
+    cp.add_argument("--yes", action="store_true", help="clear: really clear a shared cache (it is a team's)")
     bp = sub.add_parser("batches", help="a run directory's provider batches (--batch) and their states")
     bp.add_argument("run_dir", nargs="?", help="a run directory (default: every one under ./runs with batches)")
     bp.add_argument("--cancel", action="store_true", help="cancel the batches still running (their lines are "

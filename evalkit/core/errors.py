@@ -23,6 +23,11 @@ class EvalkitError(Exception):
     exit_code = 2
 
 
+class RunError(EvalkitError):
+    """An error of the whole run, not of one query (the server does not serve the model, the shared cache is
+    gone): the runner stops at it instead of recording it as that query's failure."""
+
+
 class ProviderError(Exception):
     """A classified failure of one request.
 

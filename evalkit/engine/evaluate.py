@@ -191,7 +191,7 @@ async def _evaluate(job: _Job) -> RunResult:
         return cfg.max_cost is not None and meter.spent_usd >= cfg.max_cost
 
     async with contextlib.AsyncExitStack() as stack:
-        cache = stack.enter_context(open_cache(cfg, job.env))
+        cache = stack.enter_context(open_cache(cfg, job.env, say))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
         draining: list[int] = []

@@ -29,7 +29,17 @@ from evalkit.providers.preflight import check_setup
 from evalkit.providers.registry import info
 
 
-def open_cache(cfg: RunConfig, env: Mapping[str, str]) -> contextlib.AbstractContextManager[CacheLike]:
+def open_cache(cfg: RunConfig, env: Mapping[str, str],
+               say: Callable[[str], None] = lambda line: None) -> contextlib.AbstractContextManager[CacheLike]:
+    """The run's response cache: none, the local folder, or (--cache-url) Redis with the local folder in front."""
+    url = cfg.shared_cache_url(env)
+    if url and cfg.no_cache:
+        raise EvalkitError("--no-cache and --cache-url (or EVALKIT_CACHE_URL) contradict each other: give one")
+    if url:
+        from evalkit.ask.shared_cache import open_shared  # redis-py only with a URL
+
+        return contextlib.closing(open_shared(url, Path(cfg.cache_path(env)),
+                                              fallback=cfg.cache_fallback == "local", say=say))
     cache: CacheLike = NullCache() if cfg.no_cache else ResponseCache(Path(cfg.cache_path(env)))
     return contextlib.closing(cache)
 
