@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
 from evalkit.core.errors import EvalkitError
+from evalkit.core.shard import parse_shard
 from evalkit.core.types import Item, Query
 from evalkit.data.request import DataRequest, Progress, Resolved
 from evalkit.data.resolve import resolve_source
@@ -136,4 +137,7 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
         if q.id in seen:
             raise EvalkitError(f"{data}: duplicate query id '{q.id}'")
         seen.add(q.id)
+    if opts.get("shard"):  # after --limit, so the shards of a run partition exactly its queries; the items stay
+        shard = parse_shard(opts["shard"])  # whole: the data's fingerprint (the identity) is the unsharded run's
+        queries = [q for q in queries if shard.holds(q.item_id)]
     return Prepared(bench, items, queries, data, resolved.source, resolved.local_files)

@@ -28,6 +28,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.shard import parse_shard
 
 ROLES = ("identity", "generation", "endpoint", "operational")
 
@@ -96,6 +97,9 @@ class RunConfig:
     images: str | None = option(help="folder the data's image paths are relative to", role="operational")
     out: str | None = option(help="run directory (default: runs/<bench>-<model>-<settings hash>)", role="operational")
     limit: int | None = option(help="only the first N items", at_least=1)
+    shard: str | None = option(help="K/N: ask only the K-th of N deterministic parts of the items (1-based; by a "
+                                    "hash of each item's id), in its own run directory; `evalkit merge` joins "
+                                    "the shards into one run", metavar="K/N")
     mode: str = option("official", help="answer parsing mode", choices=("official", "robust"))
     judge: str | None = option(help="LLM extractor model for answers the rules cannot parse, e.g. openai/gpt-4o-mini",
                                role="operational")
@@ -184,6 +188,8 @@ class RunConfig:
                                 role="operational", flag="--no-group-images")
 
     def __post_init__(self) -> None:
+        if self.shard is not None:  # kept as "K/N": the identity's spelling, whatever spaces were typed
+            object.__setattr__(self, "shard", str(parse_shard(self.shard)))
         provider, _, name = self.model.partition("/")
         problem = reasoning_problem(provider, name, self.reasoning_effort, self.thinking_budget)
         if problem is not None:  # refused before anything is written

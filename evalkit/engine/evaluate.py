@@ -26,6 +26,7 @@ from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.errors import EvalkitError
+from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams, Outcome, Record
 from evalkit.data.source import data_headline, describe
 from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
@@ -176,6 +177,9 @@ async def _evaluate(job: _Job) -> RunResult:
                         reask_changed=cfg.reask_changed)
     say(data_headline(job.prepared.source, len(items)))  # first: a score on the sample is not the benchmark's
     say(job.where.note or bound)
+    if cfg.shard:
+        say(f"shard {cfg.shard}: {items_in(cfg.shard, items):,} of {len(items):,} items ({len(queries):,} queries); "
+            "`evalkit merge` joins the shards into one run")
     job.lint.write(rundir.path)
     if job.lint.counts.get("error") or job.lint.counts.get("warning"):  # info stays in lint.json
         say(job.lint.line)
@@ -306,7 +310,8 @@ async def _evaluate(job: _Job) -> RunResult:
                                 "later (or re-run the same command)")
     bench_opts = s.bench_dict()
     first, first_ids = first_repeat(ordered, by_id)  # the scores are repeat 0's (with --repeats 1: every record)
-    summary = summarize(bench, first, model=spec.label, mode=cfg.mode, n_items=len(items), n_queries=len(first_ids),
+    summary = summarize(bench, first, model=spec.label, mode=cfg.mode, n_items=items_in(cfg.shard, items),
+                        n_queries=len(first_ids),
                         options=bench_opts, config=config, judge=job.judge_spec.label if job.judge_spec else None,
                         queries=first_ids, not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
     if cfg.repeats > 1:
