@@ -321,6 +321,12 @@ class ResponseCache:
         """Remove every entry; returns how many were removed."""
         return int(self._cache.clear(retry=True))
 
+    def claims(self, ttl_s: float) -> Any:
+        """Claims on request keys for every process using this folder (evalkit.ask.claims)."""
+        from evalkit.ask.claims import LocalClaims
+
+        return LocalClaims(self.directory, ttl_s, self.executor)
+
     @property
     def executor(self) -> ThreadPoolExecutor:
         """One thread of the cache's own for the runner's blocking cache work (batched lookups and

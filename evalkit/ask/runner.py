@@ -20,6 +20,7 @@ from typing import TypeVar
 from evalkit.ask.breaker import Breaker
 from evalkit.ask.cache import CacheLike, request_key
 from evalkit.ask.cache_writes import CacheWrites
+from evalkit.ask.claims import Claims, claim_or_wait
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
@@ -93,6 +94,7 @@ class Runner:
         self.breaker = breaker if breaker is not None else Breaker()  # .tripped: why the run stopped sending
         self.gate = gate  # awaited before the first request run() must send (the preflight); may raise
         self.confirm = confirm  # a model the server does not list: one request confirms it first (ask.confirm)
+        self.claims: Claims | None = None  # processes sharing the cache send each key once (ask.claims)
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         self._writes: CacheWrites | None = None
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
@@ -257,8 +259,19 @@ class Runner:
             key, hit, fps, prepared = self._lookup(query, missed)
         if hit is not None:
             return self.cached_outcome(query, (key, hit, fps)), None
+        if self.claims is not None:  # another process may be asking the same: its answer, or our turn
+            theirs = await claim_or_wait(self.claims, key, look=lambda k: self.in_cache_thread(self.cache.get, k),
+                                         in_thread=self.in_cache_thread)
+            if theirs is not None:
+                return self.cached_outcome(query, (key, theirs, fps)), None
         sizes = [[i.width, i.height] for i in prepared]
-        response = await self._send(query, prepared)
+        try:
+            response = await self._send(query, prepared)
+        except BaseException:
+            if self.claims is not None:  # stopped or cancelled: let another run ask at once (else it expires)
+                with contextlib.suppress(Exception):
+                    self.claims.release(key)
+            raise
         if response.ok:
             self.stats.input_tokens += response.usage.input_tokens
             self.stats.output_tokens += response.usage.output_tokens
@@ -268,13 +281,21 @@ class Runner:
                 if self.fingerprints:  # a later hit needs no decode for its record's fingerprints
                     value["image_fps"] = fps
                 self._stored.add(key)
+                if self.claims is not None:
+                    self.claims.done(key)
                 if self.cache.blocking:
                     store = (key, value)
                 else:
                     self.cache.set(key, value)
         else:
             self.stats.errors += 1
+        if key not in self._stored:  # no answer will reach the cache: whoever waits for it asks itself
+            await self._unclaim(key)
         return Outcome(query, response, key, False, fps, sizes), store
+
+    async def _unclaim(self, key: str) -> None:
+        if self.claims is not None:
+            await asyncio.shield(self.in_cache_thread(self.claims.release, key))
 
     async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
         """_attempts(), but while the model waits to be confirmed (evalkit.ask.confirm) one request goes and

@@ -195,6 +195,10 @@ class SharedCache:
                       "local cache only (--cache-fallback local)")
             return None
 
+    # -- claims: one request in flight per key across every process sharing the store --------------
+    def claims(self, ttl_s: float) -> SharedClaims:
+        return SharedClaims(self, ttl_s)
+
     # -- the rest of CacheLike ---------------------------------------------------------------------
     def stats(self) -> CacheStats:
         entries = len(self.store.keys()) if self.store is not None else len(self.local)
@@ -213,6 +217,38 @@ class SharedCache:
                 self.store.close()
         finally:
             self.local.close()
+
+
+class SharedClaims:
+    """RedisClaims (evalkit.ask.claims) through the cache's guard: a lost Redis stops the run, or, with
+    --cache-fallback local, claims nothing from then on (the run goes on alone)."""
+
+    def __init__(self, shared: SharedCache, ttl_s: float) -> None:
+        from evalkit.ask.claims import RedisClaims
+
+        self.ttl_s = ttl_s
+        self._shared = shared
+        self._claims = RedisClaims(shared.store.client) if shared.store is not None else None
+
+    def claim(self, key: str) -> bool:
+        claims = self._claims
+        if claims is None or self._shared.store is None:
+            return True
+        claimed = self._shared._remote(lambda _: claims.claim(key))
+        return True if claimed is None else bool(claimed)
+
+    def release(self, key: str) -> None:
+        claims = self._claims
+        if claims is not None and self._shared.store is not None:
+            self._shared._remote(lambda _: claims.release(key))
+
+    def done(self, key: str) -> None:
+        if self._claims is not None:
+            self._claims.done(key)
+
+    def close(self) -> None:
+        if self._claims is not None:
+            self._claims.close()
 
 
 def _parsed(text: str) -> dict[str, Any] | None:

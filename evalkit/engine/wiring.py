@@ -85,5 +85,15 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
     if cfg.adaptive:
         limiter.adapt_rates()
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
-    return Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
-                  fingerprints=fingerprints, gate=gate, confirm=confirm)
+    runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
+                    fingerprints=fingerprints, gate=gate, confirm=confirm)
+    make_claims = getattr(cache, "claims", None)
+    if make_claims is not None:  # a claim outlives one request with its retries' waits, not a dead process
+        runner.claims = make_claims(claim_ttl_s(cfg))
+        stack.callback(runner.claims.close)
+    return runner
+
+
+def claim_ttl_s(cfg: RunConfig) -> float:
+    """How long a claim on a request key stands: one request's timeout and its Retry-After waits, with room."""
+    return 2 * cfg.timeout + cfg.max_retry_after + 30.0
