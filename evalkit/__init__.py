@@ -3,6 +3,8 @@
     import evalkit
     result = evalkit.run("mcq", "vllm/my-model", data="set.tsv", base_url="http://localhost:8000/v1")
     board = evalkit.compare([result.out_dir, "runs/mcq-other-model-..."], out="runs/compare")
+    shards = [evalkit.run("mcq", "vllm/my-model", shard=f"{k}/4", out=f"runs/x-{k}") for k in range(1, 5)]
+    merged = evalkit.merge([s.out_dir for s in shards], "runs/x")
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from evalkit.core.version import __version__
 
-__all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "build_view", "__version__"]
+__all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "merge", "build_view", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,6 +26,10 @@ def __getattr__(name: str) -> Any:
         from evalkit.engine import compare as comparison
 
         return getattr(comparison, name)
+    if name == "merge":
+        from evalkit.engine.merge import merge
+
+        return merge
     if name == "build_view":
         from evalkit.view import build_view
 

@@ -22,6 +22,7 @@ from evalkit.cli.commands import (
     cmd_compare,
     cmd_demo,
     cmd_list,
+    cmd_merge,
     cmd_report,
     cmd_run,
     cmd_sim,
@@ -31,7 +32,7 @@ from evalkit.cli.parser import DEMO_OUT, build_parser
 from evalkit.core.errors import EvalkitError
 
 __all__ = ["DEMO_OUT", "build_parser", "cmd_batches", "cmd_cache", "cmd_compare", "cmd_demo", "cmd_list",
-           "cmd_report", "cmd_run", "cmd_sim", "entry", "main", "sim_config"]
+           "cmd_merge", "cmd_report", "cmd_run", "cmd_sim", "entry", "main", "sim_config"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_report(args, console)
         if args.command == "compare":
             return cmd_compare(args, console)
+        if args.command == "merge":
+            return cmd_merge(args, console)
         if args.command == "list":
             return cmd_list(console)
         if args.command == "cache":

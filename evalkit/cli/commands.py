@@ -71,6 +71,17 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace, console: Console) -> int:
+    from evalkit.engine.merge import merge
+    from evalkit.report.console import print_summary
+
+    err = Console(stderr=True)
+    result = merge(args.run_dirs, args.out, partial=args.partial, plots=args.plots,
+                   say=lambda m: err.print(f"evalkit: {m}", markup=False, highlight=False, soft_wrap=True))
+    print_summary(result.summary, console, str(result.out_dir))
+    return result.exit_code
+
+
 def cmd_batches(args: argparse.Namespace, console: Console) -> int:
     import asyncio
 

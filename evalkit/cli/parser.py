@@ -112,6 +112,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     kp.add_argument("--sizes", help="JSON or CSV of model -> family, size (billions) for the size correlation")
     kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     kp.add_argument("--seed", type=int, default=0)
+    mp = sub.add_parser("merge", help="join the run directories of one run's shards (--shard K/N) into one run")
+    mp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="the shards' run directories")
+    mp.add_argument("--out", required=True, help="the merged run directory (the unsharded command with this "
+                    "--out finds it complete)")
+    mp.add_argument("--partial", action="store_true", help="merge the shards given even if some are missing "
+                    "(the run is marked incomplete; exit 1)")
+    mp.add_argument("--no-plots", dest="plots", action="store_false", help="draw no plots (summary.json and "
+                    "report.md only)")
     sub.add_parser("list", help="benchmarks and providers")
     cp = sub.add_parser("cache", help="response cache: stats, clear, or verify every entry")
     cp.add_argument("action", choices=("stats", "clear", "verify"))
