@@ -27,6 +27,7 @@ from typing import Any
 from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
+from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.errors import EvalkitError
 from evalkit.core.shard import Shard, parse_shard
@@ -37,6 +38,7 @@ from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.provenance import MANIFEST, key_facts, manifest, write_manifest
 from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records, spec_of_identity
+from evalkit.engine.run_data import recorded_data
 from evalkit.engine.rundir import SUMMARY, RunDir
 from evalkit.grading.grade import grade, summarize
 from evalkit.images.pipeline import ImagePipeline
@@ -160,7 +162,7 @@ def _merge(plan: MergePlan, rundir: RunDir, plots: bool, say: Callable[[str], No
     config = {k: v for k, v in first.saved["config"].items() if k != "shard"}
     rundir.bind(identity, config, data=first.saved.get("data_fingerprint"))  # refuses a folder of another run
     settings = saved_settings({"identity": identity, "config": config})
-    bench_opts = settings.bench_dict()
+    bench_opts = {**settings.bench_dict(), "data": _data_of(first, config)}
     bench, items, queries, *_ = prepare(str(identity["benchmark"]), bench_opts)  # the unsharded run's order
     repeats = int(config.get("repeats") or 1)
     queries = with_repeats(queries, repeats)
@@ -197,6 +199,16 @@ def _merge(plan: MergePlan, rundir: RunDir, plots: bool, say: Callable[[str], No
         say(m)
     publish(rundir, summary, bench, first_records, bench_opts, figures=plots)
     return RunResult(summary, ordered, rundir.path, 0 if summary["complete"] else 1, messages)
+
+
+def _data_of(shard: ShardRun, config: Mapping[str, Any]) -> Any:
+    """The data to read again (for the run's query order and the grading): the path the shards recorded
+    where it is, else its source as the run directory recorded it (a Hub source at its pinned commit), so
+    a merge on another machine reads the same data."""
+    path = config.get("data")
+    if isinstance(path, str) and Path(path).exists():
+        return path
+    return recorded_data(shard.path, get_benchmark(str(shard.identity["benchmark"])).default_data) or path
 
 
 def _add_facts(summary: dict[str, Any], plan: MergePlan, rundir: RunDir, records: Sequence[Record],
