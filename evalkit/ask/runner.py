@@ -98,6 +98,8 @@ class Runner:
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         self._writes: CacheWrites | None = None
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
+        self.spend: Callable[[Callable[[], Awaitable[Response]], Query, Sequence[PreparedImage]],
+                             Awaitable[Response]] | None = None  # sends each request (--max-cost reserves)
         # the endpoint in request keys, spelled once (not per request), and 0.1.0's spelling where it differs
         self._endpoint = provider.spec.endpoint
         self._old_endpoint = provider.spec.legacy_endpoint
@@ -266,7 +268,8 @@ class Runner:
                 return self.cached_outcome(query, (key, theirs, fps)), None
         sizes = [[i.width, i.height] for i in prepared]
         try:
-            response = await self._send(query, prepared)
+            send = functools.partial(self._send, query, prepared)
+            response = await (send() if self.spend is None else self.spend(send, query, prepared))
         except BaseException:
             if self.claims is not None:  # stopped or cancelled: let another run ask at once (else it expires)
                 with contextlib.suppress(Exception):

@@ -172,8 +172,12 @@ class RunConfig:
                          flag="--no-plots")
     dry_run: bool = option(False, help="count queries and cached answers, estimate tokens and cost; send nothing",
                            role="operational")
-    max_cost: float | None = option(help="stop sending new queries once this run has spent USD", role="operational",
-                                     above=0)
+    max_cost: float | None = option(help="stop sending new queries before this run directory's spending would pass "
+                                    "USD (what earlier invocations spent counts; each request's estimated cost is "
+                                    "reserved before it is sent)", role="operational", above=0)
+    shared_budget: str | None = option(help="with --max-cost and --cache-url: keep the budget in that Redis under "
+                                       "NAME, shared by every process naming it (shards, teammates)",
+                                       role="operational", metavar="NAME")
     prices: str | None = option(help="JSON file of prices overriding/extending the built-in table",
                                 role="operational")
     batch: bool = option(False, help="send through the provider's batch API at about half the price (openai/, "

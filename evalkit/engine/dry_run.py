@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
+from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
-from evalkit.core.types import Query
+from evalkit.core.types import Query, Record
 from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
 from evalkit.engine.rundir import RunDir
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.money.costs import plan_dry_run
+from evalkit.money.costs import plan_dry_run, records_cost
 from evalkit.money.pricing import Price, estimate_cost
 from evalkit.providers import ProviderSpec
 
@@ -38,12 +39,36 @@ async def dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env:
         rest = [q for q in queries if q.id not in done]
         plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)
     d: dict[str, Any] = {**plan.to_dict(), "n_queries": len(queries), "already_done": len(done)}
+    d.update(spent_so_far(cfg, env, price, existing.values(), d["notes"]))
     if cfg.batch:
         batch = price.batch() if price is not None else None
         d["batch"] = True
         d["batch_cost_low_usd"] = estimate_cost(batch, plan.input_tokens, plan.output_tokens_low)
         d["batch_cost_high_usd"] = estimate_cost(batch, plan.input_tokens, plan.output_tokens_high)
     return {"benchmark": bench, "model": spec.label, "dry_run": d, "config": config}
+
+
+def spent_so_far(cfg: RunConfig, env: Mapping[str, str], price: Price | None, records: Iterable[Record],
+                 notes: list[str]) -> dict[str, Any]:
+    """What the run directory's records cost (or, with --shared-budget, the shared ledger's spending) and,
+    with --max-cost, what is left of it."""
+    spent = records_cost(price, records)
+    d: dict[str, Any] = {"spent_usd": spent}
+    if cfg.shared_budget is not None:
+        from evalkit.money.shared_budget import SharedBudget  # lazy: redis-py only with a URL
+
+        try:
+            ledger = SharedBudget(str(cfg.shared_cache_url(env)), cfg.shared_budget, cfg.max_cost or 0.0)
+        except EvalkitError as e:
+            notes.append(f"the shared budget could not be read: {e}")
+            return d
+        ledger.close()
+        d["shared_budget"], spent = cfg.shared_budget, ledger.spent
+        d["shared_spent_usd"] = spent
+    if cfg.max_cost is not None:
+        d["max_cost_usd"] = cfg.max_cost
+        d["budget_left_usd"] = max(0.0, cfg.max_cost - (spent or 0.0))
+    return d
 
 
 async def scaled_from_sample(sample_queries: list[Query], n_sample_items: int, n_items: int, spec: ProviderSpec,

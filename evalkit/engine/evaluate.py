@@ -22,6 +22,7 @@ from rich.console import Console
 
 from evalkit.ask.batch_journal import JOURNAL, BatchJournal
 from evalkit.ask.batch_pool import BatchPool
+from evalkit.ask.runner import Runner
 from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
@@ -30,6 +31,7 @@ from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams, Outcome, Record
 from evalkit.data.source import data_headline, describe
 from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
+from evalkit.engine.budgeting import check_budget_flags, open_budget, start_line, stop_line
 from evalkit.engine.cutoffs import reask_note, split_options, to_reask, with_budget
 from evalkit.engine.dry_run import dry_run, scaled_from_sample
 from evalkit.engine.gate import Preflight
@@ -108,6 +110,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     if cfg.api_version:  # the flag wins over the variable, for the model, its judge and its batches alike
         env = {**env, "OPENAI_API_VERSION": cfg.api_version}
     console: Console = s.hooks.get("console") or Console(stderr=True)
+    check_budget_flags(cfg, env)
     spec, judge_spec = await specs_for(cfg, env)
     plan = download_plan(s, env) if cfg.dry_run else None
     if plan is not None:  # priced before anything is downloaded: the listing's sizes, the published count
@@ -191,11 +194,15 @@ async def _evaluate(job: _Job) -> RunResult:
     meter = CostMeter(job.price)
     on_record: Callable[[], None] | None = s.hooks.get("on_record")  # for tests and embedding tools
 
-    def over_budget() -> bool:
-        return cfg.max_cost is not None and meter.spent_usd >= cfg.max_cost
-
     async with contextlib.AsyncExitStack() as stack:
         cache = stack.enter_context(open_cache(cfg, job.env, say))
+        budget = open_budget(stack, cfg, job.env, job.price, spec.provider, existing.values())
+
+        def over_budget() -> bool:
+            return budget is not None and budget.over(meter.spent_usd)
+
+        if budget is not None:
+            say(start_line(budget))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
         draining: list[int] = []
@@ -211,9 +218,11 @@ async def _evaluate(job: _Job) -> RunResult:
         stack.callback(preflight.cancel)
         runner = await make_runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
                                batch_dir=rundir.path if cfg.batch else None, price=job.price,
-                               budget_left=(lambda: cfg.max_cost - meter.spent_usd) if cfg.max_cost else None,
+                               budget_left=(lambda: budget.left(meter.spent_usd)) if budget else None,
                                confirm=preflight.confirms["--model"])
         pool = runner.provider if isinstance(runner.provider, BatchPool) else None
+        if budget is not None and pool is None:  # each request reserves its estimate before it is sent
+            budget.hook(runner, meter.spent_usd)
         if queries:  # every value used, as the provider sends it (e.g. thinking budgets, dropped fields)
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
             rundir.write_config(identity, config)
@@ -274,8 +283,12 @@ async def _evaluate(job: _Job) -> RunResult:
                                  stop=lambda: over_budget() or bool(draining),
                                  group_of=image_group if cfg.group_images and not pool else None)
                 if pool is not None and cfg.batch_fallback == "live" and not draining:
-                    await fallback_live(lambda: make_runner(stack, spec, job.env, cfg, cache, pipeline,
-                                                        gate=preflight.model, confirm=preflight.confirms["--model"]),
+                    async def live() -> Runner:
+                        r = await make_runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
+                                              confirm=preflight.confirms["--model"])
+                        return r if budget is None else budget.hook(r, meter.spent_usd)
+
+                    await fallback_live(live,
                                         [q for q in todo if q.id not in records], sink, workers=2 * cfg.concurrency,
                                         stop=lambda: over_budget() or bool(draining), say=say,
                                         timeout_s=cfg.batch_timeout)
@@ -337,9 +350,10 @@ async def _evaluate(job: _Job) -> RunResult:
     elif judge_stopped:  # every answer is in; some wait for the judge: a re-run judges them
         summary["stopped"] = "judge"
         summary["complete"] = False
+    if budget is not None:
+        summary["budget"] = budget.to_summary(meter.spent_usd, budget.total(meter.spent_usd))
     if over_budget():
-        messages.append(f"--max-cost reached: spent ${meter.spent_usd:.4f} of ${cfg.max_cost:.4f} in this run; "
-                        f"{summary['missing']} queries not sent; re-run the same command to resume")
+        messages.append(stop_line(budget, meter.spent_usd, summary["missing"]))  # type: ignore[arg-type]
         summary["stopped"] = "max_cost"
     analysis = publish(rundir, summary, bench, first, bench_opts, plots=False,  # summary.json, report.md
                        figures=cfg.plots)

@@ -42,6 +42,20 @@ class CostMeter:
         self.spent_usd += cost_usd(price_of(self.price, outcome.response.via), outcome.response.usage) or 0.0
 
 
+def input_tokens(provider: str, query: Query, sizes: Sequence[tuple[int, int]]) -> int:
+    """Estimated input tokens: the text's (estimate_tokens without its output and image allowances) and each
+    image's by the provider's formula, from its (width, height) as sent."""
+    text = estimate_tokens(query) - query.params.max_tokens - 800 * len(query.image_parts())
+    return text + sum(image_tokens(provider, w, h) for w, h in sizes)
+
+
+def request_estimate(price: Price | None, provider: str, query: Query,
+                     sizes: Sequence[tuple[int, int]]) -> float | None:
+    """What one request may cost: its input and all of max_tokens as output, at the price (None: no price).
+    An upper bound but for the input estimate: `--max-cost` reserves it before the request is sent."""
+    return estimate_cost(price, input_tokens(provider, query, sizes), query.params.max_tokens)
+
+
 def record_cost(price: Price | None, record: Record) -> float | None:
     """What one answer cost when it was asked: nothing from the cache or for a failure; what the provider
     reported where it did (OpenRouter); else from the price; None: no price."""
@@ -83,23 +97,20 @@ def plan_dry_run(queries: Sequence[Query], runner: Runner, price: Price | None) 
     """Count what is cached and estimate tokens and cost of the rest, sending nothing."""
     sizes: dict[ImageRef, tuple[int, int]] = {}
     provider = runner.provider.spec.provider
-    cached = input_tokens = low = high = 0
+    cached = n_input = low = high = 0
     for q in queries:
         if runner.cache.get(runner.key_of(q)) is not None:
             cached += 1
             continue
-        text_tokens = estimate_tokens(q) - q.params.max_tokens - 800 * len(q.image_parts())
-        img_tokens = 0
         for part in q.image_parts():
             if part.ref not in sizes:
                 sizes[part.ref] = _size(runner.pipeline, part.ref)
-            img_tokens += image_tokens(provider, *sizes[part.ref])
-        input_tokens += text_tokens + img_tokens
+        n_input += input_tokens(provider, q, [sizes[part.ref] for part in q.image_parts()])
         low += min(SHORT_ANSWER_TOKENS, q.params.max_tokens)
         high += q.params.max_tokens
     notes = [] if price is not None else ["no price known for this model: cost not estimated"]
-    return DryRunPlan(len(queries), cached, len(queries) - cached, input_tokens, low, high,
-                      estimate_cost(price, input_tokens, low), estimate_cost(price, input_tokens, high), notes)
+    return DryRunPlan(len(queries), cached, len(queries) - cached, n_input, low, high,
+                      estimate_cost(price, n_input, low), estimate_cost(price, n_input, high), notes)
 
 
 def _size(pipeline: ImagePipeline, ref: ImageRef) -> tuple[int, int]:

@@ -133,6 +133,12 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
                   f"{money(d['cost_low_usd'])} – {money(d['cost_high_usd'])}")
     if d.get("batch"):
         table.add_row("cost (est.), --batch", f"{money(d['batch_cost_low_usd'])} – {money(d['batch_cost_high_usd'])}")
+    if d.get("spent_usd") is not None or d.get("shared_budget"):
+        table.add_row("already spent in the run directory", money(d.get("spent_usd")))
+    if d.get("shared_budget"):
+        table.add_row(f"already spent in shared budget {d['shared_budget']}", money(d.get("shared_spent_usd")))
+    if "budget_left_usd" in d:
+        table.add_row(f"left of --max-cost {money(d['max_cost_usd'])}", money(d["budget_left_usd"]))
     console.print(table)
     for note in d.get("notes", []):
         console.print(f"[yellow]{note}[/yellow]")
