@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from evalkit.ask.adaptive import AdaptiveRate
+from evalkit.ask.shared_limits import SharedLimits
 from evalkit.core.types import Query, RateInfo
 
 # Float slack when comparing a refilled level with what is needed: sleeping exactly the
@@ -175,6 +176,9 @@ class Limiter:
         self.stats = LimiterStats()
         self._burst_s = burst_s
         self.adaptive: AdaptiveRate | None = None  # adapt_rates() turns it on
+        self.shared: SharedLimits | None = None  # with a shared cache: rates and in-flight cap shared (ask.shared_limits)
+        self._published: tuple[float | None, float | None] = (None, None)
+        self._publishing: set[asyncio.Task[None]] = set()
         self._token_ratio: float | None = None  # actual / estimated tokens, a running mean (adaptive only)
 
     def adapt_rates(self) -> None:
@@ -191,6 +195,12 @@ class Limiter:
         self._tpm = self._retuned(self._tpm, rates.tpm)
         if rates.pause_s > 0:
             self.pause(min(rates.pause_s, 60.0))
+        if self.shared is not None and ((rates.rpm, rates.tpm) != self._published or rates.pause_s > 0):
+            self._published = (rates.rpm, rates.tpm)  # what others should enforce too: one write per change
+            task = asyncio.ensure_future(self.shared.publish(rates.rpm, rates.tpm, min(rates.pause_s, 60.0),
+                                                             rates.source))
+            self._publishing.add(task)
+            task.add_done_callback(self._publishing.discard)
 
     def learn_tokens(self, ratio: float) -> None:
         """How far off the token estimate was. Estimates count max_tokens, which a short answer uses a
@@ -286,6 +296,14 @@ class Limiter:
         slept is seen, and the RPM token is never taken without the TPM tokens.
         """
         async with self._lock:
+            if self.shared is not None:  # the shared bucket instead of this process's own
+                while True:
+                    wait = self._pause_until - self.clock.now()
+                    if wait <= 0:
+                        wait = await self.shared.wait_s(est_tokens)
+                    if wait <= 0:
+                        return
+                    await self.clock.sleep(wait)
             while True:
                 wait = self._wait_s(est_tokens)
                 if wait <= 0:
@@ -307,13 +325,18 @@ class Limiter:
         charged = self._charge(est_tokens)
         start = self.clock.now()
         async with self._sem:
-            await self._acquire_tokens(charged)
-            waited = self.clock.now() - start
-            self.stats.requests += 1
-            self.stats.waited_s += waited
-            self._in_flight += 1
-            self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
+            lease = await self.shared.enter() if self.shared is not None else None
             try:
-                yield Slot(self, est_tokens, waited, charged)
+                await self._acquire_tokens(charged)
+                waited = self.clock.now() - start
+                self.stats.requests += 1
+                self.stats.waited_s += waited
+                self._in_flight += 1
+                self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
+                try:
+                    yield Slot(self, est_tokens, waited, charged)
+                finally:
+                    self._in_flight -= 1
             finally:
-                self._in_flight -= 1
+                if lease is not None:
+                    await asyncio.shield(self.shared.leave(lease))  # type: ignore[union-attr]

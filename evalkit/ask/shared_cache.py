@@ -199,6 +199,20 @@ class SharedCache:
     def claims(self, ttl_s: float) -> SharedClaims:
         return SharedClaims(self, ttl_s)
 
+    # -- rate limits shared by every process that asks one provider with one key (ask.shared_limits) ----
+    def limits(self, scope: str, concurrency: int, lease_s: float, owner: str) -> Any:
+        store = self.store
+        if store is None:
+            return None
+        import redis.asyncio
+
+        from evalkit.ask.shared_limits import SharedLimits
+
+        client = redis.asyncio.Redis.from_url(store.url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+                                              socket_timeout=SOCKET_TIMEOUT_S)
+        return SharedLimits(client, scope, concurrency, owner, lease_s, lost=store.lost, errors=store.errors,
+                            fallback=self._fallback)
+
     # -- the rest of CacheLike ---------------------------------------------------------------------
     def stats(self) -> CacheStats:
         entries = len(self.store.keys()) if self.store is not None else len(self.local)

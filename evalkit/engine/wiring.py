@@ -9,9 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.claims import owner_token
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.shared_limits import scope_of
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.engine.batching import batch_runner
@@ -84,6 +86,15 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
     if cfg.adaptive:
         limiter.adapt_rates()
+    make_limits = getattr(cache, "limits", None)
+    if make_limits is not None:  # a shared cache: the key's limits are shared by every process using it
+        key = None
+        with contextlib.suppress(EvalkitError):
+            key = api_key_for(spec, env)
+        limiter.shared = make_limits(scope_of(key, spec.provider, spec.endpoint, spec.model), cfg.concurrency,
+                                     cfg.timeout + 5.0, owner_token())
+        if limiter.shared is not None:
+            stack.push_async_callback(limiter.shared.close)
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                     fingerprints=fingerprints, gate=gate, confirm=confirm)
