@@ -200,7 +200,7 @@ class SharedCache:
         return SharedClaims(self, ttl_s)
 
     # -- rate limits shared by every process that asks one provider with one key (ask.shared_limits) ----
-    def limits(self, scope: str, concurrency: int, lease_s: float, owner: str) -> Any:
+    def limits(self, scope: str, concurrency: int | None, lease_s: float, owner: str) -> Any:
         store = self.store
         if store is None:
             return None

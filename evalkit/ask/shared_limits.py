@@ -9,7 +9,9 @@ model) with the same key share, in Redis:
   provider announced in its headers as is, a rate learned from refusals alone (AIMD) scaled by the number
   of processes sharing it, since each one measured only its own share;
 - **the in-flight cap, until a rate is known**: all processes together send at most one `--concurrency`
-  worth of requests, through a semaphore of expiring leases (a killed process frees its slots);
+  worth of requests, through a semaphore of expiring leases (a killed process frees its slots). This is
+  for keyed endpoints, whose quota is the key's; a server asked without a key (your own vLLM) is your
+  compute, and shards are there to load it: each process keeps its own `--concurrency`;
 - **pauses**: a wait the provider asked for (a reset time, a storm of refusals) holds everyone.
 
 The scope is an HMAC of the provider, endpoint and model keyed by the API key: it tells keys apart without
@@ -112,7 +114,7 @@ class SharedLimits:
     answering raises `lost(error)` (the shared cache's SharedCacheLost: the run stops, resumable), or, with
     `fallback`, leaves this process to its own limits from then on."""
 
-    def __init__(self, client: Any, scope: str, concurrency: int, owner: str, lease_s: float, *,
+    def __init__(self, client: Any, scope: str, concurrency: int | None, owner: str, lease_s: float, *,
                  lost: Callable[[BaseException], Exception], errors: tuple[type[BaseException], ...],
                  fallback: bool = False) -> None:
         self._client = client
@@ -132,6 +134,7 @@ class SharedLimits:
         self._checked = -1e9
         self._slot = 0
         self._joined = -1e9
+        self._gate = asyncio.Lock()
 
     async def _guarded(self, work: Awaitable[T], otherwise: T) -> T:
         if self.broken:
@@ -154,13 +157,18 @@ class SharedLimits:
         return self._known
 
     async def _enter_slot(self) -> str | None:
-        """Wait for a shared in-flight slot while no rate is known; the lease to give back (None: none taken)."""
-        while not await self._rate_known():
-            self._slot += 1
-            member = f"{self.owner}:{self._slot}"
-            if await self._enter_script(keys=[self._inflight], args=[self.concurrency, member, self.lease_ms]):
-                return member
-            await asyncio.sleep(POLL_S)
+        """Wait for a shared in-flight slot while no rate is known; the lease to give back (None: none taken).
+        One request of this process at a time asks Redis (the others queue here), so a full semaphore costs
+        each process one poll per POLL_S, not one per waiting request."""
+        if self._known or self.concurrency is None:
+            return None
+        async with self._gate:
+            while not await self._rate_known():
+                self._slot += 1
+                member = f"{self.owner}:{self._slot}"
+                if await self._enter_script(keys=[self._inflight], args=[self.concurrency, member, self.lease_ms]):
+                    return member
+                await asyncio.sleep(POLL_S)
         return None
 
     async def _leave(self, member: str | None) -> None:

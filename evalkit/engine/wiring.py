@@ -91,8 +91,8 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
         key = None
         with contextlib.suppress(EvalkitError):
             key = api_key_for(spec, env)
-        limiter.shared = make_limits(scope_of(key, spec.provider, spec.endpoint, spec.model), cfg.concurrency,
-                                     cfg.timeout + 5.0, owner_token())
+        limiter.shared = make_limits(scope_of(key, spec.provider, spec.endpoint, spec.model),
+                                     cfg.concurrency if key else None, cfg.timeout + 5.0, owner_token())
         if limiter.shared is not None:
             stack.push_async_callback(limiter.shared.close)
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
