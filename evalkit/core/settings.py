@@ -140,16 +140,16 @@ class RunConfig:
     cache_dir: str | None = option(help="response cache folder (default ./cache or EVALKIT_CACHE_DIR)",
                                    role="operational")
     no_cache: bool = option(False, help="neither read nor write the response cache", role="operational")
-    max_tokens: int | None = option(help="max output tokens (default: the benchmark's, 1024)", role="generation",
-                                    at_least=1)
-    temperature: float | None = option(help="sampling temperature (default 0)", role="generation", at_least=0)
-    seed: int | None = option(help="sampling seed sent to the model", role="generation")
     cache_url: str | None = option(help="share the response cache through Redis: redis://[:PASSWORD@]HOST:PORT/DB "
                                         "or rediss:// (default EVALKIT_CACHE_URL); the local cache stays in front",
                                    role="operational")
     cache_fallback: str = option("none", help="when the --cache-url server stops answering mid-run: stop (none, "
                                               "the default; resumable) or go on with the local cache (local)",
                                  choices=("none", "local"), role="operational")
+    max_tokens: int | None = option(help="max output tokens (default: the benchmark's, 1024)", role="generation",
+                                    at_least=1)
+    temperature: float | None = option(help="sampling temperature (default 0)", role="generation", at_least=0)
+    seed: int | None = option(help="sampling seed sent to the model", role="generation")
     reasoning_effort: str | None = option(help="how much the model reasons, mapped per provider: openai/ "
                                           "reasoning_effort, anthropic/ and google/ a thinking budget, vllm/ "
                                           "enable_thinking (docs/reasoning.md)", role="generation",
@@ -202,16 +202,16 @@ class RunConfig:
     def cache_path(self, env: Mapping[str, str]) -> str:
         return self.cache_dir or env.get("EVALKIT_CACHE_DIR") or "cache"
 
+    def shared_cache_url(self, env: Mapping[str, str]) -> str | None:
+        """The Redis URL of a shared cache (--cache-url, else EVALKIT_CACHE_URL), or None: the local one only."""
+        return self.cache_url or env.get("EVALKIT_CACHE_URL") or None
+
     def generation(self) -> dict[str, Any]:
         """The generation and image-size settings the user gave (None = the benchmark's default)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata["role"] == "generation"}
 
 
 #: Keyword arguments of `evalkit.run` that are hooks for embedding code, not settings.
-    def shared_cache_url(self, env: Mapping[str, str]) -> str | None:
-        """The Redis URL of a shared cache (--cache-url, else EVALKIT_CACHE_URL), or None: the local one only."""
-        return self.cache_url or env.get("EVALKIT_CACHE_URL") or None
-
 HOOKS = ("env", "console", "on_record", "plotter")
 
 
