@@ -263,7 +263,7 @@ def test_the_status_line_says_batches_waiting_and_the_providers_word(tmp_path):
 
 
 def test_max_cost_is_checked_at_submission_against_the_worst_case(tmp_path):
-    from evalkit.ask.runner import NotSent
+    from evalkit.ask.outcome import NotSent
 
     api = FakeBatches()
     spent = [0.0]

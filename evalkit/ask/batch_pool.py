@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalkit.ask.batch_journal import BatchJournal
-from evalkit.ask.runner import NotSent
+from evalkit.ask.outcome import NotSent
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import Response
 from evalkit.providers.batch_api import ENVELOPE_BYTES, BatchAPI, BatchGone, BatchLine, BatchStatus

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TypeVar
 
 from evalkit.ask.breaker import Breaker
@@ -23,6 +23,7 @@ from evalkit.ask.cache_writes import CacheWrites
 from evalkit.ask.claims import Claims, claim_or_wait
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.feed import Feed, Looked
+from evalkit.ask.outcome import NotSent, RunnerStats, unclassified, writable
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import EvalkitError, ProviderError, RunError
@@ -40,42 +41,6 @@ from evalkit.providers.registry import limits_for
 
 T = TypeVar("T")
 HALT_DRAIN_S = 2.0  # after the breaker trips, how long requests in flight may take to come back
-
-
-@dataclass
-class RunnerStats:
-    sent: int = 0
-    attempts: int = 0
-    cache_hits: int = 0
-    errors: int = 0
-    retries: int = 0
-    rate_limited: int = 0  # 429s received (each retried), counted as they come
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-def writable(response: Response) -> Response:
-    """The response with no lone surrogate in its strings (U+FFFD instead, core.surrogates): every answer,
-    live or from a batch, passes here before the cache and records.jsonl write it as UTF-8."""
-    response.text = repaired(response.text)
-    for name in ("reasoning", "finish_reason", "served_by", "error_message", "via"):
-        value = getattr(response, name)
-        if isinstance(value, str):
-            setattr(response, name, repaired(value))
-    return response
-
-
-class NotSent(Exception):
-    """The run's `stop` said so while this query waited for a request slot: it is left for a later run
-    (run() has more workers than slots, so a query may wait there after the budget is spent)."""
-
-
-def unclassified(provider: str, error: Exception) -> ProviderError:
-    """An exception an adapter did not classify (an unforeseen reply, or a bug): never a dead worker with
-    answers unsaved, and never retried (a bug would be paid for on every attempt)."""
-    text = " ".join(str(error).split())[:200]
-    return ProviderError("permanent", f"unexpected {type(error).__name__} in the {provider} adapter"
-                                      f"{': ' + text if text else ''} (please report it)")
 
 
 class Runner:

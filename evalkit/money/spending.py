@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
-from evalkit.ask.runner import NotSent
+from evalkit.ask.outcome import NotSent
 from evalkit.core.types import Query, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.money.budget import Hold
