@@ -9,10 +9,15 @@ exit (what a user waits for):
   local    the same commands again without --cache-url: every answer a local hit (copied there by `redis`)
 
 Reported per phase: queries/s over the whole commands, the chat requests the server received, and the Redis
-commands per query (INFO commandstats, this phase only; a pipeline or an MGET of many keys is one round trip
-for many commands, so round trips are at most this).
+commands per query (INFO commandstats, this phase only, commands run inside scripts included; a pipeline or
+an MGET of many keys is one round trip for many commands, so round trips are at most this).
 
-    .venv/bin/python bench/teams.py [--queries 20000] [--shards 4]
+Then one shared limit: 3 shards of --limit-queries queries against a server with a hidden 40 req/s limit
+(OpenAI rate-limit headers, 50 ms latency), started at the same instant, with one Redis and, as the
+baseline in the same run, each on its own: answers / (first start to last exit) / limit, and the share
+of chat requests refused (429).
+
+    .venv/bin/python bench/teams.py [--queries 20000] [--shards 4] [--limit-queries 1200]
 """
 
 from __future__ import annotations
@@ -57,10 +62,30 @@ def phase(name: str, root: Path, data: Path, sim: SimProcess, shards: int, redis
             "redis_cmds": _commands(client) - before_cmds}
 
 
+def limit_phase(name: str, root: Path, data: Path, shared_url: str | None) -> dict:
+    """3 shards against a hidden 40 req/s limit, started together: the share of the limit they reach."""
+    with SimProcess("--rps", "40", "--rate-headers", "openai", "--latency-ms", "50") as sim:
+        env = {**env_without_keys(), "VLLM_API_KEY": "team-key"}
+        start = time.monotonic()
+        procs = [subprocess.Popen([sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model",
+                                   "--base-url", sim.url + "/v1", "--data", str(data), "--shard", f"{k}/3",
+                                   "--no-progress", "--no-plots", "--out", str(root / f"{name}-{k}"),
+                                   "--cache-dir", str(root / f"{name}-cache{k}"),
+                                   *(["--cache-url", shared_url] if shared_url else [])],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for k in (1, 2, 3)]
+        codes = [p.wait() for p in procs]
+        elapsed = time.monotonic() - start
+        counts = sim.counters()
+    return {"name": name, "codes": codes, "rate": counts["completions"] / elapsed / 40.0,
+            "refused": counts["rate_limited"] / max(1, counts["requests"]), "answered": counts["completions"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--limit-queries", type=int, default=1200, help="0: skip the shared-limit part")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="evalkit-teams-"))
     try:
@@ -82,6 +107,17 @@ def main() -> None:
         hit = rows[1]
         print(f"\nredis hit phase vs local: {rows[2]['seconds'] / hit['seconds']:.2f}x the local cache's speed; "
               f"{hit['redis_cmds'] / n:.3f} Redis commands per hit (target <= 2)")
+        if args.limit_queries:
+            limited = root / "limited.jsonl"
+            write_dataset(limited, image, args.limit_queries)
+            with RedisServer(root / "redis2") as redis:
+                rows = [limit_phase("shared", root, limited, redis.url), limit_phase("alone", root, limited, None)]
+            print(f"\n3 shards of {args.limit_queries:,} queries, hidden limit 40 req/s, started together")
+            print(f" {'limits':<8} {'exit codes':<11} {'answered':>8} {'% of limit':>11} {'refused':>8}")
+            for r in rows:
+                print(f" {r['name']:<8} {str(r['codes']):<11} {r['answered']:8,} {100 * r['rate']:10.1f}% "
+                      f"{100 * r['refused']:7.1f}%")
+            print("targets (shared): >= 85% of the limit, < 5% refused")
     finally:
         if not os.environ.get("KEEP"):
             shutil.rmtree(root, ignore_errors=True)
