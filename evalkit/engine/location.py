@@ -100,4 +100,7 @@ def forget_created(created: tuple[Path, ...]) -> None:
         lint = path / "lint"  # the data's lint, kept by the cache folder this run made
         if lint.is_dir():
             remove_own_dir(lint, {p.name for p in lint.glob("*.json")})
+        claims = path / "claims"  # the claims database of processes sharing the folder (ask.claims)
+        if claims.is_dir():
+            remove_own_dir(claims, {"cache.db", "cache.db-wal", "cache.db-shm"})
         remove_own_dir(path, {"cache.db", "cache.db-wal", "cache.db-shm", FILE_HASHES})
