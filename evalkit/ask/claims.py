@@ -72,12 +72,19 @@ class LocalClaims:
 
     def __init__(self, folder: Path, ttl_s: float, executor: Any = None) -> None:
         """`executor`: the cache's own thread, where claims are made (its sqlite connection is closed there)."""
-        import diskcache
-
         self.ttl_s = ttl_s
         self.owner = owner_token()
-        self._db = diskcache.Cache(str(folder / "claims"))
+        self._folder = folder / "claims"
+        self._opened: Any = None  # made at the first claim: a run answered from the cache never needs it
         self._executor = executor
+
+    @property
+    def _db(self) -> Any:
+        if self._opened is None:
+            import diskcache
+
+            self._opened = diskcache.Cache(str(self._folder))
+        return self._opened
 
     def claim(self, key: str) -> bool:
         if self._db.add(key, self.owner, expire=self.ttl_s, retry=True):
@@ -101,10 +108,13 @@ class LocalClaims:
         return None
 
     def close(self) -> None:
+        db = self._opened
+        if db is None:
+            return
         if self._executor is not None:  # sqlite connections are per thread: the cache thread's first
             with contextlib.suppress(Exception):
-                self._executor.submit(self._db.close).result()
-        self._db.close()
+                self._executor.submit(db.close).result()
+        db.close()
 
 
 # Scripts that act on a claim only while it is still the one expected (a claim that lapsed may have passed on).
