@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 # a request's worst-case cost in USD (its estimated input and all of max_tokens, at the batch price)
 CostOf = Callable[["Sequence[Message]", "GenParams", "Sequence[PreparedImage]"], float]
+# a request's input tokens, as a provider counts them against its enqueued-token limit (--batch-tokens)
+TokensOf = Callable[["Sequence[Message]", "GenParams", "Sequence[PreparedImage]"], int]
 
 # Test hook: die (as a kill would) right after the provider accepted a batch, before it is recorded.
 DIE_AFTER_SUBMIT = "EVALKIT_TEST_DIE_AFTER_SUBMIT"
@@ -64,7 +66,8 @@ class BatchPool:
     def __init__(self, live: Provider, api: BatchAPI, journal: BatchJournal, *, run_tag: str = "",
                  settle_s: float = 0.5, poll_s: tuple[float, float] = (1.0, 30.0), wait: bool = True,
                  timeout_s: float | None = None, cost_of: CostOf | None = None,
-                 budget_left: Callable[[], float | None] | None = None) -> None:
+                 budget_left: Callable[[], float | None] | None = None, token_budget: int | None = None,
+                 tokens_of: TokensOf | None = None) -> None:
         self.spec = live.spec
         self._live = live
         self.api = api
@@ -89,6 +92,14 @@ class BatchPool:
         self._used: dict[str, set[str]] = {}  # custom id -> tags whose answer for it was handed out
         self._reconciled: asyncio.Lock | None = None
         self._submits: set[asyncio.Task[None]] = set()
+        # --batch-tokens: the provider's enqueued-token limit. No batch holds more, and a batch is submitted
+        # only when the batches this run has waiting leave room for it (one at a time when one fills it)
+        self.token_budget, self.tokens_of = token_budget, tokens_of
+        self._tokens: dict[str, int] = {}  # custom id -> its input tokens
+        self._forming_tokens = 0
+        self._enqueued = 0  # input tokens of this run's batches submitted and not ended
+        self._batch_tokens: dict[str, int] = {}  # tag -> its input tokens, while it counts as enqueued
+        self._room: asyncio.Condition | None = None
 
     def status_line(self) -> str | None:
         """For the live display: batches, lines waiting, and the providers' own words for their state."""
@@ -114,6 +125,8 @@ class BatchPool:
             return await self._answer_from(tag, line.custom_id)
         if self.cost_of is not None:
             self._costs[line.custom_id] = self.cost_of(messages, params, images)
+        if self.token_budget is not None and self.tokens_of is not None:
+            self._tokens[line.custom_id] = self.tokens_of(messages, params, images)
         return await self._join(line)
 
     def _open_batch_for(self, cid: str) -> str | None:
@@ -163,12 +176,16 @@ class BatchPool:
         waiter = self._forming_waiters.get(line.custom_id)
         if waiter is None:
             limits = self.api.limits
+            tokens = self._tokens.get(line.custom_id, 0)
             if self._forming and (len(self._forming) >= limits.max_requests
-                                  or self._forming_bytes + line.size > limits.max_bytes - ENVELOPE_BYTES):
+                                  or self._forming_bytes + line.size > limits.max_bytes - ENVELOPE_BYTES
+                                  or (self.token_budget is not None
+                                      and self._forming_tokens + tokens > self.token_budget)):
                 self._seal()
             waiter = asyncio.get_running_loop().create_future()
             self._forming.append(line)
             self._forming_bytes += line.size
+            self._forming_tokens += tokens
             self._forming_waiters[line.custom_id] = waiter
             if self._settle is not None:
                 self._settle.cancel()
@@ -187,11 +204,12 @@ class BatchPool:
         if not self._forming:
             return
         lines, waiters = self._forming, self._forming_waiters
-        self._forming, self._forming_bytes, self._forming_waiters = [], 0, {}
+        self._forming, self._forming_bytes, self._forming_waiters, self._forming_tokens = [], 0, {}, 0
         lines = self._affordable(lines, waiters)
+        tokens = sum(self._tokens.pop(x.custom_id, 0) for x in lines)
         if not lines:
             return
-        task = asyncio.ensure_future(self._submit(lines, waiters))
+        task = asyncio.ensure_future(self._submit(lines, waiters, tokens))
         self._submits.add(task)
         task.add_done_callback(self._submits.discard)
 
@@ -214,8 +232,37 @@ class BatchPool:
                 waiters.pop(x.custom_id).set_result(NotSent(x.custom_id))
         return kept
 
-    async def _submit(self, lines: list[BatchLine], waiters: dict[str, asyncio.Future[Any]]) -> None:
+    async def _make_room(self, tokens: int) -> bool:
+        """Wait until the batches waiting at the provider leave room for `tokens` (a batch alone always fits),
+        then count them as enqueued; False without waiting (--no-wait) when there is no room now."""
+        if self.token_budget is None or not tokens:
+            return True
+        if self._room is None:
+            self._room = asyncio.Condition()
+        async with self._room:
+            while self._enqueued and self._enqueued + tokens > self.token_budget:
+                if not self.wait:
+                    return False
+                await self._room.wait()
+            self._enqueued += tokens
+        return True
+
+    async def _leave_room(self, tag: str) -> None:
+        """The batch ended (or was never created): its tokens no longer count against the limit."""
+        tokens = self._batch_tokens.pop(tag, 0)
+        if tokens and self._room is not None:
+            async with self._room:
+                self._enqueued -= tokens
+                self._room.notify_all()
+
+    async def _submit(self, lines: list[BatchLine], waiters: dict[str, asyncio.Future[Any]], tokens: int = 0) -> None:
+        if not await self._make_room(tokens):  # --no-wait and the limit is full: a later run submits them
+            for x in lines:
+                if not (w := waiters[x.custom_id]).done():
+                    w.set_result(NotSent(x.custom_id))
+            return
         tag = f"evalkit-{self.run_tag}-{uuid.uuid4().hex[:12]}" if self.run_tag else f"evalkit-{uuid.uuid4().hex}"
+        self._batch_tokens[tag] = tokens
         outcome: Any = tag
         try:
             await asyncio.to_thread(self.journal.intent, tag, self.api.provider, [x.custom_id for x in lines])
@@ -233,6 +280,7 @@ class BatchPool:
             self.stats.batches += 1
         except BaseException as e:  # noqa: BLE001 - every waiting line gets this batch's error
             outcome = e if isinstance(e, ProviderError) else ProviderError("transient", f"batch not created: {e}")
+            await self._leave_room(tag)
         for w in waiters.values():
             if not w.done():
                 w.set_result(outcome)
@@ -279,6 +327,8 @@ class BatchPool:
         delay = self.poll_s[0]
         while True:
             status = await self._status(tag)
+            if status is None or status.state != "running":
+                await self._leave_room(tag)  # no longer queued at the provider: the next batch may go
             if status is None:
                 return {}
             if status.state != "running":

@@ -188,6 +188,10 @@ class RunConfig:
                                   role="operational", above=0)
     batch_fallback: str = option("none", help="with --batch: what to do with requests still unanswered after "
                                  "--batch-timeout", role="operational", choices=("none", "live"))
+    batch_tokens: int | None = option(help="with --batch: the enqueued-token limit the provider enforces for the "
+                                           "model (OpenAI and Azure set one per model and tier, in input tokens): "
+                                           "no batch holds more, and the next waits until those queued leave room",
+                                      role="operational", at_least=1)
     group_images: bool = option(True, help="do not send questions on the same image back to back",
                                 role="operational", flag="--no-group-images")
 

@@ -51,7 +51,8 @@ async def batch_runner(stack: contextlib.AsyncExitStack, live: Provider, env: Ma
     pool = BatchPool(live, api, BatchJournal(run_dir), run_tag=run_dir.name[:24], settle_s=settle_s, poll_s=poll_s,
                      wait=cfg.wait, timeout_s=cfg.batch_timeout,
                      cost_of=worst_case_cost(price, live.spec.provider) if price is not None else None,
-                     budget_left=budget_left)
+                     budget_left=budget_left, token_budget=cfg.batch_tokens,
+                     tokens_of=prompt_tokens_of(live.spec.provider))
     stack.push_async_callback(pool.close)
     limiter = Limiter(concurrency=MAX_WAITING)
     # the pool keeps --batch-timeout itself (what is still pending then is left for a later run, never
@@ -67,12 +68,23 @@ def worst_case_cost(price: Price, provider: str) -> CostOf:
     """A request's cost if it used all of max_tokens, at the batch price (for --max-cost at submission)."""
     batch = price.batch()
 
+    prompt_tokens = prompt_tokens_of(provider)
+
     def cost(messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> float:
-        tokens = sum(len(m.text()) for m in messages) // 4 + sum(image_tokens(provider, i.width, i.height)
-                                                                 for i in images)
-        return estimate_cost(batch, tokens, params.max_tokens) or 0.0
+        return estimate_cost(batch, prompt_tokens(messages, params, images), params.max_tokens) or 0.0
 
     return cost
+
+
+def prompt_tokens_of(provider: str) -> Callable[[Sequence[Message], GenParams, Sequence[PreparedImage]], int]:
+    """A batch line's input tokens as a provider counts them against its enqueued-token limit: the text's
+    (a quarter of its characters) and each image's by the provider's formula, at the size sent."""
+
+    def tokens(messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> int:
+        return sum(len(m.text()) for m in messages) // 4 + sum(image_tokens(provider, i.width, i.height)
+                                                               for i in images)
+
+    return tokens
 
 
 def batch_notes(pool: BatchPool, unanswered: int) -> list[str]:
