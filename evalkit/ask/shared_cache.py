@@ -18,6 +18,7 @@ redis-py is imported only when a cache URL is given.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -266,8 +267,6 @@ class SharedClaims:
 
 
 def _parsed(text: str) -> dict[str, Any] | None:
-    import json
-
     try:
         value = json.loads(text)
     except ValueError:

@@ -152,8 +152,7 @@ class SharedLimits:
         now = time.monotonic()
         if not self._known and now - self._checked >= RATES_EVERY_S:
             self._checked = now
-            self._known = bool(await self._client.hexists(self._rates, "rpm")
-                               or await self._client.hexists(self._rates, "tpm"))
+            self._known = any(v is not None for v in await self._client.hmget(self._rates, "rpm", "tpm"))
         return self._known
 
     async def _enter_slot(self) -> str | None:
@@ -227,5 +226,3 @@ class SharedLimits:
         with contextlib.suppress(Exception):
             await self._guarded(self._publish_rates(rpm, tpm, pause_s, source), None)
 
-    async def join(self) -> None:
-        await self._guarded(self._join(), None)
