@@ -6,7 +6,9 @@ the thumbnail is that image scaled down further in the same pass (a smaller max_
 aspect and region, decoded at reduced scale where JPEG allows). A thumbnail's name is a hash of the
 image's content hash, the provider's limits and the transform, so a second build finds it on disk.
 Content hashes of image files are remembered by (path, size, mtime) in thumbs/index.json: a
-rebuild over unchanged data stats each image once and reads none.
+rebuild over unchanged data stats each image once and reads none. Those paths are kept relative to
+the site (`evalkit view --serve` serves the file, and an absolute path names the user's home); an
+index written with absolute paths by an earlier build is read as well.
 """
 
 from __future__ import annotations
@@ -78,7 +80,11 @@ class ThumbStore:
         self.pipeline = pipeline
         self.stats = ThumbStats()
         index = _read_index(self.folder / INDEX)
-        self._hashes = FileHashes(memo=index.get("files", {}))  # path -> [size, mtime_ns, sha256]
+        self._root = os.path.abspath(self.site)  # index.json's paths are relative to it
+        known = index.get("files")
+        memo = {os.path.normpath(os.path.join(self._root, p)): v
+                for p, v in (known.items() if isinstance(known, dict) else ())}
+        self._hashes = FileHashes(memo=memo)  # absolute path -> [size, mtime_ns, sha256]
         self._made: dict[str, list[int]] = index.get("thumbs", {})  # name -> [width, height]
         self._jobs: dict[str, _Job] = {}
         self._wanted: dict[tuple[Any, ...], str] = {}  # (ref, transform, provider) -> name, or "!" + why
@@ -109,7 +115,7 @@ class ThumbStore:
         if ref.kind != "path":
             return self.pipeline.source_hash(ref)
         try:
-            sha = self._hashes.sha256(str(ref.value))
+            sha = self._hashes.sha256(os.path.abspath(str(ref.value)))
         except FileNotFoundError:
             raise EvalkitError(f"image not found: {ref.value}") from None
         except OSError as e:
@@ -203,12 +209,21 @@ class ThumbStore:
         for name in set(self._made) - keep:
             self._path(name).unlink(missing_ok=True)
         self._made = {n: self._made[n] for n in sorted(keep)}
-        files = self._hashes.memo_of(sorted(self._hashes.known))
+        files = {rel: v for p, v in self._hashes.memo_of(sorted(self._hashes.known)).items()
+                 if (rel := _relative(p, self._root)) is not None}
         self.folder.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.folder / INDEX, {"version": INDEX_VERSION, "files": files, "thumbs": self._made})
         for sub in self.folder.iterdir():
             if sub.is_dir() and not any(sub.iterdir()):
                 sub.rmdir()
+
+
+def _relative(path: str, root: str) -> str | None:
+    """`path` relative to `root` with forward slashes; None on another drive (it is not remembered)."""
+    try:
+        return os.path.relpath(path, root).replace(os.sep, "/")
+    except ValueError:
+        return None
 
 
 def _read_index(path: Path) -> dict[str, Any]:
