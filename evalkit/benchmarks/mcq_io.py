@@ -96,6 +96,17 @@ def _check_row_span(path: Path, k: int, last_line: int, row: Mapping[Any, Any]) 
                            "an unbalanced double quote (\") swallowed what follows; close or remove the quote")
 
 
+def check_extra_cells(path: Path, k: int, last_line: int, n_columns: int, extra: list[str]) -> None:
+    """A row with more cells than the header has columns: csv files the rest under no column, and the
+    cells were silently lost. Empty ones (a trailing tab) lose nothing and pass."""
+    filled = [c for c in extra if c.strip()]
+    if filled:
+        shown = ", ".join(repr(c.strip()[:40] + ("…" if len(c.strip()) > 40 else "")) for c in filled[:3])
+        raise EvalkitError(f"{path}: row {k} (ending on line {last_line}): {n_columns + len(extra)} cells for the "
+                           f"header's {n_columns} columns ({shown} beyond the last); a tab inside a cell, or a column "
+                           "with no name in the header")
+
+
 def _csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
     _raise_field_limit()
     rows: dict[int, Mapping[Any, Any]] = {}  # data row number (1-based) -> row
@@ -107,6 +118,7 @@ def _csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any,
             for count, row in enumerate(reader, start=1):
                 with sink.guard(path, row=f"row {count}"):
                     _check_row_span(path, count, reader.line_num, row)
+                    check_extra_cells(path, count, reader.line_num, len(header), row.pop(None, None) or [])
                     rows[count] = row
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
@@ -122,6 +134,7 @@ def _streamed_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping
     for row in found:
         with sink.guard(path, row=f"row {row.number}"):
             _check_row_span(path, row.number, row.line, row.cells)
+            check_extra_cells(path, row.number, row.line, len(header), list(row.extra))
             rows[row.number] = row.cells
     return header, rows
 

@@ -288,6 +288,7 @@ class TsvRow:
     number: int  # 1-based data row (blank lines not counted)
     line: int  # the physical line it ends on
     cells: dict[str, str | ImageRef]  # column -> text; a long image cell as a span ref
+    extra: tuple[str, ...] = ()  # cells beyond the header's columns (their first 100 characters)
 
 
 class _Lines:
@@ -416,6 +417,8 @@ def _rows(path: Path, fh: BinaryIO, lines: _Lines, header: list[str], image: str
                             cells[header[n]] = ImageRef.from_span(str(path), at + s, at + e)
                             continue
                     cells[header[n]] = _text(path, lines.count, rec[s:e] if v is None else v)
-                yield TsvRow(number, lines.count, cells)
+                extra = tuple((rec[s:min(e, s + 100)] if v is None else v[:100]).decode("utf-8", "replace")
+                              for s, e, v in fields[len(header):])
+                yield TsvRow(number, lines.count, cells, extra)
         except OSError as exc:
             raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc

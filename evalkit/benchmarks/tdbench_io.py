@@ -23,6 +23,7 @@ from evalkit.benchmarks.mcq_io import (
     _json_options,
     _raise_field_limit,
     _resolve_file,
+    check_extra_cells,
     load_tsv,
     option_cells,
 )
@@ -76,24 +77,27 @@ def official_files(folder: Path) -> dict[str, dict[int, Path]]:
     return out
 
 
-def _read_rows(path: Path) -> list[dict[str, str]]:
+def _read_rows(path: Path) -> tuple[int, list[tuple[int, dict[Any, Any]]]]:
+    """(the header's number of columns, each row with the line it ends on; cells past the header's
+    columns are under the key None, as csv files them)."""
     _raise_field_limit()
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh, delimiter="\t", restval="")
             reader.fieldnames = [h.strip() for h in (reader.fieldnames or [])]
-            return list(reader)
+            return len(reader.fieldnames), [(reader.line_num, row) for row in reader]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
 
 
 def _grounding_rows(path: Path, sink: Sink = STRICT) -> dict[str, dict[str, Any]]:
-    rows = _read_rows(path)
+    columns, rows = _read_rows(path)
     out: dict[str, dict[str, Any]] = {}
-    for k, row in enumerate(rows, start=1):
+    for k, (line, row) in enumerate(rows, start=1):
         idx = _cell(row.get("index"))
         where = f"{path}: row {k} (index {idx})"
         with sink.guard(path, row=f"row {k}", items=(idx,) if idx else ()):
+            check_extra_cells(path, k, line, columns, row.pop(None, None) or [])
             if not idx or idx in out:
                 raise EvalkitError(f"{where}: empty or duplicate index")
             b64 = _cell(row.get("image"))
