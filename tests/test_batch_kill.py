@@ -5,11 +5,12 @@ Through the CLI and the real SDKs against the simulated batch APIs."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 
 import pytest
-from cli_under_test import run_cli, start_cli
+from cli_under_test import checkout_under_test, run_cli, start_cli
 from conftest import make_mcq_jsonl
 
 from evalkit.ask.batch_journal import JOURNAL, read_events
@@ -18,6 +19,28 @@ from evalkit.sim.server import SimConfig, SimThread
 
 ENV = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test", "GEMINI_API_KEY": "g-test"}
 N = 6
+# Loaded by the child at start-up (a sitecustomize first on PYTHONPATH): the process dies as a kill would the
+# moment the provider has accepted a batch and evalkit is about to record its id, and never anywhere else.
+DIE_AFTER_SUBMIT = '''
+import os
+
+from evalkit.ask.batch_journal import BatchJournal
+
+
+def _die(self, tag, batch_id):
+    os._exit(137)
+
+
+BatchJournal.submitted = _die
+'''
+
+
+def die_after_submit(tmp_path) -> dict[str, str]:  # noqa: ANN001
+    """The environment that makes an `evalkit` child die between creating a batch and recording it."""
+    hook = tmp_path / "die-after-submit"
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text(DIE_AFTER_SUBMIT, encoding="utf-8")
+    return {**ENV, "PYTHONPATH": f"{hook}{os.pathsep}{checkout_under_test()}"}
 
 
 def _args(model: str, sim: SimThread, tmp_path, *extra: str) -> list[str]:
@@ -73,8 +96,7 @@ def test_a_run_killed_while_its_batch_is_pending_is_completed_by_the_same_comman
 def test_a_kill_between_creating_a_batch_and_recording_it_never_submits_twice(model, tmp_path):
     with SimThread(_setup(model, tmp_path)) as sim:
         sim.batches.behaviour.frozen = True
-        died = run_cli(_args(model, sim, tmp_path, "--batch"), env={**ENV, "EVALKIT_TEST_DIE_AFTER_SUBMIT": "1"},
-                       cwd=tmp_path)
+        died = run_cli(_args(model, sim, tmp_path, "--batch"), env=die_after_submit(tmp_path), cwd=tmp_path)
         assert died.returncode == 137 and sim.batches.counts["batches"] == 1
         events = [json.loads(x)["event"] for x in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
         assert events == ["intent"]  # the provider has the batch; the run directory does not know its id

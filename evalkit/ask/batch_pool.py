@@ -9,28 +9,37 @@ batch line (the live body; its custom id a digest of it) and waits for that line
 - else the line joins the batch being formed, which is submitted when it is full (the provider's
   documented limits) or when no new line has come for `settle_s`.
 
-A line that failed inside a batch (errored, expired, cancelled, a batch the provider no longer
-knows) comes back as a classified error: the runner's retry policy resubmits transient ones in a new
-batch and records permanent ones. With `wait=False` the pool submits and leaves: every line not
+A batch an earlier run created but did not record (a kill between the two) is found by its tag, never
+submitted again (evalkit.ask.batch_intents); where the provider keeps no tag (Anthropic), its lines
+wait until the batch that may hold them has ended, and are answered from it only if its results hold
+exactly them. A line that failed inside a batch (errored, expired, cancelled, a batch the provider no
+longer knows) comes back as a classified error: the runner's retry policy resubmits transient ones in
+a new batch and records permanent ones. With `wait=False` the pool submits and leaves: every line not
 yet answered is `NotSent` (the run is incomplete and resumable).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from evalkit.ask.batch_intents import Intents
 from evalkit.ask.batch_journal import BatchJournal
 from evalkit.ask.outcome import NotSent
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import Response
-from evalkit.providers.batch_api import ENVELOPE_BYTES, BatchAPI, BatchGone, BatchLine, BatchStatus
+from evalkit.providers.batch_api import (
+    ENVELOPE_BYTES,
+    BatchAPI,
+    BatchGone,
+    BatchLine,
+    BatchStatus,
+    BatchUndecided,
+)
 
 if TYPE_CHECKING:
     from evalkit.core.types import GenParams, Message
@@ -41,9 +50,6 @@ if TYPE_CHECKING:
 CostOf = Callable[["Sequence[Message]", "GenParams", "Sequence[PreparedImage]"], float]
 # a request's input tokens, as a provider counts them against its enqueued-token limit (--batch-tokens)
 TokensOf = Callable[["Sequence[Message]", "GenParams", "Sequence[PreparedImage]"], int]
-
-# Test hook: die (as a kill would) right after the provider accepted a batch, before it is recorded.
-DIE_AFTER_SUBMIT = "EVALKIT_TEST_DIE_AFTER_SUBMIT"
 
 
 class NotWaiting(NotSent):
@@ -90,7 +96,7 @@ class BatchPool:
         self._settle: asyncio.TimerHandle | None = None
         self._results: dict[str, asyncio.Task[dict[str, Response]]] = {}  # tag -> the batch's answers
         self._used: dict[str, set[str]] = {}  # custom id -> tags whose answer for it was handed out
-        self._reconciled: asyncio.Lock | None = None
+        self.intents = Intents(api, journal, self.stats.notes, poll_s)  # batches an earlier run did not record
         self._submits: set[asyncio.Task[None]] = set()
         # --batch-tokens: the provider's enqueued-token limit. No batch holds more, and a batch is submitted
         # only when the batches this run has waiting leave room for it (one at a time when one fills it)
@@ -106,9 +112,11 @@ class BatchPool:
         if not self.stats.batches and not self.stats.pending:
             return None
         states = sorted(set(self.stats.states.values()))
+        unconfirmed = self.intents.unconfirmed
         return (f"batches {len(self.stats.states) or self.stats.batches} · waiting {self.stats.pending:,}"
                 + (f" · failed {self.stats.failed:,}" if self.stats.failed else "")
-                + (f" · {'/'.join(states)}" if states else ""))
+                + (f" · {'/'.join(states)}" if states else "")
+                + (f" · {unconfirmed} unrecorded batch(es) checked when they end" if unconfirmed else ""))
 
     def describe_params(self, params: GenParams) -> dict:
         return self._live.describe_params(params)  # type: ignore[attr-defined]
@@ -118,9 +126,12 @@ class BatchPool:
                        images: Sequence[PreparedImage]) -> Response:
         if self._deadline is None and self.timeout_s is not None:
             self._deadline = time.monotonic() + self.timeout_s
-        await self._reconcile()
+        await self.intents.reconcile()
         line = self.api.line(messages, params, images)
         tag = self._open_batch_for(line.custom_id)
+        if tag is None and self.intents.undecided(line.custom_id):
+            await self._decided(line.custom_id)  # an earlier run's batch may hold it: known once it ends
+            tag = self._open_batch_for(line.custom_id)
         if tag is not None:
             return await self._answer_from(tag, line.custom_id)
         if self.cost_of is not None:
@@ -268,43 +279,56 @@ class BatchPool:
             await asyncio.to_thread(self.journal.intent, tag, self.api.provider, [x.custom_id for x in lines])
             try:
                 batch_id = await self.api.submit(lines, tag)
-            except ProviderError:  # did it arrive anyway? the provider's list says
-                found = await self._find(tag)
-                if found is None:
-                    await asyncio.to_thread(self.journal.lost, tag)
-                    raise
-                batch_id = found.id
-            if os.environ.get(DIE_AFTER_SUBMIT):
-                os._exit(137)
-            await asyncio.to_thread(self.journal.submitted, tag, batch_id)
+            except ProviderError as e:  # did it arrive anyway? the provider's list says
+                batch_id = await self._arrived(tag, e)
+            if batch_id is not None:
+                await asyncio.to_thread(self.journal.submitted, tag, batch_id)
             self.stats.batches += 1
         except BaseException as e:  # noqa: BLE001 - every waiting line gets this batch's error
-            outcome = e if isinstance(e, ProviderError) else ProviderError("transient", f"batch not created: {e}")
+            outcome = e if isinstance(e, (ProviderError, NotSent)) else ProviderError(
+                "transient", f"batch not created: {e}")
             await self._leave_room(tag)
         for w in waiters.values():
             if not w.done():
                 w.set_result(outcome)
 
-    async def _find(self, tag: str) -> BatchStatus | None:
-        b = self.journal.batches[tag]
-        with contextlib.suppress(ProviderError):
-            found = await self.api.find(tag, b.custom_ids, b.since)
-            return found[0] if found else None
-        return None
+    async def _arrived(self, tag: str, error: ProviderError) -> str | None:
+        """After a failed create: the batch's id if the provider has it after all (None: recorded already, found
+        once it ended); else the intent is lost and `error` raised. Without a tag on the batch (Anthropic) that
+        is known only once the batches that may be it have ended: the lines wait (with --no-wait they are left,
+        and the intent with them, for the next run)."""
+        try:
+            found = await self.intents.find(tag)
+        except BatchUndecided as undecided:
+            if not self.wait:
+                raise NotWaiting(tag) from None
+            if await self.intents.decide(tag, undecided.candidates):
+                return None
+            raise error from None
+        except ProviderError:
+            found = []
+        if not await self.intents.record(tag, found):
+            raise error
+        return found[0].id
 
-    async def _reconcile(self) -> None:
-        """Once per run: intents without a batch id (a kill between submission and its record) are
-        looked up by tag; found, they are recorded; not found, their lines are free again."""
-        if self._reconciled is None:
-            self._reconciled = asyncio.Lock()
-        async with self._reconciled:
-            for tag, b in list(self.journal.batches.items()):
-                if b.state == "intent":
-                    found = await self._find(tag)
-                    if found is not None:
-                        await asyncio.to_thread(self.journal.submitted, tag, found.id)
-                    else:
-                        await asyncio.to_thread(self.journal.lost, tag)
+    async def _decided(self, cid: str) -> None:
+        """Wait until every intent that may hold `cid` is decided; NotWaiting with --no-wait or past
+        --batch-timeout (the intent stays: a later run finds out), a permanent error as the line's own."""
+        self.stats.pending += 1
+        try:
+            for tag in self.intents.undecided(cid):
+                task = self.intents.deciding[tag]
+                if not task.done():
+                    left = None if self._deadline is None else self._deadline - time.monotonic()
+                    if not self.wait or (left is not None and left <= 0):
+                        raise NotWaiting(cid)
+                    try:
+                        await asyncio.wait_for(asyncio.shield(task), left)
+                    except asyncio.TimeoutError:
+                        raise NotWaiting(cid) from None
+                task.result()
+        finally:
+            self.stats.pending -= 1
 
     async def _status(self, tag: str) -> BatchStatus | None:
         """The batch's state now (recorded); None when the provider no longer knows it (then lost)."""
@@ -351,3 +375,4 @@ class BatchPool:
         for task in [*self._results.values(), *self._submits]:
             task.cancel()
         await asyncio.gather(*self._results.values(), *self._submits, return_exceptions=True)
+        await self.intents.close()

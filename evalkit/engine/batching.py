@@ -29,7 +29,7 @@ from evalkit.money.costs import image_tokens
 from evalkit.money.pricing import Price, estimate_cost
 from evalkit.providers import create_batch_api, create_provider, parse_spec
 from evalkit.providers.base import Provider
-from evalkit.providers.batch_api import BatchGone
+from evalkit.providers.batch_api import BatchGone, BatchUndecided
 
 MAX_WAITING = 100_000  # queries waiting on batches at once (each holds its prepared images until answered)
 
@@ -132,21 +132,23 @@ async def run_dir_batches(run_dir: Path, env: Mapping[str, str], *, cancel: bool
         return [], None
     try:
         with hold_run_dir(run_dir, advice="cancel once it has stopped (Ctrl-C), or wait for it"):
-            await _refresh(run_dir, env, cancel=cancel)
+            note = await _refresh(run_dir, env, cancel=cancel)
     except EvalkitError:
         if cancel:
             raise
         journal = BatchJournal(run_dir)
         note = "a run is working in this directory: the states are as it last saw them"
         return [b.to_dict() for b in journal.batches.values()], note
-    return [b.to_dict() for b in BatchJournal(run_dir).batches.values()], None
+    return [b.to_dict() for b in BatchJournal(run_dir).batches.values()], note
 
 
-async def _refresh(run_dir: Path, env: Mapping[str, str], *, cancel: bool) -> None:
+async def _refresh(run_dir: Path, env: Mapping[str, str], *, cancel: bool) -> str | None:
+    """Each batch's state asked of the provider (and cancelled); a note for intents that cannot be told yet."""
     journal = BatchJournal(run_dir)
     running = [(t, b) for t, b in journal.batches.items() if b.state in ("intent", "running")]
     if not running:
-        return
+        return None
+    unconfirmed: list[str] = []
     identity = RunDir(run_dir).read_config().get("identity", {})
     urls = tuple(u for u in str(identity.get("endpoint") or "").split(",") if u and not u.startswith("tag:"))
     live = create_provider(parse_spec(str(identity.get("model")), urls, env), env)
@@ -154,7 +156,11 @@ async def _refresh(run_dir: Path, env: Mapping[str, str], *, cancel: bool) -> No
     try:
         for tag, b in running:
             if b.batch_id is None:  # an intent: the provider's list says whether it was created
-                found = await api.find(tag, b.custom_ids, b.since)
+                try:
+                    found = await api.find(tag, b.custom_ids, b.since)
+                except BatchUndecided as e:  # no tag on the batch: known once the candidates have ended
+                    unconfirmed += e.candidates
+                    continue
                 if not found:
                     journal.lost(tag)
                     continue
@@ -172,3 +178,9 @@ async def _refresh(run_dir: Path, env: Mapping[str, str], *, cancel: bool) -> No
     finally:
         await api.close()  # type: ignore[attr-defined]
         await live.close()  # type: ignore[attr-defined]
+    if not unconfirmed:
+        return None
+    return (f"an intent has no batch id yet (a run stopped before recording it): {', '.join(unconfirmed)} "
+            f"may be its batch; {api.provider} batches carry no tag, so that is known once they have ended"
+            + (" (nothing was cancelled for it)" if cancel else "") + "; the next run of the same command "
+            "waits for them and takes one only if its results hold exactly the intent's requests")

@@ -1,9 +1,11 @@
 """`anthropic/` batches: the Message Batches API (docs.anthropic.com/en/docs/build-with-claude/
 batch-processing and /en/api/creating-message-batches, read 2026-11-25), through the official SDK.
 
-Each request's `params` are exactly the live call's arguments. Message batches carry no metadata,
-so a batch created just before a kill is recognised among the account's recent batches by its
-creation time and request count, and, once it has ended, by its custom ids.
+Each request's `params` are exactly the live call's arguments. Message batches carry no metadata (the
+create request takes only `requests`, and a batch shows its lines only in its results), so a batch
+created just before a kill is recognised only by its results: one created since the intent, with as many
+requests, whose results hold exactly the intent's custom ids. While such a candidate is in progress,
+find() cannot tell (BatchUndecided): another run of the same account may have made it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import Response
 from evalkit.providers.anthropic import response_from_anthropic
-from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
+from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus, BatchUndecided
 from evalkit.providers.registry import batch_limits
 from evalkit.providers.sdk_errors import sdk_error
 from evalkit.providers.sdk_http import EDIT_MAX_BYTES, guarded_sdk_client
@@ -69,6 +71,7 @@ class AnthropicBatches:
         if live.spec.base_urls:
             kwargs["base_url"] = live.spec.base_urls[0]
         self._client = anthropic.AsyncAnthropic(**kwargs)
+        self._ids: dict[str, frozenset[str]] = {}  # ended batch id -> the custom ids of its results
 
     def line(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> BatchLine:
         return BatchLine.of(self._live.body(messages, params, images))
@@ -115,23 +118,42 @@ class AnthropicBatches:
         return out
 
     async def find(self, tag: str, custom_ids: Sequence[str], since: float) -> list[BatchStatus]:
-        want = set(custom_ids)
+        """The ended batch, created since the intent, whose results hold exactly `custom_ids`; BatchUndecided
+        while none does and a batch with as many requests is still in progress (it may be the one)."""
+        want = frozenset(custom_ids)
+        waiting: list[str] = []
         page = await self._call(self._client.messages.batches.list, limit=100)
         for _ in range(LIST_PAGES):
             for b in page.data:
-                created = _epoch(b.created_at)
-                if created < since - 60:
-                    return []
+                if _epoch(b.created_at) < since - 60:  # newest first: the rest are older still
+                    return self._none(waiting)
                 status = self._status(b, tag)
                 if status.total != len(want):
                     continue
-                if status.state == "ended" and set((await self.results(b.id)).keys()) != want:
-                    continue
-                return [status]
+                if b.processing_status != "ended":
+                    waiting.append(b.id)
+                elif await self._ids_of(b.id) == want:
+                    return [status]
             if not page.has_next_page():
                 break
             page = await self._call(page.get_next_page)
+        return self._none(waiting)
+
+    @staticmethod
+    def _none(waiting: list[str]) -> list[BatchStatus]:
+        if waiting:
+            raise BatchUndecided(waiting)
         return []
+
+    async def _ids_of(self, batch_id: str) -> frozenset[str]:
+        """The custom ids in an ended batch's results (read once: an ended batch does not change)."""
+        if batch_id not in self._ids:
+            decoder = await self._call(self._client.messages.batches.results, batch_id)
+            try:
+                self._ids[batch_id] = frozenset([item.custom_id async for item in decoder])
+            except Exception as e:  # noqa: BLE001 - a cut-off stream: read again later
+                raise sdk_error(self._anthropic, e) or ProviderError("transient", f"results unreadable: {e}") from e
+        return self._ids[batch_id]
 
     async def cancel(self, batch_id: str) -> None:
         await self._call(self._client.messages.batches.cancel, batch_id)

@@ -73,6 +73,16 @@ class BatchGone(Exception):
     """The provider no longer knows this batch (deleted, expired from its records, another account)."""
 
 
+class BatchUndecided(Exception):
+    """Whether the batch sought exists cannot be told yet: a provider that keeps no tag on a batch shows
+    which lines it holds only in its results, and these batches (`candidates`, their ids) that may be it
+    have not ended. Asked again once they have, find() answers."""
+
+    def __init__(self, candidates: Sequence[str]) -> None:
+        super().__init__(", ".join(candidates))
+        self.candidates = tuple(candidates)
+
+
 class BatchAPI(Protocol):
     provider: str
     limits: BatchLimits
@@ -95,8 +105,9 @@ class BatchAPI(Protocol):
 
     async def find(self, tag: str, custom_ids: Sequence[str], since: float) -> list[BatchStatus]:
         """The provider's batches created since `since` (epoch s) that are the one evalkit tagged `tag`
-        (by its metadata or name, or where the provider keeps no tag, by its lines): reconciling a kill
-        between the provider accepting a batch and evalkit recording its id."""
+        (by its metadata or name, or where the provider keeps no tag, by the custom ids of its results):
+        reconciling a kill between the provider accepting a batch and evalkit recording its id. Never a
+        batch merely like it: BatchUndecided while a batch that may be it has not ended."""
         ...
 
     async def cancel(self, batch_id: str) -> None:

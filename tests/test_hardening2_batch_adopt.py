@@ -1,0 +1,144 @@
+"""An Anthropic batch left unrecorded by a kill is adopted only once its results show it is this run's.
+
+Message batches carry no metadata, so before a batch has ended nothing tells whose it is. evalkit took
+the newest batch in progress created since the intent with as many requests: run A, killed between
+creating its batch and recording it, adopted run B's batch (same request count) and left its own
+orphaned but billed. Now a candidate batch is waited for until it ends and adopted only if its
+results hold exactly the intent's custom ids; meanwhile nothing is submitted again. Through the CLI
+and the real SDK against the simulated Message Batches API.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from cli_under_test import run_cli, start_cli
+from conftest import make_mcq_jsonl
+from test_batch_kill import die_after_submit
+
+from evalkit.ask.batch_journal import JOURNAL, read_events
+from evalkit.core.types import GenParams, Message
+from evalkit.providers import create_batch_api, create_provider, parse_spec
+from evalkit.providers.batch_api import BatchUndecided
+from evalkit.sim.answerkey import AnswerKey
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+ENV = {"ANTHROPIC_API_KEY": "sk-ant-test"}
+MODEL = "anthropic/sim-model"
+N = 6
+LIST = "/v1/messages/batches"
+
+
+def _lines(api, prefix: str) -> list:  # noqa: ANN001
+    return [api.line([Message.user(f"{prefix} question {i}?")], GenParams(max_tokens=8), []) for i in range(N)]
+
+
+async def test_find_waits_for_a_running_batch_and_adopts_only_the_one_holding_its_ids():
+    with SimThread(SimConfig()) as sim:
+        sim.batches.behaviour.frozen = True
+        live = create_provider(parse_spec(MODEL, [sim.url], ENV), ENV)
+        api = create_batch_api(live, ENV)
+        try:
+            since = time.time()
+            mine, theirs, other = _lines(api, "mine"), _lines(api, "theirs"), _lines(api, "other")
+            mine_id = await api.submit(mine, "evalkit-a")
+            theirs_id = await api.submit(theirs, "evalkit-b")  # newer, as many requests: listed first
+            with pytest.raises(BatchUndecided) as undecided:
+                await api.find("evalkit-a", [x.custom_id for x in mine], since)
+            assert set(undecided.value.candidates) == {mine_id, theirs_id}
+            with pytest.raises(BatchUndecided):  # a batch nobody created: nothing is taken for it either
+                await api.find("evalkit-c", [x.custom_id for x in other], since)
+            sim.batches.behaviour.frozen = False
+            found = await api.find("evalkit-a", [x.custom_id for x in mine], since)
+            assert [s.id for s in found] == [mine_id] and found[0].state == "ended"
+            assert await api.find("evalkit-c", [x.custom_id for x in other], since) == []  # never created
+            assert sim.batches.counts["batches"] == 2
+        finally:
+            await api.close()
+            await live.close()
+
+
+def _args(sim: SimThread, tmp_path, name: str, *extra: str) -> list[str]:  # noqa: ANN001
+    return ["run", "mcq", "--model", MODEL, "--data", str(tmp_path / name / "data.jsonl"), "--base-url", sim.url,
+            "--out", str(tmp_path / f"run-{name}"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+            "--prices", str(tmp_path / "prices.json"), "--batch", *extra]
+
+
+def _events(tmp_path, name: str) -> list[dict]:  # noqa: ANN001
+    return read_events(tmp_path / f"run-{name}" / JOURNAL)
+
+
+def _two_runs(tmp_path) -> SimConfig:  # noqa: ANN001
+    """Runs A and B: different questions, as many of them (so their batches have as many requests)."""
+    a = make_mcq_jsonl(tmp_path / "a", N, seed=9)
+    b = make_mcq_jsonl(tmp_path / "b", N, seed=10)
+    (tmp_path / "prices.json").write_text(json.dumps({MODEL: {"input": 3.0, "output": 15.0}}))
+    key_a = answer_key_for("mcq", {"data": str(a)})
+    key_b = answer_key_for("mcq", {"data": str(b)})
+    return SimConfig(answer_key=AnswerKey([*key_a.entries, *key_b.entries]))
+
+
+def _a_killed_then_b_submitted(sim: SimThread, tmp_path) -> tuple[str, str]:  # noqa: ANN001
+    """A dies between creating its batch and recording it; B then submits its own (with --no-wait).
+    Both batches are in progress. Returns (A's batch id, B's)."""
+    sim.batches.behaviour.frozen = True
+    died = run_cli(_args(sim, tmp_path, "a"), env=die_after_submit(tmp_path), cwd=tmp_path)
+    assert died.returncode == 137, died.stdout + died.stderr
+    assert [e["event"] for e in _events(tmp_path, "a")] == ["intent"]
+    b = run_cli(_args(sim, tmp_path, "b", "--no-wait"), env=ENV, cwd=tmp_path)
+    assert b.returncode == 1, b.stdout + b.stderr
+    a_id, b_id = list(sim.batches.batches)
+    assert [e.get("batch_id") for e in _events(tmp_path, "b") if e["event"] == "submitted"] == [b_id]
+    return a_id, b_id
+
+
+def _lists(sim: SimThread) -> int:
+    return sum(h.method == "GET" and h.path == LIST for h in sim.heard)
+
+
+def _check_a_done(sim: SimThread, tmp_path, a_id: str) -> None:  # noqa: ANN001
+    assert [e.get("batch_id") for e in _events(tmp_path, "a") if e["event"] == "submitted"] == [a_id]
+    assert not any(e["event"] == "lost" for e in _events(tmp_path, "a"))
+    assert sim.batches.counts["batches"] == 2 and sim.batches.counts["lines"] == 2 * N  # nothing paid twice
+    summary = json.loads((tmp_path / "run-a" / "summary.json").read_text())
+    assert summary["metrics"]["accuracy"] == 100.0 and summary["missing"] == 0
+
+
+@pytest.mark.slow
+def test_a_resumed_run_waits_for_its_unrecorded_batch_and_never_takes_another_runs(tmp_path):
+    with SimThread(_two_runs(tmp_path)) as sim:
+        a_id, _b_id = _a_killed_then_b_submitted(sim, tmp_path)
+        before = _lists(sim)
+        child = start_cli(_args(sim, tmp_path, "a"), env=ENV, cwd=tmp_path)
+        deadline = time.monotonic() + 120
+        while _lists(sim) < before + 2:  # looked once, then asked again: it waits for the batches to end
+            assert child.poll() is None, child.communicate()
+            assert [e["event"] for e in _events(tmp_path, "a")] == ["intent"], _events(tmp_path, "a")  # none taken
+            assert time.monotonic() < deadline, "the resumed run never asked the provider again"
+            time.sleep(0.02)
+        assert sim.batches.counts["batches"] == 2  # nothing submitted while it cannot tell
+        assert [e["event"] for e in _events(tmp_path, "a")] == ["intent"]
+        sim.batches.behaviour.frozen = False
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, out + err
+        assert f"batch {a_id} ended holding exactly the {N} requests" in " ".join((out + err).split())
+        _check_a_done(sim, tmp_path, a_id)
+
+
+@pytest.mark.slow
+def test_with_no_wait_an_undecided_batch_is_left_for_the_next_run_and_said(tmp_path):
+    with SimThread(_two_runs(tmp_path)) as sim:
+        a_id, b_id = _a_killed_then_b_submitted(sim, tmp_path)
+        left = run_cli(_args(sim, tmp_path, "a", "--no-wait"), env=ENV, cwd=tmp_path)
+        assert left.returncode == 1, left.stdout + left.stderr
+        said = " ".join((left.stdout + left.stderr).split())
+        assert "batches carry no tag" in said and a_id in said and b_id in said
+        assert [e["event"] for e in _events(tmp_path, "a")] == ["intent"]  # neither taken nor given up
+        assert sim.batches.counts["batches"] == 2
+        sim.batches.behaviour.frozen = False
+        done = run_cli(_args(sim, tmp_path, "a"), env=ENV, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        _check_a_done(sim, tmp_path, a_id)
