@@ -30,6 +30,7 @@ def test_a_corrupt_image_mid_run_costs_only_its_own_query(tmp_path, capsys, no_p
     assert len(records) == n and len({r["query_id"] for r in records}) == n
     bad = [r for r in records if r["error"] is not None]
     assert [r["query_id"] for r in bad] == ["q00017"] and "img00017.png" in bad[0]["error_message"]
+    assert bad[0]["error"] == "data"  # the data's fault, not the model's (issue 31 item 13)
     assert sum(bool(r["correct"]) for r in records) == n - 1
-    assert first == 1 and second == 1  # incomplete, and said so; the re-run cannot fix a bad file
+    assert first == 2 and second == 2  # incomplete, and said so; the re-run cannot fix a bad file
     assert after_first == n - 1 and after_second == after_first  # nothing paid twice

@@ -210,11 +210,11 @@ def test_a_failed_reask_keeps_the_old_answer_until_a_new_one_arrives(tmp_path):
         old_line = next(x for x in (out / "records.jsonl").read_text().splitlines() if '"q00003"' in x)
         picture.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00 truncated" * 20)  # replaced by a broken file
         failed = run_cli(argv)
-        assert failed.returncode == 1, failed.stderr  # incomplete: the new picture cannot be read
+        assert failed.returncode == 2, failed.stderr  # incomplete: the new picture cannot be read (data error)
         assert requests(sim) == n
         assert old_line in (out / "records.jsonl").read_text().splitlines()  # the old answer is kept
         summary = summary_of(out)
-        assert summary["counts"]["errors"] == 1 and summary["unscored_ids"] == ["q00003"]
+        assert summary["counts"]["data_errors"] == 1 and summary["unscored_ids"] == ["q00003"]
         assert summary["counts"]["correct"] == n - 1  # and not scored
 
         draw_image(77_777).save(picture)  # a readable new picture

@@ -26,7 +26,7 @@ from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.outcome import NotSent, RunnerStats, unclassified, writable
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
 from evalkit.ask.retry import RetryPolicy, with_retries
-from evalkit.core.errors import EvalkitError, ProviderError, RunError
+from evalkit.core.errors import DataError, EvalkitError, ProviderError, RunError
 from evalkit.core.surrogates import repaired
 from evalkit.core.types import ImagePart, Message, Outcome, Query, Response, is_cut_off
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
@@ -371,7 +371,9 @@ class Runner:
                 return await ask(query, looked[0] if looked is not None else None)
             except RunError:  # the run's error (ModelNotServed, SharedCacheLost): nothing is sent or recorded after it
                 raise
-            except EvalkitError as e:  # this query's input is bad (an unreadable image): its own error
+            except DataError as e:  # the item's data is bad (an unreadable image): a data error, nothing sent
+                return Outcome(query, Response(error="data", error_message=str(e)), "", False), None
+            except EvalkitError as e:  # this query's input is bad: its own error
                 self.stats.errors += 1
                 return Outcome(query, Response(error="permanent", error_message=str(e)), "", False), None
 

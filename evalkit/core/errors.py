@@ -23,6 +23,12 @@ class EvalkitError(Exception):
     exit_code = 2
 
 
+class DataError(EvalkitError):
+    """A fault of one item's data found while asking it (an image that cannot be read or is over the
+    --max-image-mb cap): the item's, not the model's. The runner records it as that query's data error
+    ("data"): never scored against the model, never a failed request a re-run could fix."""
+
+
 class RunError(EvalkitError):
     """An error of the whole run, not of one query (the server does not serve the model, the shared cache is
     gone): the runner stops at it instead of recording it as that query's failure."""

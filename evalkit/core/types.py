@@ -14,7 +14,8 @@ from evalkit.core.usage import RateInfo, Usage, reported_cost  # noqa: F401 - pa
 # Error kinds a provider may report; "empty" is empty content (retried like transient);
 # "refused" is the provider declining on content grounds (permanent, counted on its own);
 # "exhausted" is the account unable to pay (out of credits or quota): the run stops sending.
-ErrorKind = Literal["rate_limit", "transient", "permanent", "refused", "timeout", "empty", "exhausted"]
+ErrorKind = Literal["rate_limit", "transient", "permanent", "refused", "timeout", "empty", "exhausted", "data"]
+DATA_ERROR = "data"  # a record's error when its item's data failed (an unreadable image): not the model's
 
 # How each API says "the output token limit was reached" (OpenAI and vLLM, Anthropic, Gemini).
 TOKEN_LIMIT_FINISHES = frozenset({"length", "max_tokens", "MAX_TOKENS"})

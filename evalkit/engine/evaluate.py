@@ -33,6 +33,7 @@ from evalkit.data.source import data_headline, describe
 from evalkit.engine.batching import batch_notes, batch_summary, fallback_live, waiting_workers
 from evalkit.engine.budgeting import check_budget_flags, open_budget, start_line, stop_line
 from evalkit.engine.cutoffs import reask_note, split_options, to_reask, with_budget
+from evalkit.engine.data_errors import closing_line
 from evalkit.engine.dry_run import dry_run, scaled_from_sample
 from evalkit.engine.gate import Preflight
 from evalkit.engine.location import Located, forget_created, locate, locate_cut_off_run
@@ -355,6 +356,7 @@ async def _evaluate(job: _Job) -> RunResult:
     if over_budget():
         messages.append(stop_line(budget, meter.spent_usd, summary["missing"]))  # type: ignore[arg-type]
         summary["stopped"] = "max_cost"
+    data_only = _data_errors(summary, bench_opts, messages, bench.name, job.prepared)
     analysis = publish(rundir, summary, bench, first, bench_opts, plots=False,  # summary.json, report.md
                        figures=cfg.plots)
     rundir.rewrite_records(resume.final_lines(by_id, ordered))  # then the records in query order
@@ -362,8 +364,26 @@ async def _evaluate(job: _Job) -> RunResult:
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
     if cfg.plots:
         draw_plots(rundir, summary, analysis, plotter)
-    code = 0 if summary["complete"] else runner.breaker.exit_code if runner.breaker.tripped else 1
+    code = 0 if summary["complete"] else runner.breaker.exit_code if runner.breaker.tripped else 2 if data_only else 1
     return RunResult(summary, ordered, rundir.path, code, messages)
+
+
+def _data_errors(summary: dict[str, Any], bench_opts: Mapping[str, Any], messages: list[str], bench: str,
+                 prepared: Prepared) -> bool:
+    """Items whose image could not be read (engine/data_errors.py): skipped under --skip-missing, else
+    the closing line. True when they are all that keeps the run from complete (exit 2: a re-run cannot help)."""
+    digest = summary.get("data_errors")
+    if not digest:
+        return False
+    rest_done = not summary.get("failures") and not summary.get("missing") and not summary.get("stopped")
+    if bench_opts.get("skip_missing"):
+        digest["skipped"] = True
+        summary["complete"] = rest_done
+        return False
+    wanted = set(digest["items"])
+    by_id = {it.id: it for it in prepared.items if it.id in wanted}
+    messages.append(closing_line(bench, prepared.data, digest, by_id, can_skip="skip_missing" in bench_opts))
+    return rest_done
 
 
 def older_note(n: int, plan: DryRunPlan) -> str:

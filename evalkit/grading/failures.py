@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.core.errors import cause_of
-from evalkit.core.types import Record
+from evalkit.core.types import DATA_ERROR, Record
 
 TOP_CAUSES = 3
 
@@ -33,14 +33,47 @@ def digest(records: Sequence[Record]) -> dict[str, Any] | None:
             "other_causes": max(0, len(ranked) - TOP_CAUSES)}
 
 
+def data_digest(records: Sequence[Record]) -> dict[str, Any] | None:
+    """The data errors (an item's image cannot be read; core.errors.DataError): {"queries": n, "items":
+    [ids, in order], "causes": [{"cause", "count"}, ...]}, or None when there are none. Apart from the
+    failures: nothing was sent for them, and only a change to the data makes them answerable."""
+    data = [r for r in records if r.error == DATA_ERROR]
+    if not data:
+        return None
+    groups: dict[str, list[Record]] = {}
+    for r in data:
+        groups.setdefault(r.error_message or DATA_ERROR, []).append(r)
+    ranked = sorted(groups.values(), key=len, reverse=True)
+    return {"queries": len(data), "items": list(dict.fromkeys(r.item_id for r in data)),
+            "causes": [{"cause": g[0].error_message or DATA_ERROR, "count": len(g)} for g in ranked[:TOP_CAUSES]],
+            "other_causes": max(0, len(ranked) - TOP_CAUSES)}
+
+
+def data_lines(summary: dict[str, Any]) -> list[str]:
+    """What the banner says of data errors: how many items, their first causes, and that they are not scored."""
+    d = summary.get("data_errors")
+    if not d:
+        return []
+    n = len(d["items"])
+    what = f"{n:,} item{'s' if n != 1 else ''} not asked: {'their images' if n != 1 else 'its image'} cannot be read"
+    if d.get("skipped"):
+        return [f"{what}; skipped (--skip-missing), left out of every metric"]
+    lines = [f"{what} (a data error, not the model's: left out of every metric):"]
+    lines += [f"  {c['count']:,} × {c['cause']}" for c in d["causes"]]
+    if d.get("other_causes"):
+        lines.append(f"  and {d['other_causes']} other cause{'s' if d['other_causes'] != 1 else ''}")
+    return lines
+
+
 def banner(summary: dict[str, Any]) -> list[str]:
     """The lines that lead the console and report.md when a run has errors (none otherwise)."""
     d = summary.get("failures")
     stopped = summary.get("stopped_reason")
+    data = data_lines(summary)
     if not d:
-        return [f"stopped sending: {stopped}", "re-run the same command to resume"] if stopped else []
+        return data + ([f"stopped sending: {stopped}", "re-run the same command to resume"] if stopped else [])
     n = d["errors"]
-    lines = [f"stopped sending: {stopped}"] if stopped else []
+    lines = data + ([f"stopped sending: {stopped}"] if stopped else [])
     lines.append(f"{n:,} quer{'ies' if n != 1 else 'y'} failed:")
     lines += [f"  {c['count']:,} × {c['cause']}" for c in d["causes"]]
     if d.get("other_causes"):

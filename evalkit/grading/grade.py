@@ -12,10 +12,10 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from evalkit.ask.runner import Runner
-from evalkit.core.types import GenParams, Message, Outcome, Parsed, Query, Record
+from evalkit.core.types import DATA_ERROR, GenParams, Message, Outcome, Parsed, Query, Record
 from evalkit.core.version import __version__
 from evalkit.grading.extract import JudgeRequest
-from evalkit.grading.failures import digest
+from evalkit.grading.failures import data_digest, digest
 from evalkit.metrics.basic import counts as count_records
 from evalkit.metrics.basic import usage_totals
 
@@ -161,9 +161,16 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
     `records` are the scored ones (this run's queries). records.jsonl may hold more, never scored
     and never deleted either: `not_in_run` counts records of queries this run does not have (an item
     skipped or missing, a shorter set); `unscored` names every such query id, and those answered for
-    a question that has changed since, so that readers of records.jsonl (compare) leave them out."""
+    a question that has changed since, so that readers of records.jsonl (compare) leave them out.
+    Data errors (an item's image cannot be read) are counted apart and scored nowhere: `data_errors`."""
+    data = data_digest(records)
+    if data is not None:
+        unscored = [*unscored, *(r.query_id for r in records if r.error == DATA_ERROR)]
+        records = [r for r in records if r.error != DATA_ERROR]
     counts = count_records(records)
-    missing = n_queries - len(records)
+    if data is not None:
+        counts["data_errors"] = data["queries"]
+    missing = n_queries - len(records) - (data["queries"] if data else 0)
     usage = usage_totals(records)
     usage["cost_usd"] = None  # prices: see the providers issue
     unparsed = counts.get("unparsed", 0)
@@ -183,10 +190,10 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "mode": mode,
         "n_items": n_items,
         "n_queries": n_queries,
-        "complete": missing == 0 and counts.get("errors", 0) == 0,
+        "complete": missing == 0 and counts.get("errors", 0) == 0 and data is None,
         "missing": missing,
         "not_in_run": not_in_run,
-        "unscored_ids": sorted(unscored),
+        "unscored_ids": sorted(set(unscored)),
         "official_source": getattr(bench, "official_source", None),
         "deviations": list(getattr(bench, "deviations", ())),
         "chance_pct": chance_pct(queries.values()) if queries is not None else None,
@@ -194,6 +201,7 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "metrics": metrics,  # official denominators: a failed query is wrong
         "tables": [t.to_dict() for t in bench.tables(metrics, model, options)] if hasattr(bench, "tables") else [],
         "failures": failures,  # the error banner's digest (None: nothing failed)
+        **({"data_errors": data} if data is not None else {}),  # items whose data failed: not the model's
         "metrics_answered": bench.aggregate(answered, options) if failures and answered else None,
         "counts": counts,
         "error_kinds": _tally(r.error for r in records if r.error),

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalkit.core.errors import EvalkitError
+from evalkit.core.errors import DataError, EvalkitError
 from evalkit.core.inline import b64_bytes, inline_bytes, span_text
 from evalkit.core.memo import BoundedMemo
 from evalkit.core.types import ImagePart, ImageRef, Transform
@@ -180,7 +180,7 @@ class ImagePipeline:
                     text = span_text(ref) if ref.kind == "span" else ref.value
                 return b64_bytes(text)
             except (binascii.Error, ValueError) as e:
-                raise EvalkitError(f"cannot read image {ref.describe()}: bad base64 ({e})") from e
+                raise DataError(f"cannot read image {ref.describe()}: bad base64 ({e})") from e
         path = str(ref.value)
         with self._reading(ref), open(path, "rb") as f:
             return f.read()
@@ -222,13 +222,13 @@ class ImagePipeline:
             yield
         except FileNotFoundError as e:
             if ref.kind == "span":
-                raise EvalkitError(f"cannot read image {ref.describe()}: the data file is not there") from e
-            raise EvalkitError(f"image not found: {ref.value}") from e
+                raise DataError(f"cannot read image {ref.describe()}: the data file is not there") from e
+            raise DataError(f"image not found: {ref.value}") from e
         except UnidentifiedImageError as e:
-            raise EvalkitError(f"cannot read image {ref.describe()}: not a recognised image format") from e
+            raise DataError(f"cannot read image {ref.describe()}: not a recognised image format") from e
         except _decode_errors() as e:
             reason = " ".join(str(e).split()) or type(e).__name__
-            raise EvalkitError(f"cannot read image {ref.describe()}: {reason}") from e
+            raise DataError(f"cannot read image {ref.describe()}: {reason}") from e
 
     @contextmanager
     def _lazy(self, ref: ImageRef) -> Iterator[Image.Image]:

@@ -98,7 +98,8 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
             console.print(line, markup=False, highlight=False, soft_wrap=True)
     if summary.get("hint"):
         console.print(f"[yellow]{summary['hint']}[/yellow]")
-    if not summary.get("complete", True):
+    data_only = summary.get("data_errors") and not failures and not summary.get("missing")
+    if not summary.get("complete", True) and not data_only:  # a re-run cannot mend data: the banner says so
         console.print("[red]incomplete: some queries failed or are missing; re-run the same command to resume[/red]")
     if out_dir:
         console.print(f"run directory: {out_dir}")

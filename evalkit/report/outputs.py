@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit.analysis.result import ModelResult, analyze
 from evalkit.benchmarks.base import Benchmark
-from evalkit.core.types import Record
+from evalkit.core.types import DATA_ERROR, Record
 from evalkit.grading.failures import nothing_answered
 from evalkit.report.markdown import write_report
 
@@ -33,6 +33,7 @@ def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, record
     later with draw_plots (report.md already names them), e.g. after other work that must not
     delay the summary. figures=False (--no-plots): no plots now or later, and report.md names none."""
     figures = figures and not nothing_answered(summary)
+    records = [r for r in records if r.error != DATA_ERROR]  # the data's failures are never the model's
     analysis = analyze(summary["model"], bench, records, options, chance=summary.get("chance_pct"))
     summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)

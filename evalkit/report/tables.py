@@ -42,6 +42,7 @@ def outcome_keys(counts: dict[str, Any]) -> tuple[str, ...]:
     """The outcome counts a report shows: cut-offs only where there are some (runs before them and
     runs without them read as they always did)."""
     base = ("correct", "wrong", "unparsed", "errors", "refusals")
+    base = (*base, "data_errors") if counts.get("data_errors") else base
     return (*base, "cutoffs") if counts.get("cutoffs") else base
 
 
