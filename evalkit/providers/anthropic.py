@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.core.errors import ProviderError
-from evalkit.core.types import GenParams, ImagePart, Message, Response, Usage
+from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Message, Response, Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
@@ -120,7 +120,9 @@ def request_args(model: str, messages: Sequence[Message], params: GenParams, ima
 
 def response_from_anthropic(d: Any) -> Response:
     """Messages JSON -> Response; a refusal raises ProviderError("refused"), a body without usable
-    content blocks ProviderError("transient", "malformed reply: ...").
+    content blocks ProviderError("transient", "malformed reply: ..."), and `content: []` (the model
+    ended its turn without a block, text or otherwise) ProviderError("empty"): no answer to keep, asked
+    again like an empty reply. Cut off by the token limit before any block, it is final (a cut-off).
 
     Anthropic's input_tokens counts only what follows the last cache breakpoint, so the total
     input is that plus the cache reads and writes.
@@ -137,6 +139,8 @@ def response_from_anthropic(d: Any) -> Response:
     stop_reason = optional_text(d.get("stop_reason"))
     if stop_reason == "refusal":
         raise ProviderError("refused", "content refused (stop_reason refusal)")
+    if not blocks and stop_reason not in TOKEN_LIMIT_FINISHES:
+        raise ProviderError("empty", f"no content blocks (content: [], stop_reason {stop_reason or 'none'})")
     u = d.get("usage")
     read = token_count(u, "cache_read_input_tokens")
     written = token_count(u, "cache_creation_input_tokens")
