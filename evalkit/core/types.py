@@ -323,6 +323,7 @@ class Record:
     served_by: str | None = None  # the model snapshot the reply named (provenance; None: not said)
     repeat: int = 0  # which sample of its query (--repeats); query_id is then "<query id>#r<repeat>"
     max_tokens: int | None = None  # the output budget a cut-off was asked again with (--reask-cutoffs)
+    asked_with: str | None = None  # "evalkit-0.1": an answer 0.1.0 was asked for, kept (engine/resume.py)
 
     @property
     def cut_off(self) -> bool:
@@ -332,7 +333,7 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
         d = dict(self.__dict__)
-        for optional in ("via", "served_by", "max_tokens"):  # unset: lines as they always were
+        for optional in ("via", "served_by", "max_tokens", "asked_with"):  # unset: lines as they always were
             if d[optional] is None:
                 del d[optional]
         if not d["repeat"]:
@@ -383,7 +384,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and (_int(x) or (
         k == "cost_usd" and reported_cost(x) is not None)) for k, x in v.items()),
     "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str,
+    "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str, "asked_with": _opt_str,
     "repeat": lambda v: _int(v) and v >= 0,
     "max_tokens": lambda v: v is None or (_int(v) and v > 0),
     "image_fps": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),

@@ -41,7 +41,7 @@ from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.provenance import run_facts
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import add_repeats, first_repeat, mark, with_repeats
-from evalkit.engine.resume import OLDER_REQUESTS, sort_records_off_loop
+from evalkit.engine.resume import OLDER_REQUESTS, may_hold_unmarked_v010, sort_records_off_loop
 from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
 from evalkit.engine.shutdown import on_signals
 from evalkit.engine.wiring import make_runner, open_cache, specs_for
@@ -228,8 +228,11 @@ async def _evaluate(job: _Job) -> RunResult:
             config["generation_sent"] = runner.provider.describe_params(queries[0].params)
             rundir.write_config(identity, config)
         resume = await sort_records_off_loop(by_id, existing, runner.keys_of)
+        # 0.1.0's answers, marked as such before anything is asked (so an interrupted run keeps the mark)
+        marked = resume.mark_older(by_id, v010_dir=may_hold_unmarked_v010(
+            rundir.path, v010_config=rundir.v010_config, records=existing.values()))
         kept = resume.kept_lines(by_id)
-        if rundir.records_path.exists() and not rundir.holds_exactly(kept):
+        if rundir.records_path.exists() and (marked or not rundir.holds_exactly(kept)):
             rundir.rewrite_records(kept)  # drop errors and duplicates; damaged lines go to records.damaged.jsonl
         if damaged:
             say(damaged_note(damaged, saved=True, then="their queries are asked again"))

@@ -91,15 +91,18 @@ def _jsonable(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class FileHashes:
-    """sha256 of files, memoised by (path, size, mtime) in a small JSON file (in the cache folder),
-    so a re-run does not re-read unchanged images. Without a memo file it only memoises in memory."""
+    """sha256 of files, memoised by (path, size, mtime, inode, ctime) in a small JSON file (in the cache
+    folder), so a re-run does not re-read unchanged images. The inode and change time catch what size
+    and mtime miss: a file rewritten in place or replaced by another of the same size, its mtime set
+    back (setting it back changes the ctime). Without a memo file it only memoises in memory."""
 
     def __init__(self, memo_file: Path | None = None, memo: dict[str, list[Any]] | None = None):
-        """`memo`: path -> [size, mtime_ns, sha256] kept elsewhere by the caller (`memo` after use)."""
+        """`memo`: path -> [size, mtime_ns, sha256, inode, ctime_ns] kept elsewhere by the caller (`memo_of`
+        after use); an entry written before the inode and ctime were kept is read once more, then kept so."""
         self.memo_file = memo_file
         self._memo: dict[str, list[Any]] = dict(memo or {})
         self._dirty = False
-        self.reads = 0  # files read to hash them (the rest were known by path, size and mtime)
+        self.reads = 0  # files read to hash them (the rest were known by path, size, mtime, inode and ctime)
         if memo_file is not None and memo_file.is_file():
             try:
                 loaded = json.loads(memo_file.read_text(encoding="utf-8"))
@@ -110,8 +113,9 @@ class FileHashes:
 
     def sha256(self, path: str) -> str:
         st = os.stat(path)
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
         hit = self._memo.get(path)
-        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+        if isinstance(hit, list) and len(hit) == 5 and [hit[0], hit[1], hit[3], hit[4]] == stamp:
             sha = str(hit[2])
         else:
             h = hashlib.sha256()
@@ -120,7 +124,7 @@ class FileHashes:
                     h.update(chunk)
             sha = h.hexdigest()
             self.reads += 1
-            self._memo[path] = [st.st_size, st.st_mtime_ns, sha]
+            self._memo[path] = [st.st_size, st.st_mtime_ns, sha, st.st_ino, st.st_ctime_ns]
             self._dirty = True
         self.known[path] = (st.st_mtime_ns, st.st_size, sha)
         return sha

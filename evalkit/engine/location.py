@@ -29,7 +29,7 @@ from evalkit.engine.run_data import data_files_read
 from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
 from evalkit.providers import ProviderSpec
 
-FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images by (path, size, mtime)
+FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images (identity.FileHashes)
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,10 @@ def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[
     cfg = s.config
     cache_dir = Path(cfg.cache_path(env))
     fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir, *_absent_parents(cache_dir))
-    hashes = FileHashes(None if cfg.no_cache else cache_dir / FILE_HASHES)
-    data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(cfg.images),
-                                  only=data_files_read(prepared))
-    if not cfg.dry_run:
-        hashes.save()
+    data, known = data_of(prepared, cfg.images, None if cfg.no_cache else cache_dir / FILE_HASHES,
+                          save=not cfg.dry_run)
     identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data.sha256)
     legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
-    known = dict(hashes.known)
     if cfg.out:
         out = Path(cfg.out)
         return Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)), known)
@@ -69,6 +65,19 @@ def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[
                         f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "
                         f"runs of these settings that do not find it go to {new})", data, fresh_cache, known)
     return Located(RunDir(new), identity, legacy, None, data, (*fresh_cache, *_absent_parents(new)), known)
+
+
+def data_of(prepared: Prepared, images: str | None, memo_file: Path | None, *,
+            save: bool = True) -> tuple[DataFingerprint, dict[str, tuple[int, int, str]]]:
+    """The data's content fingerprint as the run identity holds it, and the files it hashed
+    (path -> (mtime_ns, size, sha256)); `memo_file`: the cache folder's file hashes (None: none kept).
+    `evalkit run` and `evalkit report` both compute it here: the same data is the same fingerprint."""
+    hashes = FileHashes(memo_file)
+    data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(images),
+                                  only=data_files_read(prepared))
+    if save:
+        hashes.save()
+    return data, dict(hashes.known)
 
 
 def locate_cut_off_run(where: Located, queries: list[Query], budget: int) -> tuple[Located, list[Query]]:

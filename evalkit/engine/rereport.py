@@ -3,8 +3,12 @@
 The model is never asked again; with --judge, unparsed answers go to the judge model
 through the runner and the same cache, and records.jsonl is rewritten with the verdicts.
 The run directory is locked as a run locks it (lock.py): a report never writes beside a run.
-Records are sorted as a resume sorts them (resume.py): an answer to a question that has changed
-since is left out of the scores, and records of queries no longer in the data are kept, not scored.
+Data that changed since the answers were given (the data fingerprint `evalkit run` computes,
+location.data_of, differs from the one in the run's identity) is refused as `run` refuses it, in
+one line naming what changed: re-running the run's command with --reask-changed asks the changed
+queries again (a corrected gold answer is re-graded without asking). Otherwise records are sorted
+as a resume sorts them (resume.py): an answer to a request that has changed since is left out of
+the scores, and records of queries no longer in the data are kept, not scored.
 """
 
 from __future__ import annotations
@@ -19,14 +23,21 @@ from rich.console import Console
 from evalkit.ask.cache import NullCache, ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
-from evalkit.benchmarks.prepare import prepare
+from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.core.settings import RunConfig
-from evalkit.engine.identity import saved_settings
+from evalkit.engine.identity import is_legacy, saved_settings
+from evalkit.engine.location import FILE_HASHES, data_of
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import DamagedLine, damaged_note
 from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
-from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records_off_loop, spec_of_identity
-from evalkit.engine.rundir import RunDir
+from evalkit.engine.resume import (
+    OLDER_REQUESTS,
+    KeyOnlyProvider,
+    may_hold_unmarked_v010,
+    sort_records_off_loop,
+    spec_of_identity,
+)
+from evalkit.engine.rundir import RunDir, other_data
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers import api_key_for, create_provider, parse_spec
@@ -54,7 +65,9 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         api_key_for(judge_spec, env, flag="--judge")
     settings = saved_settings(saved)
     bench_opts = settings.bench_dict()
-    bench, items, queries, *_ = prepare(identity["benchmark"], bench_opts)
+    prepared = prepare(identity["benchmark"], bench_opts)
+    bench, items, queries = prepared.bench, prepared.items, prepared.queries
+    _check_data(run_dir, saved, prepared, settings.config.images, Path(_cache_path(cache_dir, env)))
     repeats = int(config.get("repeats") or 1)  # --repeats N: the run's queries are N times these
     queries = with_repeats(queries, repeats)
     by_id = {q.id: q for q in queries}
@@ -66,7 +79,8 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         provider: Any = KeyOnlyProvider(spec_of_identity(identity))  # keys only: never asked
         keys = Runner(provider, limiter=Limiter(concurrency=1), cache=NullCache(), pipeline=pipeline)
         resume = await sort_records_off_loop(by_id, existing, keys.keys_of)
-        older = resume.keep_older(by_id)  # an earlier evalkit's answers to the same questions: graded
+        v010_dir = may_hold_unmarked_v010(run_dir, v010_config=is_legacy(identity), records=existing.values())
+        older = resume.keep_older(by_id, v010_dir=v010_dir)  # 0.1.0's answers to the same questions: graded
         # an answer whose key cannot be checked now (an image gone since) is scored as the run scored it
         scored = {**resume.errors, **resume.unchecked, **resume.current}
         ordered = [grade(bench, by_id[qid], scored[qid], mode) for qid in by_id if qid in scored]
@@ -97,6 +111,24 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
             summary["lint"] = lint
     publish(rundir, summary, bench, first, bench_opts)
     return summary
+
+
+def _check_data(run_dir: Path, saved: dict[str, Any], prepared: Prepared, images: str | None,
+                cache: Path) -> None:
+    """Refuse, as `evalkit run` does, to grade answers given to other data than today's. Not checked:
+    a 0.1.0 identity (it holds no fingerprint), and a Hub or archive source (pinned to a commit and
+    checked against its sums when fetched; a run read only some files of its folder, which the
+    report, reading the folder, cannot tell). The cache folder's file hashes spare re-reading
+    unchanged files, as in a run."""
+    then = saved["identity"].get("data_sha256")
+    source = saved.get("config", {}).get("data_source")
+    if not isinstance(then, str) or (isinstance(source, dict) and source.get("kind") in ("hub", "archive")):
+        return
+    now, _ = data_of(prepared, images, cache / FILE_HASHES if cache.is_dir() else None)
+    if now.sha256 != then:
+        raise other_data(run_dir, saved.get("data_fingerprint"), now.to_dict(),
+                         f"re-run the run's command with --out {run_dir} --reask-changed to ask the changed "
+                         "queries again (a corrected gold answer is re-graded without asking), then report it")
 
 
 def _notes(damaged: list[DamagedLine], changed: int) -> list[str]:

@@ -11,9 +11,13 @@ interrupted or failed re-ask loses nothing (a failure counts in this run's summa
 answer is kept but never scored). A gold answer or category edited in the data changes no
 request: the answer still stands and is graded against the new gold.
 
-An answer to an earlier evalkit's request for the same question (0.1 worded some prompts its own
-way) was paid for: it is kept and graded, the run is marked as not asked with the official
-requests, and `--reask` asks again (`older_requests`).
+An answer 0.1.0 was asked for the same question (0.1 worded some prompts its own way) was paid for:
+it is kept and graded, the run is marked as not asked with the official requests, and `--reask` asks
+again (`older_requests`). Only 0.1.0's own answers get this: those found in a directory 0.1.0 wrote
+(its config.json in 0.1.0's form, or a summary.json of an earlier evalkit that kept them) are marked
+`asked_with: evalkit-0.1` in records.jsonl the first time they are seen, and from then on only marked
+records are. An answer today's evalkit was asked for is never one: if its request changed, it is asked
+again (and `evalkit report` leaves it out of the scores).
 
 Records of queries that are not in this run (an item skipped under --skip-missing, a shorter
 --limit, an emptied file) are *outside*: kept in records.jsonl untouched, left out of every score,
@@ -23,16 +27,20 @@ and counted in the summary (`not_in_run`). Nothing is deleted because an input i
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from evalkit.core.types import Query, Record
 from evalkit.engine.cutoffs import with_budget
+from evalkit.engine.rundir import SUMMARY
 from evalkit.providers.base import ProviderSpec
 
 KeysOf = Callable[[Query], Sequence[str]]
 OLDER_REQUESTS = "evalkit-0.1 (not official)"  # summary["requests"] of a run keeping 0.1's paid answers
+V010 = "evalkit-0.1"  # Record.asked_with of an answer 0.1.0 was asked for
 
 
 @dataclass
@@ -45,9 +53,21 @@ class Resume:
     outside: list[Record] = field(default_factory=list)  # queries not in this run: kept, not scored
     errors: dict[str, Record] = field(default_factory=dict)  # failed queries of this run: a run asks them again
 
-    def keep_older(self, queries: Mapping[str, Query]) -> dict[str, Record]:
-        """Move the changed answers that are an earlier evalkit's requests for today's question
-        (`older_requests`) to `current`, graded against today's gold; returns them."""
+    def mark_older(self, queries: Mapping[str, Query], *, v010_dir: bool = False) -> int:
+        """Mark (`asked_with`) the changed answers that are 0.1.0's answers to today's questions
+        (`older_requests`), so records.jsonl says so from the next write on; returns how many were
+        not marked yet (records.jsonl is then worth rewriting before anything is asked)."""
+        newly = 0
+        for qid, record in older_requests(self.changed, queries, v010_dir=v010_dir).items():
+            if record.asked_with != V010:
+                self.changed[qid] = replace(record, asked_with=V010)
+                newly += 1
+        return newly
+
+    def keep_older(self, queries: Mapping[str, Query], *, v010_dir: bool = False) -> dict[str, Record]:
+        """Move the changed answers 0.1.0 was asked for today's question (`older_requests`,
+        marked) to `current`, graded against today's gold; returns them."""
+        self.mark_older(queries, v010_dir=v010_dir)
         older = older_requests(self.changed, queries)
         for qid, record in older.items():
             del self.changed[qid]
@@ -81,17 +101,35 @@ class Resume:
         return [r.query_id for r in self.outside] + [qid for qid in self.waiting if qid not in answered]
 
 
-def older_requests(changed: Mapping[str, Record], queries: Mapping[str, Query]) -> dict[str, Record]:
-    """The changed answers whose question is the one asked today, only worded or prepared differently:
-    answers to an earlier evalkit's requests (0.1 sent its own prompt layouts, translations and image
-    sizes), paid for and kept unless the user asks again (--reask). A record whose prompt does not
-    hold today's question text answered another question: it is asked again."""
+def older_requests(changed: Mapping[str, Record], queries: Mapping[str, Query], *,
+                   v010_dir: bool = False) -> dict[str, Record]:
+    """The changed answers 0.1.0 was asked for today's question, only worded or prepared differently
+    (0.1 sent its own prompt layouts, translations and image sizes): paid for and kept unless the user
+    asks again (--reask). Only records marked `asked_with` 0.1, or any record of a directory 0.1.0
+    wrote that is not marked yet (`v010_dir`, see `may_hold_unmarked_v010`); a record whose prompt does
+    not hold today's question text answered another question: it is asked again."""
     out = {}
     for qid, record in changed.items():
+        if record.asked_with != V010 and not (v010_dir and record.asked_with is None):
+            continue
         question = queries[qid].meta.get("question")
         if isinstance(question, str) and question.strip() and question.strip() in record.prompt:
             out[qid] = record
     return out
+
+
+def may_hold_unmarked_v010(run_dir: Path, *, v010_config: bool, records: Iterable[Record]) -> bool:
+    """Whether the unmarked records of a run directory may be 0.1.0's: its config.json was 0.1.0's
+    (`v010_config`), or an earlier evalkit kept 0.1.0 answers in it (its summary.json says so) and
+    never marked them (no record is marked). Today's answers are never marked, and never 0.1.0's."""
+    if v010_config:
+        return True
+    try:
+        summary = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and summary.get("requests") == OLDER_REQUESTS and \
+        not any(r.asked_with for r in records)
 
 
 def sort_records(queries: Mapping[str, Query], existing: Mapping[str, Record], keys_of: KeysOf) -> Resume:
@@ -122,7 +160,7 @@ def sort_records(queries: Mapping[str, Query], existing: Mapping[str, Record], k
 async def sort_records_off_loop(queries: Mapping[str, Query], existing: Mapping[str, Record],
                                 keys_of: KeysOf) -> Resume:
     """`sort_records` in a thread, so the event loop stays free (the key of every kept record reads
-    its images' hashes, memoised by path, size and mtime)."""
+    its images' hashes)."""
     if not existing:
         return Resume()
     return await asyncio.to_thread(sort_records, queries, existing, keys_of)

@@ -21,7 +21,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Callable, Iterable, Mapping, Sized
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -72,6 +72,14 @@ def settings_hash(settings: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
+def other_data(path: Path, saved: Any, now: Mapping[str, str] | None, then: str) -> EvalkitError:
+    """The one line refusing to grade a run directory's answers on data that changed since they were
+    given (`saved`, `now`: the halves of the data fingerprint, identity.DataFingerprint), naming what
+    changed and, in `then`, how to go on. `evalkit run` and `evalkit report` both say it."""
+    what = describe_data_change(saved, now)
+    return EvalkitError(f"run directory {path} holds answers to other data ({what} changed since); {then}")
+
+
 def default_run_dir(bench: str, model_label: str, settings: dict[str, Any], root: Path = Path("runs")) -> Path:
     safe_model = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_label)
     return root / f"{bench}-{safe_model}-{settings_hash(settings)}"
@@ -95,6 +103,7 @@ class RunDir:
         self._data: dict[str, str] | None = None  # halves of the data fingerprint, kept in config.json
         self.damaged: list[DamagedLine] = []  # found by the last load_records(), not yet saved by a rewrite
         self.data_changed = False  # bind() took a new data fingerprint (--reask-changed)
+        self.v010_config = False  # bind() found config.json in 0.1.0's form (and rewrote it in today's)
         self._due = 0.0  # when the oldest buffered line must be written
         self._lock = threading.Lock()  # guards _pending, _due and the flusher's state
         self._wake = threading.Condition(self._lock)
@@ -132,17 +141,17 @@ class RunDir:
             expected = legacy if legacy is not None and "identity_version" not in old_identity else identity
             diff = sorted(k for k in set(old_identity) | set(expected) if old_identity.get(k) != expected.get(k))
             if diff == ["data_sha256"]:
-                what = describe_data_change(old.get("data_fingerprint"), data)
                 if not reask_changed:
-                    raise EvalkitError(f"run directory {self.path} holds answers to other data ({what} changed "
-                                       "since); add --reask-changed to ask the changed queries again, or choose "
-                                       "another --out")
+                    raise other_data(self.path, old.get("data_fingerprint"), data,
+                                     "add --reask-changed to ask the changed queries again, or choose another --out")
+                what = describe_data_change(old.get("data_fingerprint"), data)
                 note = f"{what} changed since {self.path} was written: asking the changed queries again"
                 self.data_changed = True
             elif diff:
                 raise EvalkitError(f"run directory {self.path} holds a run with different settings "
                                    f"({', '.join(diff)}); choose another --out")
             if expected is legacy:
+                self.v010_config = True
                 note = f"resuming {self.path}, written by evalkit 0.1.0 (config.json rewritten in today's form)"
         self.write_config(identity, config)
         return note

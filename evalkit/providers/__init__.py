@@ -13,6 +13,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import Provider, ProviderSpec
 from evalkit.providers.batch_api import BatchAPI
 from evalkit.providers.registry import RECORDS, batch_providers, find, info, load
+from evalkit.providers.url_rules import check_one_authorization
 
 PROVIDERS = {name: record.description for name, record in RECORDS.items()}  # `evalkit list`
 DEFAULT_VLLM_URL = RECORDS["vllm"].default_url
@@ -41,13 +42,15 @@ def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] 
 
 def api_key_for(spec: ProviderSpec, env: Mapping[str, str], flag: str = "--model") -> str | None:
     """The key for a provider (its record's variables, first set wins), or a one-line error when a
-    required key is missing (naming the flag that asked for it: --model, or --judge)."""
+    required key is missing, or when it and URL credentials would share one header (naming the flag
+    that asked for it: --model, or --judge)."""
     record = info(spec.provider)
     key = next((env[var] for var in record.key_env if env.get(var)), None)
     if key is None and record.key_required:
         first, *others = record.key_env
         either = f" (or {' or '.join(others)})" if others else ""
         raise EvalkitError(f"{first}{either} is not set (needed for {flag} {spec.label})")
+    check_one_authorization(spec, key, flag)
     return key
 
 

@@ -3,7 +3,8 @@
 0.1.0 met a dead server with a minute of silent retries and then a table of zeros. Now:
 
 - `check_setup` (no network, before anything is written): the provider's SDK is installed, and
-  every base URL is an http(s) URL. A one-line error naming the fix, exit 2.
+  every base URL is an http(s) URL without a query string (url_rules). A one-line error naming the
+  fix, exit 2.
 - `probe_all` (only once a query must really be sent: a fully cached re-run stays offline): one
   free metadata call per endpoint — `GET …/v1/models` on chat-completions servers, the model
   lookup `GET /v1/models/{model}` on Anthropic, `GET /v1beta/models/{model}` on Gemini — never a
@@ -50,6 +51,7 @@ from evalkit.providers.base import ProviderSpec, azure_endpoint, canonical_url, 
 from evalkit.providers.connect import connect_cause
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.registry import info
+from evalkit.providers.url_rules import check_no_query
 
 ANTHROPIC_VERSION = "2023-06-01"
 SIM_OWNER = "evalkit-sim"
@@ -65,6 +67,7 @@ def check_setup(spec: ProviderSpec, flag: str = "--model", *, sdk: bool = True) 
     if sdk and module is not None and not _installed(module):
         raise EvalkitError(f"{flag} {spec.label} needs the {spec.provider} SDK, which is not installed: "
                            f"pip install 'evalkit[{extra}]'")
+    check_no_query(spec, flag)  # first: the messages below repeat the URL
     for url in spec.base_urls:
         try:
             parts = urlsplit(url)
