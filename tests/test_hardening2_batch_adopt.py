@@ -10,18 +10,23 @@ and the real SDK against the simulated Message Batches API.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from dataclasses import dataclass
 
 import pytest
 from cli_under_test import run_cli, start_cli
 from conftest import make_mcq_jsonl
 from test_batch_kill import die_after_submit
+from test_batch_pool import FakeBatches, _ask, _pool
 
-from evalkit.ask.batch_journal import JOURNAL, read_events
+from evalkit.ask.batch_journal import JOURNAL, BatchJournal, read_events
+from evalkit.ask.batch_pool import NotWaiting
+from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message
 from evalkit.providers import create_batch_api, create_provider, parse_spec
-from evalkit.providers.batch_api import BatchUndecided
+from evalkit.providers.batch_api import BatchStatus, BatchUndecided
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
@@ -142,3 +147,88 @@ def test_with_no_wait_an_undecided_batch_is_left_for_the_next_run_and_said(tmp_p
         done = run_cli(_args(sim, tmp_path, "a"), env=ENV, cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         _check_a_done(sim, tmp_path, a_id)
+
+
+# ---- the pool's side, against an in-memory batch API ------------------------------------------------
+
+
+@dataclass
+class Untagged(FakeBatches):
+    """A batch API whose find() cannot tell while `unsure` (a candidate runs), and whose list may fail."""
+
+    unsure: bool = True
+    list_failures: int = 0  # find() calls that fail (the list did not answer) before it answers
+    finds: int = 0
+    create_fails: bool = False  # create raises after the provider took the batch (a cut connection)
+
+    async def submit(self, lines, tag) -> str:  # noqa: ANN001
+        bid = await super().submit(lines, tag)
+        if self.create_fails:
+            raise ProviderError("transient", "connection reset while creating the batch")
+        return bid
+
+    async def find(self, tag, custom_ids, since) -> list[BatchStatus]:  # noqa: ANN001
+        self.finds += 1
+        if self.list_failures:
+            self.list_failures -= 1
+            raise ProviderError("transient", "the list did not answer")
+        if self.unsure:
+            raise BatchUndecided(["theirs"])
+        return [await self.status(bid) for bid, b in self.batches.items() if b["tag"] == tag]
+
+
+async def _until(check, what: str) -> None:  # noqa: ANN001
+    async def loop() -> None:
+        while not check():
+            await asyncio.sleep(0.005)
+
+    try:
+        await asyncio.wait_for(loop(), 60)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"never: {what}") from None
+
+
+def test_lines_of_an_undecided_intent_wait_and_are_submitted_once_no_batch_holds_them(tmp_path):
+    api = Untagged(provider="anthropic")
+    BatchJournal(tmp_path).intent("evalkit-t-1", "anthropic", [api.line(p, GenParams(), []).custom_id
+                                                                for p in ("a", "b")])
+
+    async def go() -> tuple[list, str | None]:
+        pool = _pool(api, tmp_path)
+        asked = asyncio.ensure_future(_ask(pool, ["a", "b", "c"]))
+        await _until(lambda: api.finds >= 3 and api.batches, "polled while another batch runs")
+        assert api.submitted_lines == ["c"]  # the others wait: their batch may be the running one
+        line = pool.status_line()
+        api.unsure = False  # it ended, and holds other requests: theirs was never created
+        answers = await asyncio.wait_for(asked, 60)
+        await pool.close()
+        return answers, line
+
+    answers, line = asyncio.run(go())
+    assert [r.text for r in answers] == ["answer to a", "answer to b", "answer to c"]
+    assert line is not None and "waiting 2" in line and "1 unrecorded batch(es) checked when they end" in line
+    assert sorted(api.submitted_lines) == ["a", "b", "c"] and len(api.batches) == 2
+    assert BatchJournal(tmp_path).batches["evalkit-t-1"].state == "lost"
+
+
+def test_with_no_wait_the_lines_of_an_undecided_intent_are_left_and_the_intent_kept(tmp_path):
+    api = Untagged(provider="anthropic")
+    BatchJournal(tmp_path).intent("evalkit-t-1", "anthropic", [api.line("a", GenParams(), []).custom_id])
+
+    async def go() -> list:
+        pool = _pool(api, tmp_path, wait=False)
+        answers = await _ask(pool, ["a"])
+        await pool.close()
+        return answers
+
+    answers = asyncio.run(go())
+    assert isinstance(answers[0], NotWaiting) and api.submitted_lines == []
+    assert BatchJournal(tmp_path).batches["evalkit-t-1"].state == "intent"
+
+
+def test_a_create_that_failed_but_arrived_is_found_even_when_the_list_fails_first(tmp_path):
+    api = Untagged(unsure=False, list_failures=2, create_fails=True)
+    answers = asyncio.run(_ask(_pool(api, tmp_path), ["a", "b"]))
+    assert [r.text for r in answers] == ["answer to a", "answer to b"]
+    assert len(api.batches) == 1 and sorted(api.submitted_lines) == ["a", "b"]  # never created twice
+    assert [e["event"] for e in read_events(tmp_path / JOURNAL)][:2] == ["intent", "submitted"]

@@ -294,19 +294,17 @@ class BatchPool:
 
     async def _arrived(self, tag: str, error: ProviderError) -> str | None:
         """After a failed create: the batch's id if the provider has it after all (None: recorded already, found
-        once it ended); else the intent is lost and `error` raised. Without a tag on the batch (Anthropic) that
-        is known only once the batches that may be it have ended: the lines wait (with --no-wait they are left,
-        and the intent with them, for the next run)."""
+        later); else the intent is lost and `error` raised. When the list cannot tell yet (no tag on the batch
+        and a candidate still running, or the list did not answer) the lines wait for it; with --no-wait they
+        are left, and the intent with them, for the next run."""
         try:
             found = await self.intents.find(tag)
-        except BatchUndecided as undecided:
+        except (BatchUndecided, ProviderError) as e:
             if not self.wait:
                 raise NotWaiting(tag) from None
-            if await self.intents.decide(tag, undecided.candidates):
+            if await self.intents.decide(tag, e.candidates if isinstance(e, BatchUndecided) else ()):
                 return None
             raise error from None
-        except ProviderError:
-            found = []
         if not await self.intents.record(tag, found):
             raise error
         return found[0].id
