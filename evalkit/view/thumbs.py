@@ -5,7 +5,7 @@ provider's documented limits, exactly as the runner fits it (images.provider_lim
 the thumbnail is that image scaled down further in the same pass (a smaller max_side: the same
 aspect and region, decoded at reduced scale where JPEG allows). A thumbnail's name is a hash of the
 image's content hash, the provider's limits and the transform, so a second build finds it on disk.
-Content hashes of image files are remembered by (path, size, mtime) in thumbs/index.json: a
+Content hashes of image files are remembered by (path, size, mtime, inode, ctime) in thumbs/index.json: a
 rebuild over unchanged data stats each image once and reads none. Those paths are kept relative to
 the site (`evalkit view --serve` serves the file, and an absolute path names the user's home); an
 index written with absolute paths by an earlier build is read as well.
@@ -84,7 +84,7 @@ class ThumbStore:
         known = index.get("files")
         memo = {os.path.normpath(os.path.join(self._root, p)): v
                 for p, v in (known.items() if isinstance(known, dict) else ())}
-        self._hashes = FileHashes(memo=memo)  # absolute path -> [size, mtime_ns, sha256]
+        self._hashes = FileHashes(memo=memo)  # absolute path -> [size, mtime_ns, sha256, inode, ctime_ns]
         self._made: dict[str, list[int]] = index.get("thumbs", {})  # name -> [width, height]
         self._jobs: dict[str, _Job] = {}
         self._wanted: dict[tuple[Any, ...], str] = {}  # (ref, transform, provider) -> name, or "!" + why
@@ -111,7 +111,7 @@ class ThumbStore:
         return name
 
     def _sha(self, ref: ImageRef) -> str:
-        """The image's content hash: remembered per (path, size, mtime) across builds, else computed."""
+        """The image's content hash: remembered per (path, size, mtime, inode, ctime) across builds, else computed."""
         if ref.kind != "path":
             return self.pipeline.source_hash(ref)
         try:
