@@ -205,13 +205,23 @@ class _Outputs:
 # ---------------------------------------------------------------- running many edits
 
 
-def edit_key(editor: ImageEditor, req: EditRequest, pipeline: ImagePipeline, transform: Transform) -> str:
-    """The cache key of an edit: request_key over a one-message request (never the API key)."""
+def edit_key(editor: ImageEditor, req: EditRequest, pipeline: ImagePipeline, transform: Transform,
+             endpoint: str | None = None) -> str:
+    """The cache key of an edit: request_key over a one-message request (never the API key); `endpoint`:
+    another spelling of the editor's endpoint than today's."""
     spec = editor.spec
     params = GenParams.with_extra({**req.params, _TASK: "image_edit"})
     message = Message.user(ImagePart(req.image, transform), req.instruction)
-    return request_key(provider=spec.provider, model=spec.model, endpoint=spec.endpoint, params=params,
+    return request_key(provider=spec.provider, model=spec.model,
+                       endpoint=spec.endpoint if endpoint is None else endpoint, params=params,
                        messages=(message,), source_hash=pipeline.source_hash)
+
+
+def edit_keys(editor: ImageEditor, req: EditRequest, pipeline: ImagePipeline,
+              transform: Transform) -> list[str]:
+    """Today's key of an edit, then those earlier versions stored it under (the endpoint spelled as
+    then: ProviderSpec.earlier_endpoints)."""
+    return [edit_key(editor, req, pipeline, transform, e) for e in (None, *editor.spec.earlier_endpoints)]
 
 
 def _from_cache(value: dict[str, Any]) -> tuple[bytes, str, Usage] | None:
@@ -243,14 +253,22 @@ async def run_edits(requests: Sequence[EditRequest], editor: ImageEditor, *, out
     todo = iter(enumerate(requests))
 
     async def one(req: EditRequest) -> EditResult:
-        key = await asyncio.to_thread(edit_key, editor, req, pipeline, transform)
-        earlier = await asyncio.to_thread(outputs.existing, req, key)
-        if earlier is not None:
-            data, mime, rec = earlier
-            return EditResult(req.id, data, mime, None, True, dict(rec.get("usage") or {}),
-                              path=str(outputs.dir / str(rec["file"])), request_key=key, source="output")
-        hit = await asyncio.to_thread(cache.get, key) if cache.blocking else cache.get(key)
-        got = _from_cache(hit) if hit is not None else None
+        keys = await asyncio.to_thread(edit_keys, editor, req, pipeline, transform)
+        key = keys[0]
+        for known in keys:
+            earlier = await asyncio.to_thread(outputs.existing, req, known)
+            if earlier is not None:
+                data, mime, rec = earlier
+                return EditResult(req.id, data, mime, None, True, dict(rec.get("usage") or {}),
+                                  path=str(outputs.dir / str(rec["file"])), request_key=known,
+                                  source="output")
+        got = None
+        for known in keys:
+            hit = await asyncio.to_thread(cache.get, known) if cache.blocking else cache.get(known)
+            got = _from_cache(hit) if hit is not None else None
+            if got is not None:
+                key = known
+                break
         start = time.perf_counter()
         if got is not None:
             data, mime, usage = got

@@ -65,10 +65,10 @@ class Runner:
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
         self.spend: Callable[[Callable[[], Awaitable[Response]], Query, Sequence[PreparedImage]],
                              Awaitable[Response]] | None = None  # sends each request (--max-cost reserves)
-        # the endpoint in request keys, spelled once (not per request), and 0.1.0's spelling where it differs
+        # the endpoint in request keys, spelled once (not per request), and earlier versions' spellings
+        # where they differ
         self._endpoint = provider.spec.endpoint
-        self._old_endpoint = provider.spec.legacy_endpoint
-        self._legacy = self._old_endpoint != self._endpoint
+        self._earlier = provider.spec.earlier_endpoints
         lim = limits_for(provider.spec.provider, provider.spec.model)  # none documented: images as they are
         self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
 
@@ -95,26 +95,24 @@ class Runner:
         return self._key(self.fit(query))
 
     def keys_of(self, query: Query) -> tuple[str, ...]:
-        """Every key an answer to `query` may be stored under: today's, then evalkit 0.1.0's where the
-        endpoint was spelled differently then (see ProviderSpec.legacy_endpoint)."""
+        """Every key an answer to `query` may be stored under: today's, then 0.2's and 0.1.0's where the
+        endpoint was spelled differently then (see ProviderSpec.earlier_endpoints)."""
         fitted = self.fit(query)
-        return (self._key(fitted), self._legacy_key(fitted)) if self._legacy else (self._key(fitted),)
+        return (self._key(fitted), *(self._key(fitted, e) for e in self._earlier))
 
     def _key(self, fitted: Query, endpoint: str | None = None) -> str:
         spec = self.provider.spec
         return request_key(provider=spec.provider, model=spec.model, endpoint=endpoint or self._endpoint,
                            params=fitted.params, messages=fitted.messages, source_hash=self.pipeline.source_hash)
 
-    def _legacy_key(self, fitted: Query) -> str:
-        return self._key(fitted, self._old_endpoint)
-
-    def _get_legacy(self, fitted: Query, key: str) -> tuple[str, dict | None]:
-        """A miss under today's key may be a 0.1.0 answer under the endpoint as it was typed then."""
-        if not self._legacy:
-            return key, None
-        old = self._legacy_key(fitted)
-        hit = self.cache.get(old)
-        return (old, hit) if hit is not None else (key, None)
+    def _get_earlier(self, fitted: Query, key: str) -> tuple[str, dict | None]:
+        """A miss under today's key may be an earlier version's answer under the endpoint as spelled then."""
+        for endpoint in self._earlier:
+            old = self._key(fitted, endpoint)
+            hit = self.cache.get(old)
+            if hit is not None:
+                return old, hit
+        return key, None
 
     def _prepare(self, query: Query) -> list[PreparedImage]:
         """Encoded images within the provider's limits (stepping quality/size down for bytes)."""
@@ -134,7 +132,7 @@ class Runner:
         key = missed or self._key(query)
         hit = self.cache.get(key) if missed is None or missed in self._stored else None
         if hit is None and missed is None:
-            key, hit = self._get_legacy(query, key)
+            key, hit = self._get_earlier(query, key)
         parts = query.image_parts()
         if hit is not None:
             return key, hit, self._hit_fps(parts, hit), []
@@ -171,14 +169,16 @@ class Runner:
                 keys.append("")
                 fitted.append(None)
         hits = self._get_many(list(dict.fromkeys(k for k in keys if k)))
-        if self._legacy:  # misses may be 0.1.0 answers under the endpoint as it was typed then
-            old = {i: self._legacy_key(f) for i, (f, k) in enumerate(zip(fitted, keys, strict=True))
+        for endpoint in self._earlier:  # misses may be earlier versions' answers, the endpoint spelled as then
+            old = {i: self._key(f, endpoint) for i, (f, k) in enumerate(zip(fitted, keys, strict=True))
                    if f is not None and k not in hits}
+            if not old:
+                break
             found = self._get_many(list(dict.fromkeys(old.values())))
-            for i, legacy in old.items():
-                if legacy in found:
-                    keys[i] = legacy
-                    hits[legacy] = found[legacy]
+            for i, earlier in old.items():
+                if earlier in found:
+                    keys[i] = earlier
+                    hits[earlier] = found[earlier]
         out: list[Looked] = []
         for f, key in zip(fitted, keys, strict=True):
             if f is None:

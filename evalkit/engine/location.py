@@ -1,13 +1,14 @@
 """Where a run lives: its identity, its run directory, and the folders it made on the way.
 
-The directory is --out, else the default for the run's identity, else the one evalkit 0.1.0 used for
-the same command; --reask-cutoffs finds the run it asks again instead. A run that cannot start and
-received nothing removes the folders it made. Apart from evaluate.py, so the run's flow reads
-without these path rules.
+The directory is --out, else the default for the run's identity, else the one evalkit 0.2 (which kept
+the host's case in the endpoint) or 0.1.0 used for the same command; --reask-cutoffs finds the run
+it asks again instead. A run that cannot start and received nothing removes the folders it made.
+Apart from evaluate.py, so the run's flow reads without these path rules.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,10 +56,20 @@ def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[
                           save=not cfg.dry_run)
     identity = run_identity(s.bench_name, s.options, cfg, spec.label, spec.endpoint, data.sha256)
     legacy = legacy_identity(s.bench_name, s.given, spec.label, spec.legacy_endpoint, prepared.data)
+    # 0.2 kept the host's case in the endpoint: a run it started goes on under the identity it has
+    kept = spec.case_kept_endpoint
+    earlier = (run_identity(s.bench_name, s.options, cfg, spec.label, kept, data.sha256)
+               if kept != spec.endpoint else None)
     if cfg.out:
         out = Path(cfg.out)
+        if earlier is not None and _saved_endpoint(out) == kept:
+            identity = earlier
         return Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)), known)
     new = default_run_dir(s.bench_name, spec.label, identity)
+    if earlier is not None and not new.exists():
+        before = default_run_dir(s.bench_name, spec.label, earlier)
+        if (before / "config.json").exists():
+            return Located(RunDir(before), earlier, legacy, None, data, fresh_cache, known)
     old = default_run_dir(s.bench_name, spec.label, legacy)
     if not new.exists() and (old / "config.json").exists():
         return Located(RunDir(old), identity, legacy,
@@ -95,6 +106,15 @@ def locate_cut_off_run(where: Located, queries: list[Query], budget: int) -> tup
     queries = [with_budget(q, identity.get("max_tokens")) for q in queries]
     check_budget(budget, queries)
     return replace(where, rundir=RunDir(path), identity=identity, note=None), queries
+
+
+def _saved_endpoint(run_dir: Path) -> object:
+    """The endpoint in the identity a run directory's config.json holds (None if it has none)."""
+    try:
+        saved = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        return saved["identity"]["endpoint"]
+    except (OSError, ValueError, TypeError, KeyError):  # no run there yet, or a damaged config bind() names
+        return None
 
 
 def _absent_parents(path: Path) -> tuple[Path, ...]:

@@ -41,12 +41,27 @@ class ProviderSpec:
         return ",".join(sorted({canonical_url(self.provider, u) for u in self.base_urls}))
 
     @property
+    def case_kept_endpoint(self) -> str:
+        """The endpoint as evalkit 0.2 spelled it: today's, but the scheme and host in the case typed
+        (`http://GPU1:8000/v1`); its cache keys and run directories are still found under it."""
+        if self.cache_tag:
+            return f"tag:{self.cache_tag}"
+        return ",".join(sorted({canonical_url(self.provider, u, fold_case=False) for u in self.base_urls}))
+
+    @property
     def legacy_endpoint(self) -> str:
         """The endpoint as evalkit 0.1.0 spelled it (the URLs as typed): its cache keys and run
         directories are still found under it."""
         if self.cache_tag:
             return f"tag:{self.cache_tag}"
         return ",".join(sorted(self.base_urls))
+
+    @property
+    def earlier_endpoints(self) -> tuple[str, ...]:
+        """The spellings earlier versions keyed this endpoint's answers under, where they differ from
+        today's: 0.2's (`case_kept_endpoint`), then 0.1.0's (`legacy_endpoint`)."""
+        spellings = dict.fromkeys((self.case_kept_endpoint, self.legacy_endpoint))
+        return tuple(e for e in spellings if e != self.endpoint)
 
 
 def public_url(url: str) -> str:
@@ -58,17 +73,32 @@ def public_url(url: str) -> str:
     return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
 
 
-def canonical_url(provider: str, url: str) -> str:
-    """One spelling per server: no credentials, no trailing slash, and `/v1` where a chat-completions
-    server's URL has no path (the clients add it: both spellings reach the same server); an Azure
-    resource without the `/openai[/v1]` its portal may show."""
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def canonical_url(provider: str, url: str, *, fold_case: bool = True) -> str:
+    """One spelling per server: no credentials, no trailing slash, the scheme and host in lower case
+    (both are case-insensitive; the path is not), and `/v1` where a chat-completions server's URL has
+    no path (the clients add it: both spellings reach the same server); an Azure resource without the
+    `/openai[/v1]` its portal may show. `fold_case=False`: 0.2's spelling, the case kept as typed."""
     url = public_url(url).rstrip("/")
+    if fold_case:
+        url = _lower_host(url)
     record = find(provider)
     if record is not None and record.wire == "azure":
         return azure_endpoint(url)
     if record is not None and record.wire == "chat-completions" and "://" in url and "/" not in url.split("://", 1)[1]:
         url += "/v1"
     return url
+
+
+def _lower_host(url: str) -> str:
+    """`HTTP://GPU1:8000/V1` -> `http://gpu1:8000/V1`: ASCII letters only, as DNS folds them."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host, slash, path = rest.partition("/")
+    return f"{scheme.translate(_ASCII_LOWER)}{sep}{host.translate(_ASCII_LOWER)}{slash}{path}"
 
 
 _AZURE_SUFFIXES = ("/openai/v1", "/openai")  # what users paste from the Azure portal after the resource URL
