@@ -6,6 +6,27 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from evalkit.core.errors import RunError
+
+
+class CacheWriteError(RunError):
+    """The cache could not store answers (a full disk, a folder gone read-only): the run stops sending;
+    the answers are in the records. `where` names the file, `reason` is the system's words."""
+
+    def __init__(self, where: str, reason: str):
+        super().__init__(f"cannot write {where}: {reason}")
+        self.where, self.reason = where, reason
+
+
+def _write_failure(cache: Any, e: Exception) -> Exception:
+    """A failure of the disk as a CacheWriteError naming the cache file; anything else (a bug) as it is."""
+    if not (isinstance(e, OSError) or type(e).__module__ == "sqlite3"):  # sqlite3 named, not imported
+        return e
+    folder = getattr(cache, "directory", "")
+    where = f"{folder}/cache.db" if folder else "the response cache"
+    reason = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+    return CacheWriteError(where, reason)
+
 
 class CacheOwner(Protocol):
     """What the writer needs of the runner: its cache, and the thread that cache work runs on."""
@@ -70,7 +91,7 @@ class CacheWrites:
                 try:
                     await self._runner.in_cache_thread(self._write, [(k, v) for k, v, _, _ in batch])
                 except Exception as e:  # every answer of the batch learns it; the records keep them
-                    error = e
+                    error = _write_failure(self._cache, e)
                 for _, _, fut, then in batch:
                     if fut is not None and not fut.done():
                         if error is None:

@@ -340,7 +340,8 @@ class Runner:
         query of a group is answered before the rest of its group is sent (prompt caching).
         """
         feed = Feed(self, queries)
-        self._stop = stop
+        failure: list[BaseException] = []  # the first fatal error: no new query starts after it, none is sent
+        self._stop = lambda: bool(failure) or (stop is not None and stop())
         self.breaker.success()  # its quiet time counts from the start of the run
         primed: dict[Hashable, asyncio.Event] = {}
 
@@ -360,8 +361,6 @@ class Runner:
                     await asyncio.wait_for(event.wait(), self.policy.timeout_s)
             return await self._ask(query, missed)
 
-        failure: list[BaseException] = []  # the first fatal error: no new query starts after it
-
         async def answer(query: Query, looked: Looked) -> tuple[Outcome, tuple[str, dict] | None]:
             if looked is not None and looked[1] is not None:  # a cache hit: nothing to wait for
                 return self.cached_outcome(query, looked), None  # type: ignore[arg-type]
@@ -377,9 +376,12 @@ class Runner:
                 self.stats.errors += 1
                 return Outcome(query, Response(error="permanent", error_message=str(e)), "", False), None
 
-        def stored(error: BaseException | None) -> None:
+        unstored: list[str] = []  # keys whose answers the cache could not store: their claims are released
+
+        def stored(key: str, error: BaseException | None) -> None:
             if error is not None:  # the cache could not store an answer: stop, as for any fatal error
                 failure.append(error)
+                unstored.append(key)
 
         async def worker() -> None:
             while not failure and not self.breaker.tripped and not (stop is not None and stop()):
@@ -392,7 +394,7 @@ class Runner:
                     except NotSent:
                         continue
                     if store is not None:  # stored in the background, batched: the worker goes on at once
-                        self._writer().put_then(*store, stored)
+                        self._writer().put_then(*store, functools.partial(stored, store[0]))
                     sink(outcome)
                 except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
                     failure.append(e)
@@ -421,6 +423,9 @@ class Runner:
             await feed.aclose()
             if self._writes is not None:  # every answer received is stored before run() ends, even cancelled
                 await asyncio.shield(self._writes.idle())
+            for key in unstored:  # whoever waits for these answers asks itself (a full disk may refuse this too)
+                with contextlib.suppress(Exception):
+                    await self._unclaim(key)
         if failure:
             raise failure[0]
         return self.stats

@@ -45,6 +45,7 @@ from evalkit.engine.resume import OLDER_REQUESTS, may_hold_unmarked_v010, sort_r
 from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
 from evalkit.engine.shutdown import on_signals
 from evalkit.engine.wiring import make_runner, open_cache, specs_for
+from evalkit.engine.write_stop import WriteStop, WriteStopped
 from evalkit.grading.grade import grade, judge_records, make_record, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.lint import LintSummary, lint_at_start
@@ -159,9 +160,11 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
             return await _evaluate(_Job(s, spec, judge_spec, prepared, price, where, config, env, console,
                                         lint, cutoff_budget))
-    except EvalkitError:
-        if fresh and where.rundir.remove_if_empty():  # e.g. the endpoint cannot be reached: a run that
-            forget_created(where.created)  # received nothing leaves nothing, not even the folders it made
+    except EvalkitError as e:
+        # e.g. the endpoint cannot be reached: a run that received nothing leaves nothing, not even the
+        # folders it made (one stopped by a full disk did receive: the cache may hold its answers)
+        if fresh and not isinstance(e, WriteStopped) and where.rundir.remove_if_empty():
+            forget_created(where.created)
         raise
 
 
@@ -278,13 +281,18 @@ async def _evaluate(job: _Job) -> RunResult:
             if on_record is not None:
                 on_record()
 
+        writes = WriteStop(rundir, cache)  # a failed write (a full disk) stops the sending
+
+        def stopping() -> bool:
+            return over_budget() or bool(draining) or writes.stopped()
+
         ask_start = time.perf_counter()
-        with progress:
+        with progress, writes:
             if todo:
                 # twice as many workers as slots: a query waiting to retry holds a worker, never a slot
                 # (batches: every query waits on its batch at once, and no group waits for its first)
                 await runner.run(todo, sink, workers=waiting_workers(len(todo)) if pool else 2 * cfg.concurrency,
-                                 stop=lambda: over_budget() or bool(draining),
+                                 stop=stopping,
                                  group_of=image_group if cfg.group_images and not pool else None)
                 if pool is not None and cfg.batch_fallback == "live" and not draining:
                     async def live() -> Runner:
@@ -294,9 +302,12 @@ async def _evaluate(job: _Job) -> RunResult:
 
                     await fallback_live(live,
                                         [q for q in todo if q.id not in records], sink, workers=2 * cfg.concurrency,
-                                        stop=lambda: over_budget() or bool(draining), say=say,
+                                        stop=stopping, say=say,
                                         timeout_s=cfg.batch_timeout)
         ask_s = time.perf_counter() - ask_start
+        write_error = writes.error()
+        if write_error is not None:  # the records are closed: what could not be written is counted in it
+            raise write_error
         if draining:  # every reply that arrived is recorded (the stack flushes them): stop as Ctrl-C does
             raise KeyboardInterrupt
         if pool is not None:

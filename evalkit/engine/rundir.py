@@ -9,6 +9,11 @@ answer in a batch committed milliseconds after it reaches the sink; ask/runner.p
 `immediate=True` (--no-cache: nothing else keeps the answers) every line is written as it
 arrives, as in 0.1.0. Loading skips damaged lines (records_read.py) and the next rewrite first
 saves them to records.damaged.jsonl. The line format is 0.1.0's, byte for byte.
+
+A write that fails (a full disk) keeps its lines buffered and cuts the file back to where it was, so
+no torn line is left for the next try to join; `write_error` holds the first such error, and the run
+stops sending at it (engine/write_stop.py). The flusher tries again every RETRY_S; `give_up` makes a
+last try and hands back the lines that still could not be written.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ RECORDS = "records.jsonl"
 CONFIG = "config.json"
 SUMMARY = "summary.json"
 FLUSH_INTERVAL_S = 0.1  # buffered records reach the file at most this long after the first of them
+RETRY_S = 1.0  # after a failed write, the flusher tries again this long after
 
 
 def record_line(record: Record) -> str:
@@ -110,6 +116,7 @@ class RunDir:
         self._flusher: threading.Thread | None = None
         self._stopping = False
         self._io_lock = threading.RLock()  # guards _fh; held while writing, so batches stay in order
+        self.write_error: OSError | None = None  # the first failed write of records.jsonl (the run stops sending)
 
     @property
     def records_path(self) -> Path:
@@ -216,8 +223,10 @@ class RunDir:
         line = record_line(record)
         if self.immediate:
             with self._io_lock:
-                self.flush()  # lines buffered before the switch to immediate go first
-                self._write([line])
+                with self._lock:  # after the lines buffered before the switch to immediate, or a failed write
+                    self._pending.append(line)
+                with contextlib.suppress(OSError):  # kept buffered: write_error stops the run, give_up counts them
+                    self.flush()
             return
         with self._lock:
             self._pending.append(line)
@@ -245,8 +254,11 @@ class RunDir:
                     self._wake.wait(wait)
                 if self._stopping:
                     return
-            with contextlib.suppress(Exception):  # the lines stay buffered: close() reports the error
+            try:
                 self.flush()
+            except Exception:  # noqa: BLE001 - the lines stay buffered (write_error, close() report it): retry later
+                with self._lock:
+                    self._due = self._clock() + RETRY_S
 
     def flush(self) -> None:
         """Write every buffered line now (the periodic flusher, close, and signal handlers call it)."""
@@ -255,12 +267,55 @@ class RunDir:
                 lines, self._pending = self._pending, []
             if not lines:
                 return
+            start = self._end()
             try:
                 self._write(lines)
-            except BaseException:
+            except BaseException as e:
                 with self._lock:  # keep them for the next attempt (close reports the error)
                     self._pending[:0] = lines
+                if isinstance(e, OSError):
+                    self._cut_back(start)
+                    if self.write_error is None:
+                        self.write_error = e
                 raise
+
+    def _end(self) -> int:
+        """The size of records.jsonl before a write (every earlier write has reached the OS)."""
+        try:
+            return os.fstat(self._fh.fileno()).st_size if self._fh is not None else self.records_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _cut_back(self, size: int) -> None:
+        """After a failed write: drop the handle (and what its buffer holds) and cut the file back to
+        `size`, so a later write starts on a fresh line. Shrinking a file needs no space."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()
+        with contextlib.suppress(OSError):
+            if self.records_path.stat().st_size > size:
+                os.truncate(self.records_path, size)
+
+    @property
+    def buffered(self) -> int:
+        """Lines received and not yet written."""
+        with self._lock:
+            return len(self._pending)
+
+    def give_up(self) -> list[str]:
+        """close(), as a last try to write what is buffered; the lines that still could not be
+        written are handed back and forgotten (a later close() does not try them again)."""
+        try:
+            self.close()
+            return []
+        except OSError:
+            with self._io_lock:
+                with self._lock:
+                    lines, self._pending = self._pending, []
+                self._cut_back(self._end())
+                _LIVE.discard(self)
+            return lines
 
     def _write(self, lines: list[str]) -> None:
         """Append lines and flush them to the OS (caller holds _io_lock)."""
