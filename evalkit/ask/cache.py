@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -173,6 +174,25 @@ def _quick_check(cache: Any) -> None:
         raise sqlite3.DatabaseError("quick_check: " + " ".join(first.split()))
 
 
+def _not_writable(directory: Path) -> str | None:
+    """Why sqlite cannot write in the cache folder (read-only, no permission), or None when it can:
+    a file is made there and removed, as sqlite makes its journal."""
+    probe = directory / f".evalkit-write-test-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return None
+    except OSError as e:
+        return f"cache directory {directory} is not writable ({e.strerror or e})"
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    db = directory / "cache.db"
+    if db.exists() and not os.access(db, os.W_OK):
+        return f"cache {db} is not writable (read-only file)"
+    return None
+
+
 def _open(directory: Path, make: Callable[[], Any]) -> Any:
     """The cache, or a one-line error with the remedy: a failure here fails again on every re-run, so
     it is an input error (exit 2), not a resumable one."""
@@ -192,6 +212,9 @@ def _open(directory: Path, make: Callable[[], Any]) -> Any:
         if cache is not None:
             with contextlib.suppress(Exception):
                 cache.close()
+        refused = _not_writable(directory)  # sqlite says "unable to open database file": not damage
+        if refused is not None:
+            raise EvalkitError(f"{refused}; give --cache-dir a writable folder or use --no-cache") from e
         full = environment_error(e)  # a full disk reads as an I/O error, not as damage
         raise EvalkitError(full or f"cache {directory / 'cache.db'} is damaged ({e}); run `evalkit cache verify "
                            f"--repair --cache-dir {directory}` (it keeps every answer still readable), move it "

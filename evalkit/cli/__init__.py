@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from rich.console import Console
 
@@ -35,7 +37,31 @@ __all__ = ["DEMO_OUT", "build_parser", "cmd_batches", "cmd_cache", "cmd_compare"
            "cmd_merge", "cmd_report", "cmd_run", "cmd_sim", "entry", "main", "sim_config"]
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, for the whole command: the run's asking has
+    its own handlers (engine/shutdown.py), but before and after it (loading, the report, the plots)
+    SIGTERM's default action ended the process at once with status -15 and no word."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with _sigterm_as_ctrl_c():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     console = Console()
     err = Console(stderr=True)
     try:
