@@ -26,6 +26,7 @@ from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.stream_io import tsv_rows
 from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
+from evalkit.core.image_files import not_a_file
 from evalkit.core.types import ImageRef, Item
 
 _KNOWN_TSV = {"index", "image", "image_path", "question", "answer", "category", "hint"}
@@ -53,8 +54,9 @@ def _maybe_list(text: str) -> list[str] | None:
 def _resolve_file(path: Path, base: Path, where: str, sink: Sink = STRICT) -> ImageRef:
     """An image path made absolute against `base`, which must exist (lenient: kept for lint to name)."""
     full = path if path.is_absolute() else base / path
-    if not full.is_file():
-        sink.content(f"{where}: image file not found: {full}")
+    problem = not_a_file(full)  # missing, a named pipe, a folder, a symlink loop
+    if problem is not None:
+        sink.content(f"{where}: {problem}: {full}")
     return ImageRef.from_path(str(full))
 
 

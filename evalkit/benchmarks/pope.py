@@ -31,6 +31,7 @@ from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
+from evalkit.core.image_files import not_a_file
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import ImageRef, Item, Parsed, Query, Record
@@ -197,8 +198,9 @@ def load_file(path: Path, images: Path | None, *, prefix: str = "", sink: Sink =
             if category is not None and not isinstance(category, str):
                 raise EvalkitError(f"{where}: category {category!r} is not a string")
             full = Path(image) if Path(image).is_absolute() else base / image
-            if not full.is_file():
-                sink.content(f"{where}: image file not found: {full}")  # lenient: kept, lint names it
+            problem = not_a_file(full)  # missing, a named pipe, a folder, a symlink loop
+            if problem is not None:
+                sink.content(f"{where}: {problem}: {full}")  # lenient: kept, lint names it
             items.append(Item(id=qid, question=question.strip(), options={}, answer=gold.capitalize(),
                               images=(ImageRef.from_path(str(full)),), category=(category or file_split).strip(),
                               meta={"image": image, "line": lineno,

@@ -26,6 +26,7 @@ from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
 from evalkit.core.findings import Finding
+from evalkit.core.image_files import not_a_file
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
@@ -87,8 +88,9 @@ def _image(scene: Path, name: Any, where: str, sink: Sink = STRICT) -> ImageRef:
     if not isinstance(name, str) or not name.strip():
         raise EvalkitError(f"{where}: data_id entry {name!r} is not a file name")
     path = scene / name.replace("\\", "/").rsplit("/", 1)[-1].strip()
-    if not path.is_file():
-        sink.content(f"{where}: image file not found: {path}")  # lenient: kept, lint names it missing
+    problem = not_a_file(path)  # missing, a named pipe, a folder, a symlink loop
+    if problem is not None:
+        sink.content(f"{where}: {problem}: {path}")  # lenient: kept, lint names it
     return ImageRef.from_path(str(path))
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from evalkit.benchmarks import benchmark_class
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
 from evalkit.core.files import data_files
+from evalkit.core.image_files import open_regular
 from evalkit.core.settings import RunConfig, field_names, non_default
 from evalkit.core.types import Item
 
@@ -119,7 +120,7 @@ class FileHashes:
             sha = str(hit[2])
         else:
             h = hashlib.sha256()
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 while chunk := f.read(1 << 20):
                     h.update(chunk)
             sha = h.hexdigest()

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalkit.core.errors import DataError, EvalkitError
+from evalkit.core.image_files import open_regular, read_problem
 from evalkit.core.inline import b64_bytes, inline_bytes, span_text
 from evalkit.core.memo import BoundedMemo
 from evalkit.core.types import ImagePart, ImageRef, Transform
@@ -182,7 +183,7 @@ class ImagePipeline:
             except (binascii.Error, ValueError) as e:
                 raise DataError(f"cannot read image {ref.describe()}: bad base64 ({e})") from e
         path = str(ref.value)
-        with self._reading(ref), open(path, "rb") as f:
+        with self._reading(ref), open_regular(path) as f:
             return f.read()
 
     def _file_key(self, path: str) -> tuple[Any, ...]:
@@ -208,7 +209,7 @@ class ImagePipeline:
 
     def _hash_file(self, ref: ImageRef) -> str:
         h = hashlib.sha256()
-        with self._reading(ref), open(str(ref.value), "rb") as f:
+        with self._reading(ref), open_regular(str(ref.value)) as f:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
         return h.hexdigest()
@@ -227,7 +228,9 @@ class ImagePipeline:
         except UnidentifiedImageError as e:
             raise DataError(f"cannot read image {ref.describe()}: not a recognised image format") from e
         except _decode_errors() as e:
-            reason = " ".join(str(e).split()) or type(e).__name__
+            # a named pipe or a symlink loop (core.image_files) is said as such
+            reason = (read_problem(e) if isinstance(e, OSError) else None) or " ".join(str(e).split()) \
+                or type(e).__name__
             raise DataError(f"cannot read image {ref.describe()}: {reason}") from e
 
     @contextmanager
@@ -236,8 +239,8 @@ class ImagePipeline:
         from PIL import Image
 
         with self._reading(ref):
-            src = str(ref.value) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
-            with Image.open(src) as img:
+            src = open_regular(str(ref.value)) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
+            with src, Image.open(src) as img:
                 yield img
 
     def header(self, ref: ImageRef) -> ImageHeader:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evalkit.core.findings import Finding
+from evalkit.core.image_files import not_a_file, open_regular
 from evalkit.core.inline import inline_bytes, inline_size
 from evalkit.core.types import ImageRef, Item
 from evalkit.lint.items import image_key, locate
@@ -81,7 +82,7 @@ def source_bytes(ref: ImageRef) -> bytes:
     """The stored bytes of an image, as a run reads them (a "data:" prefix on base64 is allowed; a
     span of a data file is read now)."""
     if ref.kind == "path":
-        with open(str(ref.value), "rb") as fh:
+        with open_regular(str(ref.value)) as fh:
             return fh.read()
     return inline_bytes(ref)
 
@@ -100,13 +101,14 @@ def file_findings(uses: dict[tuple, ImageUse]) -> tuple[list[Finding], dict[tupl
     """(missing and zero-byte images, the byte size of every image that is there): no decoding."""
     out, sizes = [], {}
     for key, use in uses.items():
-        size = stored_size(use.ref)
-        if size is None:
+        problem = not_a_file(str(use.ref.value)) if use.ref.kind == "path" else None
+        size = stored_size(use.ref) if problem is None else None
+        if problem is not None:  # missing, a named pipe, a folder, a symlink loop: said as such
+            out.append(finding("error", "image-missing", problem, **use.at()))
+        elif size is None:
             out.append(finding("error", "image-missing", "image file not found", **use.at()))
         elif size == 0:
             out.append(finding("error", "image-empty", f"{use.subject()} is zero bytes", **use.at()))
-        elif use.ref.kind == "path" and not os.path.isfile(str(use.ref.value)):
-            out.append(finding("error", "image-missing", "not a file (a folder?)", **use.at()))
         else:
             sizes[key] = size
     return out, sizes
