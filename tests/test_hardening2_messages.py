@@ -111,3 +111,31 @@ def test_the_command_gives_sigterm_back(capsys):
     before = signal.getsignal(signal.SIGTERM)
     assert main(["list"]) == 0
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+_SMALL_LIMIT = """
+import sys
+sys.path[:] = [p for p in sys.path if p not in ('', '.')]
+from PIL import Image
+Image.MAX_IMAGE_PIXELS = 5_000  # the test's images (96 x 96) are over it, and under twice it
+from evalkit.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_decompression_bomb_warning_is_evalkits_own_line(tmp_path):
+    """(c) Pillow's DecompressionBombWarning was printed raw (a site-packages path, Pillow's code line);
+    now one line per image names it, its pixel count and what to do, and the run goes on."""
+    data = make_mcq_jsonl(tmp_path / "ds", 3, seed=4)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        args = _args(data, sim.url, tmp_path / "run", tmp_path / "cache") + ["--no-plots"]
+        env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "PYTHONWARNINGS": "default"}
+        done = subprocess.run([sys.executable, "-c", _SMALL_LIMIT, *args], capture_output=True, text=True,
+                              env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "DecompressionBombWarning" not in done.stderr and "site-packages" not in done.stderr, done.stderr
+    said = sorted(line for line in done.stderr.splitlines() if "decompression-bomb" in line)
+    images = sorted((tmp_path / "ds" / "images").glob("*.png"))
+    assert said == [f"evalkit: image {p} has 9,216 pixels, more than Pillow's decompression-bomb limit of 5,000: "
+                    "it is decoded all the same (about 0 MB of memory); if it is not meant to be that large, replace "
+                    "it with a smaller copy" for p in images]

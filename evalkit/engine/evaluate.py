@@ -208,6 +208,7 @@ async def _evaluate(job: _Job) -> RunResult:
         if budget is not None:
             say(start_line(budget))
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+        pipeline.note = say  # an image over Pillow's decompression-bomb limit is named on the console
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
         draining: list[int] = []
 

@@ -27,6 +27,7 @@ from evalkit.core.image_files import open_regular, read_problem
 from evalkit.core.inline import b64_bytes, inline_bytes, span_text
 from evalkit.core.memo import BoundedMemo
 from evalkit.core.types import ImagePart, ImageRef, Transform
+from evalkit.images import bomb
 from evalkit.images.ops import (
     _ALPHA_MODES,
     _FP_MEMO_BYTES,
@@ -214,6 +215,8 @@ class ImagePipeline:
                 h.update(chunk)
         return h.hexdigest()
 
+    note: Callable[[str], None] | None = None  # where a note about an image goes (a run's console); else stderr
+
     @contextmanager
     def _reading(self, ref: ImageRef) -> Iterator[None]:
         """Turn any failure to read or decode into one line naming the image."""
@@ -240,7 +243,9 @@ class ImagePipeline:
 
         with self._reading(ref):
             src = open_regular(str(ref.value)) if ref.kind == "path" else io.BytesIO(self.source_bytes(ref))
+            bomb.quiet_pillow_warning()  # said as evalkit's own line, naming the image (images/bomb.py)
             with src, Image.open(src) as img:
+                bomb.check(img, ref.describe(), self.note)
                 yield img
 
     def header(self, ref: ImageRef) -> ImageHeader:
