@@ -203,8 +203,11 @@ class TDBench(Benchmark):
         """VLMEvalKit's readers over the reply exactly as it came (no <think> removal, no refusal guess).
 
         A box is one relative `a, b, c, d` match or nothing (scored 0); a letter is `can_infer`'s, its
-        "Z" (its refusal strings, a lone Z) is a refusal, and the rest is the extractor's, as there.
+        "Z" (its refusal strings, a lone Z) is a refusal, and the rest is the extractor's, as there. A
+        reply that pandas reads as NA ("None", "N/A", "", ...) is read as "nan", as after VLMEvalKit's
+        xlsx round trip (`vlmeval.read_back`).
         """
+        text = vlmeval.read_back(text)
         if query.meta.get("task") == "grounding":
             box = vlmeval.extract_bbox(text)  # kept exact (repr), so scoring reads back the very numbers
             return Parsed("[" + ", ".join(repr(v) for v in box) + "]", "rule") if box else Parsed(None, "unparsed")
@@ -220,7 +223,8 @@ class TDBench(Benchmark):
             return None
         question = str(query.meta.get("question") or query.prompt_text())
         if mode == "official":
-            return JudgeRequest(vlmeval.judge_prompt(question, query.options, text), tuple(query.options))
+            return JudgeRequest(vlmeval.judge_prompt(question, query.options, vlmeval.read_back(text)),
+                                tuple(query.options))
         return JudgeRequest(judge_prompt_mcq(question, query.options, strip_reasoning(text)), tuple(query.options))
 
     def judge_verdict(self, query: Query, response: str, reply: str, valid: Sequence[str], mode: str) -> Parsed:

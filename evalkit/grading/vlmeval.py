@@ -14,6 +14,11 @@ Sources (public, pinned):
 
 The return conventions differ from the Python originals only in spelling: a letter, "Z" (VLMEvalKit's
 "no option": its refusal strings or a lone Z), or None where the original returns False.
+
+VLMEvalKit keeps predictions in an xlsx file between inference and scoring (`dump`, then `load` with
+pandas' `read_excel` and `data['prediction'] = [str(x) for x in ...]` in
+vlmeval/dataset/image_mcq.py), so a reply that is one of pandas' default NA strings is read back as
+"nan": `read_back` applies that round trip before any reader sees the reply.
 """
 
 from __future__ import annotations
@@ -38,6 +43,20 @@ _REJECTIONS = (
 _SEPARATORS = str.maketrans({c: " " for c in ".()[],:;!*#{}"})
 # the later parser's chain-of-thought rule ("The correct answer is **B**"); case-insensitive on purpose
 _ANSWER_IS = re.compile(r"(?i)(?:correct\s+)?answer\s+is\s+\**([ABCD])\**")
+
+
+#: pandas' default NA strings (`keep_default_na`): a cell equal to one of them, exactly and as a whole (no
+#: stripping, case as written), is read back by `read_excel` as NaN, which `str()` turns into "nan".
+PANDAS_NA: frozenset[str] = frozenset({
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+    "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+})
+
+
+def read_back(prediction: str) -> str:
+    """The reply as VLMEvalKit's scoring reads it after its xlsx round trip: "nan" for a reply that is
+    exactly one of pandas' NA strings (" None" or "none" stay as they are), else the reply unchanged."""
+    return "nan" if prediction in PANDAS_NA else prediction
 
 
 def _check(parser: str) -> None:
