@@ -60,6 +60,7 @@ class Runner:
         self.gate = gate  # awaited before the first request run() must send (the preflight); may raise
         self.confirm = confirm  # a model the server does not list: one request confirms it first (ask.confirm)
         self.claims: Claims | None = None  # processes sharing the cache send each key once (ask.claims)
+        self.in_hand: asyncio.Semaphore | None = None  # live runs: queries holding prepared images (hold_images)
         self._stored: set[str] = set()  # keys this runner stored: a later duplicate looks again
         self._writes: CacheWrites | None = None
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
@@ -216,8 +217,21 @@ class Runner:
             self._writes = CacheWrites(self)
         return self._writes
 
+    def hold_images(self, n: int) -> None:
+        """At most `n` queries hold their prepared images at once (sent, about to be, or waiting to retry).
+        run() has twice as many workers as request slots, and each prepared its images before waiting for
+        a slot: 64 big photos in memory for 32 requests. With n a few above the concurrency, the images in
+        memory are bounded by the concurrency, whatever the data."""
+        self.in_hand = asyncio.Semaphore(n)
+
     async def _ask(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
         """ask() but for storing the answer in a blocking cache: that (key, value) is returned."""
+        if self.in_hand is None or not query.image_parts():
+            return await self._ask_now(query, missed)
+        async with self.in_hand:
+            return await self._ask_now(query, missed)
+
+    async def _ask_now(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
         store: tuple[str, dict] | None = None
         in_memory = self.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
         if (self.cache.blocking and (missed is None or missed in self._stored)) or not in_memory:

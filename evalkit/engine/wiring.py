@@ -98,11 +98,15 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
     runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                     fingerprints=fingerprints, gate=gate, confirm=confirm)
+    runner.hold_images(cfg.concurrency + PREPARED_AHEAD)
     make_claims = getattr(cache, "claims", None)
     if make_claims is not None:  # a claim outlives one request with its retries' waits, not a dead process
         runner.claims = make_claims(claim_ttl_s(cfg))
         stack.callback(runner.claims.close)
     return runner
+
+
+PREPARED_AHEAD = 4  # queries that may hold prepared images beyond those in flight: the next to send
 
 
 def claim_ttl_s(cfg: RunConfig) -> float:

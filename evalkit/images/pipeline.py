@@ -52,9 +52,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+MEMO_BYTES = 128 * 2**20  # prepared images kept for reuse (the same picture's other variants, asked next to it)
+TEXT_KEPT_UP_TO = 1 << 20  # bytes of image whose base64 text is kept with it (bigger: made per request)
+
+
 @dataclass(frozen=True)
 class PreparedImage:
-    """Encoded bytes ready to send; the base64 text is computed once and reused."""
+    """Encoded bytes ready to send; the base64 text of a small image is computed once and reused.
+
+    A big one's text (a 12 Mpx photo sent as it is: 4.4 MB) is made for each request instead: kept,
+    it more than doubled what every prepared image held while its request waited for a slot, and
+    encoding it again costs a few milliseconds beside sending it."""
 
     data: bytes
     mime: str
@@ -63,20 +71,36 @@ class PreparedImage:
     _b64: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
     _uri: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
+    @property
+    def _keeps_text(self) -> bool:
+        return len(self.data) <= TEXT_KEPT_UP_TO
+
     def b64(self) -> str:
-        if not self._b64:
-            self._b64.append(base64.b64encode(self.data).decode("ascii"))
-        return self._b64[0]
+        if self._b64:
+            return self._b64[0]
+        text = base64.b64encode(self.data).decode("ascii")
+        if self._keeps_text:
+            self._b64.append(text)
+        return text
 
     def data_uri(self) -> str:
-        if not self._uri:  # built directly: caching the bare base64 too would double the memory
-            self._uri.append(f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}")
-        return self._uri[0]
+        if self._uri:
+            return self._uri[0]
+        uri = f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+        if self._keeps_text:  # built directly: caching the bare base64 too would double the memory
+            self._uri.append(uri)
+        return uri
+
+    def data_uri_bytes(self) -> bytes:
+        """The data URI as ASCII bytes (a request body's), without a str copy of a big image's text."""
+        if self._keeps_text:
+            return self.data_uri().encode("ascii")
+        return b"data:" + self.mime.encode("ascii") + b";base64," + base64.b64encode(self.data)
 
     @property
     def nbytes(self) -> int:
-        """Memo weight: the bytes plus one base64 text form (providers ask for one of the two)."""
-        return len(self.data) + 4 * ((len(self.data) + 2) // 3) + 64
+        """Memo weight: the bytes plus, for a small image, one base64 text form (providers ask for one of the two)."""
+        return len(self.data) + (4 * ((len(self.data) + 2) // 3) if self._keeps_text else 0) + 64
 
 
 @dataclass(frozen=True)
@@ -144,7 +168,7 @@ class ImagePipeline:
     buffers allocated from every asyncio.to_thread worker nearly doubled peak RSS in tests.
     """
 
-    def __init__(self, max_bytes: int = 256 * 2**20, *, workers: int | None = None):
+    def __init__(self, max_bytes: int = MEMO_BYTES, *, workers: int | None = None):
         self.stats = ImageStats()
         self._prepared: BoundedMemo[tuple[str, Transform], PreparedImage] = BoundedMemo(
             max_bytes, lambda _k, p: p.nbytes, self.stats

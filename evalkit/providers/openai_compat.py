@@ -205,7 +205,7 @@ class OpenAICompatProvider:
                          reasoning=chat_fields(self.spec.provider, self.spec.model, params))
         payload = json.dumps(body, ensure_ascii=False).encode()
         for mark, img in zip(marks, images, strict=True):
-            payload = payload.replace(mark.encode(), img.data_uri().encode("ascii"), 1)
+            payload = payload.replace(mark.encode(), img.data_uri_bytes(), 1)
         return payload
 
     async def close(self) -> None:
