@@ -9,6 +9,7 @@ thinking to an extractor in robust mode.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,8 @@ def test_cut_offs_are_counted_apart_from_unparsed_and_never_judged(mode):
 
 def test_the_summary_counts_cut_offs_and_says_what_to_do():
     bench = get_benchmark("mcq")
-    records = [grade(bench, _query(f"q{i}"), _record("", "length", f"q{i}"), "official") for i in range(3)]
+    cut = [replace(_record("", "length", f"q{i}"), usage={"output_tokens": 512}) for i in range(3)]
+    records = [grade(bench, _query(r.query_id), r, "official") for r in cut]
     records.append(grade(bench, _query("q3"), _record("B", "stop", "q3"), "official"))
     summary = summarize(bench, records, model="m", mode="official", n_items=4, n_queries=4, options={},
                         config={"generation_sent": {"max_tokens": 512}}, judge=None)

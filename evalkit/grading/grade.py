@@ -17,7 +17,8 @@ from evalkit.core.version import __version__
 from evalkit.grading.extract import JudgeRequest
 from evalkit.grading.failures import data_digest, digest
 from evalkit.metrics.basic import counts as count_records
-from evalkit.metrics.basic import usage_totals
+from evalkit.metrics.basic import outcome, usage_totals
+from evalkit.providers.reasoning import EFFORT_BUDGETS
 
 JUDGE_PARAMS = GenParams(temperature=0.0, max_tokens=64)
 
@@ -182,7 +183,7 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         hints.append(f"{unparsed} answers could not be parsed by rules; "
                      f"`evalkit report RUN_DIR --judge SPEC` would ask a judge model to resolve them")
     if counts["cutoffs"]:
-        hints.append(cutoff_advice(counts["cutoffs"], config))
+        hints.append(cutoff_advice([r for r in records if outcome(r) == "cutoffs"], config))
     hint = "; ".join(hints) or None
     return {
         "benchmark": bench.name,
@@ -216,13 +217,39 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
     }
 
 
-def cutoff_advice(n: int, config: Mapping[str, Any]) -> str:
+def cutoff_advice(cut: Sequence[Record], config: Mapping[str, Any]) -> str:
     """What to do about answers cut off while thinking: a larger budget, for those queries alone."""
-    sent = (config.get("generation_sent") or {}) if isinstance(config, Mapping) else {}
-    budget = sent.get("max_tokens") if isinstance(sent, Mapping) else None
-    larger = f"{int(budget) * 4}" if isinstance(budget, int) and budget > 0 else "N"
-    return (f"{n} answers were cut off while thinking (the token limit came before an answer); re-run the same "
-            f"command with `--reask-cutoffs --max-tokens {larger}` to ask only those again with a larger budget")
+    return (f"{len(cut)} answers were cut off while thinking (the token limit came before an answer); re-run the "
+            f"same command with `--reask-cutoffs --max-tokens {reask_budget(cut, config)}` to ask only those again "
+            "with a larger budget")
+
+
+def reask_budget(cut: Sequence[Record], config: Mapping[str, Any]) -> int:
+    """The --max-tokens to suggest for the cut-off answers `cut`: the next power of two above twice the
+    most output tokens one of them used, and above every budget they already had (the run's max_tokens
+    as sent, its thinking budget or --reasoning-effort's, a re-ask's). A suggestion at or below what they
+    spent would leave them cut off and print the same hint again."""
+    used = max((_spent(r.usage) for r in cut), default=0)
+    floor = max(2 * used, *(r.max_tokens or 0 for r in cut), _budget_sent(config), 1)
+    return 1 << floor.bit_length()  # the next power of two above floor
+
+
+def _spent(usage: Mapping[str, Any]) -> int:
+    """Output tokens a reply used: OpenAI and Anthropic count the thinking in output_tokens, Gemini apart."""
+    counts = [usage.get(k) for k in ("output_tokens", "reasoning_tokens")]
+    return max((int(v) for v in counts if isinstance(v, int | float) and not isinstance(v, bool)), default=0)
+
+
+def _budget_sent(config: Mapping[str, Any]) -> int:
+    """The largest output or thinking budget the run's requests carried (config's generation_sent)."""
+    sent = config.get("generation_sent") if isinstance(config, Mapping) else None
+    if not isinstance(sent, Mapping):
+        return 0
+    thinking = sent.get("thinking")
+    values = [sent.get("max_tokens"), sent.get("thinking_budget"),
+              thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None,
+              EFFORT_BUDGETS.get(sent.get("reasoning_effort") or "")]
+    return max((int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)), default=0)
 
 
 def chance_pct(queries: Iterable[Query]) -> float | None:
