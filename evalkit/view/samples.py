@@ -19,6 +19,7 @@ from evalkit.metrics.basic import outcome
 from evalkit.money.costs import record_cost
 from evalkit.money.pricing import Price
 from evalkit.view.parses import ParseMemo
+from evalkit.view.preamble import distinctive
 from evalkit.view.questions import Question, QuestionSet, Variant, load_key, variant_label
 from evalkit.view.runs import ViewRun
 
@@ -113,8 +114,9 @@ def _answer_key(rec: Record) -> str:
     return rec.parsed if rec.parsed is not None else "·" + outcome(rec)
 
 
-def row(question: Question, runs: Sequence[ViewRun], categories: dict[str, int]) -> list[Any]:
-    """[category index, question start, flags, [mask, right, answered, first answer] per model]."""
+def row(question: Question, runs: Sequence[ViewRun], categories: dict[str, int], preamble: int = 0) -> list[Any]:
+    """[category index, question start, flags, [mask, right, answered, first answer] per model]; the
+    question's start leaves out its first `preamble` characters (a preamble many questions share)."""
     per_model: list[list[Any]] = []
     flags = 0
     answers: dict[str, set[str]] = {}
@@ -144,7 +146,7 @@ def row(question: Question, runs: Sequence[ViewRun], categories: dict[str, int])
         per_model.append([mask, right, n, first])
     if len(runs) > 1 and any(len(a) > 1 for a in answers.values()):
         flags |= MODELS_DISAGREE
-    return [categories[question.category], question.question[:SNIPPET], flags, *per_model]
+    return [categories[question.category], distinctive(question.question, preamble)[:SNIPPET], flags, *per_model]
 
 
 def detail(question: Question, ctx: Context) -> dict[str, Any]:

@@ -24,8 +24,10 @@ from typing import Any
 from evalkit.core.errors import EvalkitError
 from evalkit.core.version import __version__
 from evalkit.images.pipeline import ImagePipeline
+from evalkit.view.findings import question_findings
 from evalkit.view.overview import overview
 from evalkit.view.parses import ParseMemo
+from evalkit.view.preamble import preamble_lengths
 from evalkit.view.questions import rebuild
 from evalkit.view.runs import ViewRun, read_runs, setting_notes
 from evalkit.view.samples import Context, detail, image_refs, row
@@ -151,11 +153,12 @@ def _write_samples(site: Path, runs: Sequence[ViewRun], qs: Any, ctx: Context) -
     out = _Written()
     out.categories = sorted({q.category for q in qs.questions})
     cat_index = {c: i for i, c in enumerate(out.categories)}
+    cuts = preamble_lengths([q.question for q in qs.questions])
     rows: list[list[Any]] = []
     items: list[dict[str, Any]] = []
     for question in qs.questions:
         out.rows.append(question.id)
-        rows.append(row(question, runs, cat_index))
+        rows.append(row(question, runs, cat_index, cuts.get(question.question, 0)))
         items.append(detail(question, ctx))
     data = site / DATA
     data.mkdir(parents=True, exist_ok=True)
@@ -174,12 +177,14 @@ def _chunk(kind: str, k: int) -> str:
 def _meta(runs: Sequence[ViewRun], qs: Any, site: Path, notes: list[str], n: int, written: _Written
           ) -> dict[str, Any]:
     bench = runs[0].benchmark
+    found = question_findings(runs, written.rows)
     return {
         "v": 1, "stamp": f"{time.time_ns():x}", "bench": bench, "facet": FACET.get(bench, "category"),
         "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "evalkit": __version__,
         "models": [r.label for r in runs], "modes": [r.mode for r in runs], "n": n,
         "rc": ROWS_PER_CHUNK, "nr": max(1, -(-n // ROWS_PER_CHUNK)), "dc": ITEMS_PER_CHUNK,
         "cats": written.categories, "notes": notes, "overview": overview(runs, site),
+        "fd": found.findings, "fq": found.by_question,  # data findings; question id -> indices into fd
     }
 
 

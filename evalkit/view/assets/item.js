@@ -56,11 +56,19 @@
     var first = d.v[0] || { im: [] };
     var head = h("div", { class: "qhead" }, text, images(first.im, first.a));
     var out = [nav, h("h1", { class: "mono qid", text: d.id }), h("p", { class: "muted", text: S.meta.facet + ": " + (d.cat || "\u2014") }),
-      head];
+      findingsBox(S.meta.fq && S.meta.fq[d.id]), head].filter(Boolean);
     if (d.v.length > 1) out.push(h("h2", { text: "Variants at a glance" }), glance(d, models));
     d.v.forEach(function (v, i) { var sec = variantEl(v, d, models); sec.id = "variant-" + i; out.push(sec); });
     main().replaceChildren.apply(main(), out);
     document.title = d.id + " \u2014 evalkit view";
+  }
+  function findingsBox(ks) {
+    if (!ks || !ks.length) return null;
+    return h("section", { class: "findings", "aria-label": "Data findings" }, h("h2", { text: "Data findings" }),
+      h("ul", null, ks.map(function (k) {
+        var f = S.meta.fd[k];
+        return h("li", null, h("strong", { text: f[0] + " \u00b7 " + f[1] }), ": " + f[2] + (f[3] ? " (" + f[3] + ")" : ""));
+      })));
   }
   function glance(d, models) {
     return table(["variant", "gold"].concat(models), d.v.map(function (v, i) {

@@ -83,6 +83,7 @@
       if (text === undefined) {
         text = S.ids[i] + "\n" + r[1] + "\n" + S.meta.cats[r[0]];
         for (var j = 3; j < r.length; j++) text += "\n" + r[j][3];
+        (S.meta.fq && S.meta.fq[S.ids[i]] || []).forEach(function (k) { text += "\n" + S.meta.fd[k][1]; });
         text = S.search[i] = text.toLowerCase();
       }
       if (text.indexOf(f.q) < 0) return false;
@@ -148,10 +149,16 @@
     var li = h("li", { class: "row", tabindex: "-1", "data-pos": pos, "data-i": i },
       h("div", null, h("a", { class: "id", href: "#item=" + encodeURIComponent(id), text: id }),
         h("span", { class: "cat", text: S.meta.cats[r[0]] })),
-      h("p", { class: "q", text: r[1] }),
+      h("div", null, h("p", { class: "q", text: r[1] }), findingsLine(S.meta.fq && S.meta.fq[id])),
       h("div", { class: "badges" }, models.map(function (label, k) { return badge(r[3 + k], label); })));
     li.addEventListener("click", function (e) { if (e.target.tagName !== "A") openPos(pos); });
     return li;
+  }
+  function findingsLine(ks) {
+    if (!ks || !ks.length) return null;
+    var fd = S.meta.fd;
+    return h("p", { class: "flag", title: ks.map(function (k) { return fd[k][2]; }).join("\n"),
+      text: "\u26a0 data finding: " + ks.map(function (k) { return fd[k][1] + " (" + fd[k][0] + ")"; }).join(", ") });
   }
   function markCursor(focus) {
     var list = document.getElementById("rows");
