@@ -15,6 +15,11 @@ REPO = Path(__file__).resolve().parents[1]
 # beside it; EVALKIT_SHARED_DATA points elsewhere. Tests that need them skip when they are absent.
 SHARED_DATA = Path(os.environ.get("EVALKIT_SHARED_DATA") or REPO.parent / "shared" / "data")
 
+# One OpenBLAS thread, as the `evalkit` command sets (evalkit.cli._one_blas_thread), for the workers'
+# in-process runs and every child they start: set before numpy is first imported
+for _name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
 COLOURS = ["red", "green", "blue", "yellow", "purple", "orange", "cyan", "white"]
 
 
