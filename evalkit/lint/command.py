@@ -15,6 +15,8 @@ from typing import Any
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _LISTED = 6  # item ids shown on a human line before "+N"
+_ONE_BY_ONE = 5  # image files not found listed one by one; more are one line
+NOT_FOUND = "image file not found"  # the message of a missing image (core.image_files.not_a_file)
 
 
 def add_lint_parser(sub: Any) -> None:
@@ -52,14 +54,14 @@ def cmd_lint(args: argparse.Namespace, console: Any) -> int:
         doc = {**report.to_dict(), "reused": reused}
         console.file.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        print_report(report, reused, console)
+        print_report(report, reused, console, images=args.images)
     return 1 if report.errors() else 0
 
 
-def print_report(report: Any, reused: str | None, console: Any) -> None:
-    """Findings grouped by severity, most severe first, one line each, then one summary line."""
-    from rich.markup import escape
-
+def print_report(report: Any, reused: str | None, console: Any, images: str | None = None) -> None:
+    """Findings grouped by severity, most severe first, one line each, then one summary line. Image
+    files not found, when there are more than a few, are one line naming the folder looked in
+    (`--json` lists each)."""
     from evalkit.core.findings import SEVERITIES
     from evalkit.lint.model import count_text
 
@@ -69,15 +71,47 @@ def print_report(report: Any, reused: str | None, console: Any) -> None:
             continue
         console.print(f"[{STYLES[severity]}]{severity}s ({len(group)})[/]" if severity != "info"
                       else f"[{STYLES[severity]}]info ({len(group)})[/]", highlight=False)
+        unfound = [f for f in group if f.kind == "image-missing" and f.message == NOT_FOUND]
+        if len(unfound) > _ONE_BY_ONE:
+            told = set(unfound)
+            group = [f for f in group if f not in told]
+            ids = [i for f in unfound for i in f.items]
+            message = missing_images_line(unfound, report, images)
+            console.print(_line(severity, "image-missing", "", message, ids), highlight=False, soft_wrap=True)
         for f in group:
             place = ", ".join(p for p in (f.file, f.where) if p)
-            ids = ""
-            if f.items:
-                shown = ", ".join(f.items[:_LISTED]) + (f" +{len(f.items) - _LISTED}" if len(f.items) > _LISTED else "")
-                ids = f" [{shown}]"
-            line = f"  [{STYLES[severity]}]{severity:<7}[/] {escape(f.kind)}  " \
-                   f"{escape(place) + ': ' if place else ''}{escape(f.message)}{escape(ids)}"
-            console.print(line, highlight=False, soft_wrap=True)
+            console.print(_line(severity, f.kind, place, f.message, list(f.items)), highlight=False, soft_wrap=True)
     how = f"full result of {reused}, data unchanged" if reused else "full check"
     console.print(f"lint {report.benchmark}: {count_text(report.counts)} in {report.n_items} items and "
                   f"{report.n_images} images ({how})", markup=False, highlight=False, soft_wrap=True)
+
+
+def _line(severity: str, kind: str, place: str, message: str, items: list[str]) -> str:
+    """One finding as a console line (rich markup, the data's text escaped)."""
+    from rich.markup import escape
+
+    ids = ""
+    if items:
+        shown = ", ".join(items[:_LISTED]) + (f" +{len(items) - _LISTED}" if len(items) > _LISTED else "")
+        ids = f" [{shown}]"
+    return f"  [{STYLES[severity]}]{severity:<7}[/] {escape(kind)}  {escape(place) + ': ' if place else ''}" \
+           f"{escape(message)}{escape(ids)}"
+
+
+def missing_images_line(unfound: list[Any], report: Any, images: str | None) -> str:
+    """One message for many image files not found: how many, the folder they were looked for in (the
+    nearest folder holding every such path) and what to do about it."""
+    from evalkit.lint.engine import data_root
+
+    root = data_root(Path(report.data))
+    paths = [os.path.abspath(root / f.file) if f.file else str(root) for f in unfound]
+    try:
+        folder = os.path.commonpath([os.path.dirname(p) for p in paths])
+    except ValueError:  # paths on different drives
+        folder = str(root)
+    where = (f"under {folder} (--images {images})" if images
+             else f"under {folder} (image paths are read relative to the data's folder)")
+    remedy = ("check that --images names the folder holding them" if images
+              else "give --images DIR, the folder that holds them")
+    return (f"{len(unfound):,} of {report.n_images:,} image files not found, looked for {where}; {remedy} "
+            f"(each one: --json)")
