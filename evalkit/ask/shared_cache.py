@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from evalkit.ask.cache import CacheStats, ResponseCache, _value_text
 from evalkit.core.errors import EvalkitError, RunError
+from evalkit.core.sdk import import_sdk
 
 PREFIX = "evalkit:v1:response:"  # every key evalkit writes starts so: `cache clear` removes these only
 MAX_VALUE_BYTES = 8 * 1024 * 1024  # a larger answer stays in the local cache only
@@ -69,11 +70,7 @@ class RedisStore:
     """The shared half: JSON texts under PREFIX in one Redis database, one round trip per batch."""
 
     def __init__(self, url: str, flag: str = "--cache-url") -> None:
-        try:
-            import redis  # lazy: only with --cache-url
-        except ImportError:
-            raise EvalkitError(f"{flag} needs redis-py, which is not installed: pip install 'evalkit[redis]'"
-                               ) from None
+        redis = import_sdk("redis", flag)  # lazy: only with --cache-url
         self.url = check_url(url, flag)
         self.shown = shown_url(url)
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.sdk import import_sdk
 from evalkit.data.checksums import file_digest
 from evalkit.data.source import COMMIT, HubRef
 
@@ -201,6 +202,7 @@ def resolve_remote(ref: HubRef, hub: HubEnv) -> Snapshot:
     if reason is not None:
         raise Unreachable(f"cannot reach {hub.endpoint} for {ref.uri} ({reason}); {OFFER}")
     with quiet_hub():
+        import_sdk("huggingface_hub", ref.uri)
         from huggingface_hub import HfApi
         from huggingface_hub.errors import HfHubHTTPError
 
@@ -289,6 +291,7 @@ def fetch(snapshot: Snapshot, paths: list[str], hub: HubEnv,
 def _download(snapshot: Snapshot, path: str, hub: HubEnv, bar: type | None) -> str:
     """One file at the snapshot's commit, through huggingface_hub (resumable, into its cache)."""
     with quiet_hub():
+        import_sdk("huggingface_hub", snapshot.ref.uri)
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import HfHubHTTPError
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.core.errors import ProviderError
+from evalkit.core.sdk import import_sdk
 from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Message, Response, Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
@@ -155,7 +156,7 @@ class AnthropicProvider:
 
     def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0, cache_marker: bool = True,
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
-        import anthropic  # lazy: only when this provider is used
+        anthropic = import_sdk("anthropic", spec.label)  # lazy: only when this provider is used
 
         self._anthropic = anthropic
         self.spec = spec

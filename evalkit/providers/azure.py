@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.sdk import SdkMissing, import_sdk
 from evalkit.providers.base import ProviderSpec, azure_endpoint
 from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.openai_api import fixed_temperature
@@ -51,13 +52,14 @@ def entra_token(env: Mapping[str, str]) -> str:
     if token:
         return token
     try:
-        from azure.identity import DefaultAzureCredential  # lazy: evalkit[azure-entra]
-    except ImportError:
+        identity = import_sdk("azure.identity", "Microsoft Entra ID sign-in (azure/ models without "
+                              "AZURE_OPENAI_API_KEY)")  # lazy: evalkit[azure-entra]
+    except SdkMissing:
         raise EvalkitError("AZURE_OPENAI_API_KEY is not set (needed for azure/ models; or sign in with "
                            f"Microsoft Entra ID: set {ENTRA_TOKEN_ENV}, or pip install 'evalkit[azure-entra]')"
                            ) from None
     try:
-        return DefaultAzureCredential().get_token(ENTRA_SCOPE).token
+        return identity.DefaultAzureCredential().get_token(ENTRA_SCOPE).token
     except Exception as e:  # noqa: BLE001 - azure-identity raises its own ClientAuthenticationError family
         raise EvalkitError(f"azure/: no Microsoft Entra ID token ({type(e).__name__}); set AZURE_OPENAI_API_KEY "
                            f"or {ENTRA_TOKEN_ENV}, or sign in (az login)") from None

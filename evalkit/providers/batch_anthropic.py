@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.errors import ProviderError
+from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Response
 from evalkit.providers.anthropic import response_from_anthropic
 from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus, BatchUndecided
@@ -62,7 +63,7 @@ class AnthropicBatches:
     limits = batch_limits("anthropic")
 
     def __init__(self, live: AnthropicProvider, *, api_key: str, timeout_s: float = 300.0) -> None:
-        import anthropic  # lazy: only for --batch
+        anthropic = import_sdk("anthropic", f"--batch with {live.spec.label}")  # lazy: only for --batch
 
         self._anthropic = anthropic
         self._live = live

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.errors import ProviderError, classify_status
+from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Response
 from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
 from evalkit.providers.gemini_reply import response_from_gemini
@@ -55,7 +56,8 @@ class GoogleBatches:
 
     def __init__(self, live: GoogleProvider, *, api_key: str = "", timeout_s: float = 300.0) -> None:
         del api_key, timeout_s  # the live client's key and settings serve its batches
-        from google.genai import errors, types  # lazy: only for --batch
+        import_sdk("google.genai", f"--batch with {live.spec.label}")  # lazy: only for --batch
+        from google.genai import errors, types
 
         self._types, self._errors = types, errors
         self._live = live

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.errors import ProviderError, classify_status
+from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Response
 from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
 from evalkit.providers.openai_format import response_from_openai
@@ -61,9 +62,7 @@ class OpenAIBatches:
     line_url = ENDPOINT  # each line's `url`, and the batch's `endpoint`
 
     def __init__(self, live: OpenAICompatProvider, *, api_key: str, timeout_s: float = 300.0) -> None:
-        import openai  # lazy: only for --batch
-
-        self._openai = openai
+        self._openai = import_sdk("openai", f"--batch with {live.spec.label}")  # lazy: only for --batch
         self._live = live
         self._client = self._make_client(live, api_key, timeout_s)
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers
+from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
@@ -31,7 +32,7 @@ def _name(value: Any) -> str:
 
 class GoogleImageEditor:
     def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 300.0):
-        from google import genai  # lazy: only when this editor is used
+        genai = import_sdk("google.genai", spec.label)  # lazy: only when this editor is used
         from google.genai import errors, types
 
         self._types, self._errors = types, errors

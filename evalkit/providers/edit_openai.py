@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers
+from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
@@ -27,7 +28,7 @@ _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
 
 class OpenAIImageEditor:
     def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 300.0):
-        import openai  # lazy: only when this editor is used
+        openai = import_sdk("openai", spec.label)  # lazy: only when this editor is used
 
         self._openai = openai
         self.spec = spec

@@ -28,6 +28,7 @@ from evalkit.core.errors import (
     parse_retry_after,
     retry_after_from_headers,
 )
+from evalkit.core.sdk import import_sdk
 from evalkit.core.types import GenParams, ImagePart, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
@@ -153,7 +154,7 @@ class GoogleProvider:
 
     def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0,
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
-        from google import genai  # lazy: only when this provider is used
+        genai = import_sdk("google.genai", spec.label)  # lazy: only when this provider is used
         from google.genai import errors, types
 
         self._types, self._errors = types, errors

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import threading
 from collections.abc import Awaitable, Callable
@@ -18,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from evalkit.core.errors import EvalkitError
 from evalkit.sim.azure_routes import add_azure_routes, azure_gate
 from evalkit.sim.azure_routes import owns as azure_owns
 from evalkit.sim.batch_routes import BATCHES, add_batch_routes
@@ -386,10 +388,18 @@ class SimThread:
 
 
 def serve_forever(config: SimConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Run until Ctrl-C, for `evalkit sim`."""
+    """Run until Ctrl-C, for `evalkit sim`. A port in use, or a host that cannot be bound, is EvalkitError
+    (one line, exit 2), as for `evalkit view --serve`."""
+    if not 0 <= port <= 65535:
+        raise EvalkitError(f"--port must be 0..65535, got {port}")
 
     async def main() -> None:
-        server = await start_sim(config, host, port)
+        try:
+            server = await start_sim(config, host, port)
+        except OSError as e:
+            cause = ("the port is in use (another server listens there: stop it, or choose another --port)"
+                     if e.errno == errno.EADDRINUSE else e.strerror or str(e))
+            raise EvalkitError(f"cannot serve on {host}:{port}: {cause}") from None
         print(f"evalkit sim listening on {server.url}", flush=True)
         try:
             await asyncio.Event().wait()
