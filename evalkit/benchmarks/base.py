@@ -9,6 +9,7 @@ generation and image settings (max_tokens, max_side, ...), already validated.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -79,11 +80,13 @@ class Benchmark:
         per row (or file) that could not (`evalkit lint` reports them all; a run keeps `load`).
         Items whose content is faulty but readable (gold not among the options, an image file that is
         not there) are kept, for lint's checks to name. This default hands `load` a lenient sink; a
-        benchmark whose loader reads otherwise overrides it."""
+        benchmark whose loader reads otherwise overrides it. A `load` without the `sink` parameter is
+        called without it: its first fault is the file's one problem, not a TypeError."""
         sink = Sink(lenient=True)
         items: list[Item] = []
+        takes_sink = "sink" in inspect.signature(self.load).parameters
         with sink.guard(data, kind="unreadable-file"):
-            items = self.load(data, images, options, sink)
+            items = self.load(data, images, options, sink) if takes_sink else self.load(data, images, options)
         return LenientLoad(items, sink.problems)
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:

@@ -21,14 +21,14 @@ def add_translate_parser(sub: Any) -> None:
     tp.add_argument("--model", required=True, help="editor, e.g. openai/gpt-image-1 or google/gemini-2.5-flash-image")
     tp.add_argument("--data", help="question file: translate only the images it names")
     tp.add_argument("--base-url", action="append", help="editor server URL")
-    tp.add_argument("--concurrency", type=int, default=8)
-    tp.add_argument("--rpm", type=float)
-    tp.add_argument("--max-attempts", type=int, default=6)
-    tp.add_argument("--timeout", type=float, default=300.0)
+    tp.add_argument("--concurrency", type=int, default=8, help="images in flight (default 8)")
+    tp.add_argument("--rpm", type=float, help="requests per minute ceiling")
+    tp.add_argument("--max-attempts", type=int, default=6, help="attempts per image for retryable errors (default 6)")
+    tp.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default 300)")
     tp.add_argument("--limit", type=int, help="only the first N images")
-    tp.add_argument("--cache-dir", default=None)
-    tp.add_argument("--no-cache", action="store_true")
-    tp.add_argument("--no-progress", action="store_true")
+    tp.add_argument("--cache-dir", default=None, help="response cache folder (default ./cache or EVALKIT_CACHE_DIR)")
+    tp.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    tp.add_argument("--no-progress", action="store_true", help="no live progress bar")
 
 
 def cmd_translate(args: argparse.Namespace, console: Console) -> int:

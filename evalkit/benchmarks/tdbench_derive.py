@@ -142,7 +142,8 @@ def derive(kind: str, data: Path, out: Path, *, area_ratio: float = 0.02, integr
 def add_derive_parser(sub: Any) -> None:
     """`evalkit derive magnify|integrity` (registered by the CLI)."""
     p = sub.add_parser("derive", help="case-study datasets: digital magnification or object integrity crops")
-    p.add_argument("kind", choices=("magnify", "integrity"))
+    p.add_argument("kind", choices=("magnify", "integrity"), help="magnify: crops around each box (digital "
+                   "magnification); integrity: fixed-size crops that keep only part of the object")
     p.add_argument("--data", required=True, help="generated TDBench JSONL with grounding items")
     p.add_argument("--images", help="folder the image paths are relative to")
     p.add_argument("--out", required=True, help="folder for set.jsonl and the crops")

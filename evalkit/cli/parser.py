@@ -102,16 +102,19 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"), argv)
     parser.bench = _bench_in(argv, "run")  # type: ignore[attr-defined]  # unknown flags are reported here
     rp = sub.add_parser("report", help="re-score a run directory (optionally resolving answers with a judge)")
-    rp.add_argument("run_dir")
-    rp.add_argument("--judge")
-    rp.add_argument("--judge-base-url")
-    rp.add_argument("--cache-dir", default=None)
+    rp.add_argument("run_dir", help="the run directory to re-score (its records are never asked again)")
+    rp.add_argument("--judge", help="LLM extractor for the answers the rules cannot parse, e.g. openai/gpt-4o-mini "
+                    "(its verdicts are written into records.jsonl)")
+    rp.add_argument("--judge-base-url", help="base URL of an OpenAI-compatible judge server")
+    rp.add_argument("--cache-dir", default=None, help="response cache for the judge's answers and the data's file "
+                    "hashes (default ./cache or EVALKIT_CACHE_DIR)")
     kp = sub.add_parser("compare", help="rank finished runs of one benchmark, with intervals, tests and plots")
-    kp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    kp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="finished run directories of one benchmark")
     kp.add_argument("--out", help="folder for report.md, comparison.json and plots/ (default: runs/compare-<bench>)")
     kp.add_argument("--sizes", help="JSON or CSV of model -> family, size (billions) for the size correlation")
     kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    kp.add_argument("--seed", type=int, default=0)
+    kp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resamples (default 0: the same "
+                    "intervals every time)")
     mp = sub.add_parser("merge", help="join the run directories of one run's shards (--shard K/N) into one run")
     mp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="the shards' run directories")
     mp.add_argument("--out", required=True, help="the merged run directory (the unsharded command with this "
@@ -122,8 +125,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                     "report.md only)")
     sub.add_parser("list", help="benchmarks and providers")
     cp = sub.add_parser("cache", help="response cache: stats, clear, or verify every entry")
-    cp.add_argument("action", choices=("stats", "clear", "verify"))
-    cp.add_argument("--cache-dir", default=None)
+    cp.add_argument("action", choices=("stats", "clear", "verify"), help="stats: entries and size; clear: remove "
+                    "every cached response; verify: read every entry and report what cannot be read")
+    cp.add_argument("--cache-dir", default=None, help="the cache folder (default ./cache or EVALKIT_CACHE_DIR)")
     cp.add_argument("--cache-url", default=None, help="a shared cache in Redis: redis://[:PASSWORD@]HOST:PORT/DB "
                     "(default EVALKIT_CACHE_URL)")
     cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
@@ -160,13 +164,13 @@ def _command(argv: Sequence[str]) -> str | None:
 def _add_sim_parser(sp: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     from evalkit.sim.args import add_sim_arguments
 
-    sp.add_argument("--host", default="127.0.0.1")
-    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sp.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     sp.add_argument("--bench", choices=tuple(REGISTRY), help="build the answer key from this benchmark's queries "
                                                             "(with --data)")
-    sp.add_argument("--data")
-    sp.add_argument("--images")
-    sp.add_argument("--limit", type=int)
+    sp.add_argument("--data", help="with --bench: the data to key the answers on, as given to `evalkit run`")
+    sp.add_argument("--images", help="with --bench: folder the data's image paths are relative to")
+    sp.add_argument("--limit", type=int, help="with --bench: only the first N items, as given to `evalkit run`")
     sp.add_argument("--max-side", type=int, help="as given to `evalkit run` (keys match either way)")
     add_sim_arguments(sp)
     _add_bench_options(sp, _bench_in(argv, "--bench"),

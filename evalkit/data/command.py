@@ -30,7 +30,9 @@ def when_keys() -> list[str]:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("data", help="the benchmarks' official data: list, pull, verify, path, lock",
                        description="The registry of official sources, and what is cached of them.")
-    p.add_argument("action", choices=("list", "pull", "verify", "path", "lock"))
+    p.add_argument("action", choices=("list", "pull", "verify", "path", "lock"),
+                   help="list: the registry and what is cached; pull: fetch ahead of time; verify: check the cached "
+                        "files byte for byte; path: where a source is cached; lock: pin the sources in a lock file")
     p.add_argument("targets", nargs="*", metavar="BENCH|SOURCE",
                    help="benchmarks (their official sources) or hf://OWNER/NAME[@REVISION][/PATH]")
     p.add_argument("--lock", metavar="FILE", help=f"the lock file (default ./{LOCK_NAME} when it exists; "
