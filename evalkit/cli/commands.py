@@ -197,5 +197,5 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
 
         result = run_demo(Path(args.out), console, plotter=plotter)
     print_summary(result.summary, console, str(result.out_dir))
-    console.print(f"report: {result.out_dir / 'report.md'}")
+    console.print(f"report: {result.out_dir / 'report.md'}", markup=False, highlight=False, soft_wrap=True)
     return result.exit_code

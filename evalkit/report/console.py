@@ -24,9 +24,12 @@ def _metrics_table(title: str, metrics: dict[str, Any]) -> Table:
     return table
 
 
-def _paper_table(t: dict[str, Any], width: int) -> Table:
-    """Compact (a header rule, no frame) and one line per row: long labels end in "…" on a narrow
-    terminal, so the console stays short; report.md has them whole."""
+def _paper_table(t: dict[str, Any], width: int) -> tuple[Table, int]:
+    """(the table, the width it takes): compact (a header rule, no frame), one line per row. It fits
+    `width` where it can: a space either side of each column's rule when the whole row label fits with
+    them, none when it fits only without, and the row labels shortened with "…" (to 12 characters at
+    least) when nothing else is left; report.md has them whole. A table whose numbers alone are wider
+    takes the width it needs: a column is never dropped (print_table)."""
     from rich import box
 
     digits = decimals(t)
@@ -35,11 +38,9 @@ def _paper_table(t: dict[str, Any], width: int) -> Table:
              for i, name in enumerate(t["head"])]
     widths = [max([len(row[i]) for row in cells if i < len(row)] + [len(p) for p in heads[i].split("\n")])
               for i in range(len(heads))]
-    # a space of padding either side of a column's rule; none when that would not fit (IF-Bench's 11 columns)
-    gap = 3 if 12 + sum(w + 3 for w in widths[1:]) <= width else 1
+    pad, first, needed = table_layout(widths, width)
     table = Table(title=t["title"], show_header=True, header_style="bold", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, (gap - 1) // 2))
-    first = max(12, min(widths[0], width - sum(w + gap for w in widths[1:]) - gap))  # padding and a rule
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, pad))
     for i, name in enumerate(heads):
         if i == 0:
             table.add_column(name, no_wrap=True, overflow="ellipsis", width=first)
@@ -50,7 +51,33 @@ def _paper_table(t: dict[str, Any], width: int) -> Table:
         table.add_row(*text, style="bold" if row and row[0] in groups else None)
     if t.get("note"):
         table.caption, table.caption_justify = t["note"], "left"
-    return table
+    return table, needed
+
+
+def table_layout(widths: list[int], width: int, shortest: int = 12) -> tuple[int, int, int]:
+    """(padding either side of a column's rule, the first column's width, the table's width) of a
+    SIMPLE_HEAD table without edge padding whose columns need `widths`, within `width` where it can.
+    Such a table is its columns, a rule character at each edge and between columns, and 2 × padding
+    between columns."""
+    n, rest = len(widths), sum(widths[1:])
+    for pad in (1, 0):
+        needed = widths[0] + rest + n + 1 + 2 * pad * (n - 1)
+        if needed <= width:
+            return pad, widths[0], needed
+    first = max(min(widths[0], shortest), width - (rest + n + 1))
+    return 0, first, first + rest + n + 1
+
+
+def print_table(console: Console, table: Table, needed: int) -> None:
+    """`table` as wide as it needs: wider than the console it is rendered at its own width, uncropped
+    (rich would squeeze it to the console's width, 80 when the output is not a terminal, and cut off
+    its last columns)."""
+    if needed <= console.width:
+        console.print(table)
+        return
+    from rich.segment import Segments
+
+    console.print(Segments(list(console.render(table, console.options.update_width(needed)))), crop=False)
 
 
 def joined(fields: list[str], width: int) -> list[str]:
@@ -78,7 +105,7 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
         if shown:  # the paper's table and the main detail table; everything else is in report.md
             console.print(official, style="bold", markup=False, highlight=False)
             for t in shown:
-                console.print(_paper_table(t, console.width))
+                print_table(console, *_paper_table(t, console.width))
         else:  # a summary written before tables existed
             console.print(_metrics_table(official, summary["metrics"]))
         h = summary.get("headline")
@@ -101,8 +128,8 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     data_only = summary.get("data_errors") and not failures and not summary.get("missing")
     if not summary.get("complete", True) and not data_only:  # a re-run cannot mend data: the banner says so
         console.print("[red]incomplete: some queries failed or are missing; re-run the same command to resume[/red]")
-    if out_dir:
-        console.print(f"run directory: {out_dir}")
+    if out_dir:  # whole on one line, so it can be copied (rich breaks long lines at the console's width)
+        console.print(f"run directory: {out_dir}", markup=False, highlight=False, soft_wrap=True)
 
 
 def print_dry_run(summary: dict[str, Any], console: Console) -> None:
@@ -163,4 +190,4 @@ def print_comparison(c: Leaderboard, console: Console, report: str | None = None
     for note in c.notes:
         console.print(f"[yellow]{note}[/yellow]")
     if report:
-        console.print(f"report: {report}")
+        console.print(f"report: {report}", markup=False, highlight=False, soft_wrap=True)

@@ -29,16 +29,18 @@ def cmd_view(args: argparse.Namespace, console: Any) -> int:
     t = site.thumbs
     console.print(f"wrote {site.index} ({site.questions:,} questions, {len(site.models)} "
                   f"model{'s' if len(site.models) != 1 else ''}; thumbnails: {t.made} made, {t.reused} reused"
-                  + (f", {t.failed} unreadable" if t.failed else "") + ")", markup=False, highlight=False)
+                  + (f", {t.failed} unreadable" if t.failed else "") + ")", markup=False, highlight=False,
+                  soft_wrap=True)  # paths and links whole on one line (rich breaks lines at the console's width)
     for note in site.notes:
         console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     if args.serve:
         from evalkit.view.serve import serve
 
         try:
-            serve(site.out, args.port, lambda url: console.print(f"serving {url} (Ctrl-C stops)", markup=False))
+            serve(site.out, args.port, lambda url: console.print(f"serving {url} (Ctrl-C stops)", markup=False,
+                                                                 highlight=False, soft_wrap=True))
         except OSError as e:
             raise EvalkitError(f"cannot serve on 127.0.0.1:{args.port} ({e.strerror or e})") from e
     else:
-        console.print(f"open {site.index.resolve().as_uri()}", markup=False, highlight=False)
+        console.print(f"open {site.index.resolve().as_uri()}", markup=False, highlight=False, soft_wrap=True)
     return 0
