@@ -32,12 +32,14 @@ from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
 from evalkit.core.image_files import not_a_file
+from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import ImageRef, Item, Parsed, Query, Record
 from evalkit.grading.extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
 
 SPLITS = ("random", "popular", "adversarial")  # the paper's order, used to order per-split tables
+ALL_ROW = "all"  # the pooled row of the per-split table
 DATA_SUFFIXES = (".jsonl", ".json")
 
 # ---------------------------------------------------------------------------------------
@@ -134,6 +136,25 @@ def pope_metrics(records: Sequence[Record]) -> dict[str, Any]:
             split.pop("confusion")
             out[name if name not in out else f"split {name}"] = split
     return out
+
+
+PAPER_HEAD = ("split", "Accuracy", "Precision", "Recall", "F1 Score", "Yes (%)", "n")
+PAPER_KEYS = ("accuracy", "precision", "recall", "F1", "yes_ratio", "n")
+
+
+def pope_table(metrics: dict[str, Any]) -> ReportTable:
+    """The paper's results table (arXiv 2305.10355: a row per POPE setting with Accuracy, Precision,
+    Recall, F1 Score and Yes), a row per split in the paper's order, then every question pooled
+    ("all") when there is more than one split or none."""
+    splits = [(name, v) for name, v in metrics.items() if isinstance(v, dict) and "accuracy" in v]
+    rows = [[name.removeprefix("split "), *(v.get(k) for k in PAPER_KEYS)] for name, v in splits]
+    pooled = len(rows) != 1  # one split: its row is the pooled one
+    if pooled:
+        rows.append([ALL_ROW, *(metrics.get(k) for k in PAPER_KEYS)])
+    note = ('"yes" is the positive class; Yes: the share of questions answered yes; a question without an answer '
+            "is wrong and never a yes" + ("; all: every question pooled" if pooled else ""))
+    return ReportTable("POPE: accuracy, precision, recall, F1 and yes-ratio per split (%)", PAPER_HEAD, rows,
+                       note=note, console=True, groups=[ALL_ROW] if pooled and splits else [])
 
 
 # ---------------------------------------------------------------------------------------
@@ -292,6 +313,9 @@ class POPE(Benchmark):
 
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:
         return pope_metrics(records)
+
+    def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[ReportTable]:
+        return [pope_table(metrics)]
 
     def headline(self, metrics: dict[str, Any]) -> list[tuple[str, Any]]:
         return [(k, metrics[k]) for k in ("accuracy", "F1", "precision", "recall", "yes_ratio", "n") if k in metrics]
