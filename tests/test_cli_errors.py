@@ -78,8 +78,8 @@ def test_bad_flag_value(capsys, clean_env):
 
 
 def test_corrupt_image_is_that_querys_error_and_the_rest_is_answered(tmp_path, capfd):
-    """A corrupt image is a per-query error naming the file (exit 1, resumable); every other query is
-    answered and recorded, and nothing is fatal."""
+    """A corrupt image is that query's data error naming the file (exit 2: a re-run cannot mend it; issue
+    31 item 13); every other query is answered and recorded, and nothing is fatal."""
     from evalkit.sim.server import SimConfig, SimThread
 
     data = make_mcq_jsonl(tmp_path / "ds", 40, seed=1)
@@ -88,10 +88,10 @@ def test_corrupt_image_is_that_querys_error_and_the_rest_is_answered(tmp_path, c
         code = main(["run", "mcq", "--model", "vllm/m", "--data", str(data), "--base-url", sim.url,
                      "--out", str(tmp_path / "run"), "--no-cache", "--concurrency", "1", "--no-progress"])
     err = capfd.readouterr().err
-    assert code == 1, err
+    assert code == 2, err
     assert "Traceback" not in err
     recs = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert len(recs) == 40
     bad = [r for r in recs if r["error"] is not None]
-    assert len(bad) == 1 and bad[0]["error"] == "permanent" and "img00017.png" in bad[0]["error_message"]
+    assert len(bad) == 1 and bad[0]["error"] == "data" and "img00017.png" in bad[0]["error_message"]
     assert all(r["response"] for r in recs if r["error"] is None)

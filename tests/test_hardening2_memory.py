@@ -1,5 +1,10 @@
 """Memory bounded by the concurrency and by caps, not by the data (issue 31 item 11).
 
+A 1 GB data file took 2 GB before "invalid JSON (line 1)", a 1 GB image 1 GB in lint, a 300 MB JSONL
+line 1.6 GB in a run. A data line (a JSONL line, a TSV row, a JSON file read whole) and an image are
+now capped by bytes before they are read, in one line naming the cap and the flag (--max-line-mb,
+--max-image-mb); JSON Lines are read line by line; an image over its cap is that item's data error.
+
 A run has twice as many workers as request slots, and each worker prepared its query's images before
 waiting for a slot: 64 prepared 12 Mpx photos (their bytes and their base64 text, 7.7 MB each) for 32
 requests, 1.1 GB at its peak. Now at most the concurrency plus a few queries hold prepared images, and a
@@ -12,16 +17,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
+import random
+import tracemalloc
 import weakref
+from pathlib import Path
 
+import pytest
+from cli_under_test import run_cli
 from PIL import Image
 
 from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.core import read_caps
+from evalkit.core.errors import DataError, EvalkitError
 from evalkit.core.types import ImagePart, ImageRef, Message, Query, Response, Usage
 from evalkit.images.pipeline import TEXT_KEPT_UP_TO, ImagePipeline, PreparedImage
 from evalkit.providers.base import ProviderSpec
+from evalkit.sim.server import SimConfig, SimThread
 
 SLOTS, AHEAD, WORKERS = 6, 3, 16
 
@@ -125,3 +139,119 @@ def test_a_big_images_base64_text_is_made_per_request_not_kept():
     assert small.data_uri_bytes() == small.data_uri().encode("ascii")
     assert big.nbytes == len(big.data) + 64  # the memo weighs what it keeps
     assert small.nbytes == 1000 + 4 * 334 + 64
+
+
+# ---------------------------------------------------------------- caps on what one read may hold
+
+def _mcq_line(item_id: str, image: str, question: str) -> str:
+    import json
+
+    return json.dumps({"id": item_id, "image": image, "question": question, "options": {"A": "x", "B": "y"},
+                       "answer": "A"})
+
+
+@pytest.fixture
+def small_set(tmp_path: Path) -> Path:
+    """Four questions on small pictures, one (q2) on a 120 KB one."""
+    (tmp_path / "images").mkdir()
+    for i in range(4):
+        size = 200 if i == 2 else 24
+        noise = Image.frombytes("RGB", (size, size), random.Random(i).randbytes(size * size * 3))
+        noise.save(tmp_path / "images" / f"i{i}.png")
+    (tmp_path / "data.jsonl").write_text("".join(_mcq_line(f"q{i}", f"images/i{i}.png", f"Which {i}?") + "\n"
+                                                 for i in range(4)), encoding="utf-8")
+    return tmp_path / "data.jsonl"
+
+
+def test_a_line_over_the_cap_is_read_past_without_being_held(tmp_path, monkeypatch):
+    path = tmp_path / "big.jsonl"
+    with open(path, "wb") as fh:
+        fh.write(b'{"a": 1}\n"' + b"x" * (24 << 20) + b'"\n{"b": 2}')
+    monkeypatch.setattr(read_caps, "CHUNK", 64 << 10)
+    tracemalloc.start()
+    try:
+        with read_caps.using(line_mb=1):
+            lines = list(read_caps.text_lines(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert lines == [(1, '{"a": 1}'), (2, None), (3, '{"b": 2}')]
+    assert peak < 3 << 20  # the cap and a chunk, not the 24 MB line
+
+
+def test_run_and_lint_name_a_jsonl_line_over_the_cap(small_set, tmp_path):
+    lines = small_set.read_text(encoding="utf-8").splitlines()
+    lines.insert(1, _mcq_line("long", "images/i0.png", "x" * 20_000))
+    data = tmp_path / "long.jsonl"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    said = f"{data}: line 2: the line is over the 10 KB cap on one data line (--max-line-mb raises it)"
+    proc = run_cli(["run", "mcq", "--data", str(data), "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1",
+                    "--max-line-mb", "0.01", "--no-cache", "--out", str(tmp_path / "run")], env={"VLLM_API_KEY": "k"})
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [f"evalkit: error: {said}"]
+    lint = run_cli(["lint", "mcq", "--data", str(data), "--max-line-mb", "0.01", "--no-cache", "--json"])
+    found = json.loads(lint.stdout)["findings"]
+    assert lint.returncode == 1
+    assert [(f["kind"], f["where"], f["message"]) for f in found if f["severity"] == "error"] == [
+        ("unreadable-row", "line 2", "line 2: the line is over the 10 KB cap on one data line (--max-line-mb raises it)")]
+
+
+def test_a_json_file_over_the_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from evalkit.benchmarks.mcq_io import load_jsonl
+
+    data = tmp_path / "set.json"
+    data.write_text("[" + ", ".join(_mcq_line(f"q{i}", "i.png", "y" * 500) for i in range(40)) + "]", encoding="utf-8")
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("read past the cap"))
+    with read_caps.using(line_mb=0.01), pytest.raises(EvalkitError) as err:
+        load_jsonl(data)
+    assert str(err.value) == (f"{data}: the file is 23 KB, over the 10 KB cap on one data line (--max-line-mb "
+                              "raises it): a JSON file is read whole")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["csv", "streamed"])
+def test_a_tsv_row_over_the_cap_is_one_line(tmp_path, stream):
+    from evalkit.benchmarks.mcq_io import load_tsv
+
+    data = tmp_path / "set.tsv"
+    rows = ["index\timage\tquestion\tA\tB\tanswer"] + [f"{i}\t{'Q' * 400}\tWhich?\tx\ty\tA" for i in range(3)]
+    rows[2] = rows[2].replace("Which?", "W" * 30_000)
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with read_caps.using(line_mb=0.01), pytest.raises(EvalkitError) as err:
+        load_tsv(data, stream=stream)
+    assert str(err.value) == f"{data}: line 3 is over the 10 KB cap on one data line (--max-line-mb raises it)"
+
+
+def test_an_image_over_the_cap_is_a_data_error_never_read(small_set, tmp_path, monkeypatch):
+    from evalkit.images import pipeline as pipeline_module
+
+    big = str(small_set.parent / "images" / "i2.png")
+    pipe = ImagePipeline(max_image_bytes=50_000)
+    monkeypatch.setattr(pipeline_module, "open_regular", lambda *_: pytest.fail("an image over the cap was opened"))
+    try:
+        with pytest.raises(DataError, match=r"^image .*i2\.png is 118 KB, over the 49 KB cap on one image "
+                                             r"\(--max-image-mb raises it\)$"):
+            pipe.prepare(ImagePart(ImageRef.from_path(big)))
+    finally:
+        pipe.close()
+    monkeypatch.undo()
+    with SimThread(SimConfig()) as sim:
+        proc = run_cli(["run", "mcq", "--data", str(small_set), "--model", "vllm/sim-model", "--base-url", sim.url,
+                        "--max-image-mb", "0.05", "--no-cache", "--out", str(tmp_path / "run"), "--no-progress"],
+                       env={"VLLM_API_KEY": "k", "COLUMNS": "400"})
+        sent = sim.counters.snapshot()["requests"]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert proc.returncode == 2 and sent == 3
+    assert summary["data_errors"]["items"] == ["q2"] and summary["counts"]["data_errors"] == 1
+    assert "i2.png is 118 KB, over the 51 KB cap on one image (--max-image-mb raises it)" in proc.stdout
+    lint = run_cli(["lint", "mcq", "--data", str(small_set), "--max-image-mb", "0.05", "--no-cache", "--json"])
+    (too_big,) = [f for f in json.loads(lint.stdout)["findings"] if f["severity"] == "error"]
+    assert too_big["kind"] == "image-too-big" and too_big["items"] == ["q2"]
+    assert too_big["message"] == "the image is 118 KB, over the 51 KB cap on one image (--max-image-mb raises it)"
+
+
+@pytest.mark.parametrize("command", ["run", "lint"])
+def test_a_cap_must_be_positive(small_set, tmp_path, command):
+    args = [command, "mcq", "--data", str(small_set), "--max-image-mb", "0"]
+    if command == "run":
+        args += ["--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "run")]
+    proc = run_cli(args, env={"VLLM_API_KEY": "k"})
+    assert proc.returncode == 2 and proc.stderr.strip() == "evalkit: error: --max-image-mb must be more than 0, not 0"

@@ -39,7 +39,7 @@ from evalkit.benchmarks.ifbench_judge import (
     robust_rule,
 )
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.core import data_json
+from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import read_prompt
 from evalkit.core.settings import option
@@ -146,7 +146,7 @@ class IFBench(Benchmark):
                 raise EvalkitError(f"{path}: expected one IF-Bench .json file in the folder, found {len(found)}")
             path = found[0]
         try:
-            raw = data_json.loads(path.read_text(encoding="utf-8-sig"))
+            raw = data_json.loads(read_caps.read_whole(path))
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalkitError(f"{path}: cannot read ({exc})") from exc
         except json.JSONDecodeError as exc:

@@ -20,7 +20,7 @@ from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, EditResult, create_editor, run_edits
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.benchmarks.ifbench_io import IMAGE_EXTS, entries, parse_item
-from evalkit.core import data_json
+from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef
 from evalkit.images.pipeline import ImagePipeline
@@ -30,7 +30,7 @@ def image_names(images: Path, data: Path | None = None) -> list[str]:
     """The image file names to translate: those the question file names, else every image in the folder."""
     if data is not None:
         try:
-            raw = data_json.loads(Path(data).read_text(encoding="utf-8-sig"))
+            raw = data_json.loads(read_caps.read_whole(Path(data)))
         except (OSError, ValueError) as exc:
             raise EvalkitError(f"{data}: cannot read ({exc})") from exc
         names = dict.fromkeys(parse_item(w, d, obj)["image"] for w, d, obj in entries(raw, Path(data)))

@@ -24,7 +24,7 @@ from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.stream_io import tsv_rows
-from evalkit.core import data_json
+from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.image_files import not_a_file
 from evalkit.core.types import ImageRef, Item
@@ -79,14 +79,22 @@ def resolve_data(data: Path) -> Path:
 
 
 def _raise_field_limit() -> None:
-    """Base64 image cells are far over csv's default 128 KiB field limit."""
-    limit = sys.maxsize
+    """Base64 image cells are far over csv's default 128 KiB field limit: the line cap is the limit
+    (core.read_caps; a quoted field may run over lines)."""
+    limit = min(sys.maxsize, read_caps.caps().line_bytes)
     while True:
         try:
             csv.field_size_limit(limit)
             return
         except OverflowError:
             limit //= 2
+
+
+def csv_error(path: Path, exc: csv.Error) -> EvalkitError:
+    """csv's own error as one line; a field over the limit names the cap and its flag."""
+    if "field larger than field limit" in str(exc):
+        return EvalkitError(f"{path}: a field is {read_caps.over_line_cap()}")
+    return EvalkitError(f"{path}: cannot read TSV ({exc})")
 
 
 def _check_row_span(path: Path, k: int, last_line: int, row: Mapping[Any, Any]) -> None:
@@ -113,8 +121,8 @@ def _csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any,
     _raise_field_limit()
     rows: dict[int, Mapping[Any, Any]] = {}  # data row number (1-based) -> row
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh, delimiter="\t", restval="")
+        with open(path, "rb") as fh:  # line by line, each under the cap
+            reader = csv.DictReader(read_caps.csv_lines(path, fh), delimiter="\t", restval="")
             header = [h.strip() for h in (reader.fieldnames or [])]
             reader.fieldnames = header
             for count, row in enumerate(reader, start=1):
@@ -124,7 +132,9 @@ def _csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any,
                     rows[count] = row
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except csv.Error as exc:
+        raise csv_error(path, exc) from exc
+    except (OSError, UnicodeDecodeError) as exc:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
     return header, rows
 
@@ -325,30 +335,32 @@ def option_cells(raw: Any) -> dict[str, str]:
 def load_jsonl(path: Path, images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
     """Items from JSONL (or a .json list). Image paths resolve against `images`, else the file's folder.
     Lenient (`sink`): bad lines are problems, the other lines items."""
+    base = images or path.parent
+    entries: list[tuple[str, Any]] = []
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        if path.suffix.lower() == ".json":
+            try:
+                data = data_json.loads(read_caps.read_whole(path))
+            except json.JSONDecodeError as exc:
+                raise EvalkitError(f"{path}: invalid JSON ({exc})") from exc
+            if not isinstance(data, list):
+                raise EvalkitError(f"{path}: expected a JSON list of questions")
+            entries = [(f"{path}: item {k}", obj) for k, obj in enumerate(data, start=1)]
+        else:  # line by line: the file is never held whole, and a line over the cap is never read
+            for n, line in read_caps.text_lines(path):
+                if line is None:
+                    sink.add(f"{path}: line {n}: the line is {read_caps.over_line_cap()}", path, row=f"line {n}")
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    entries.append((f"{path}: line {n}", data_json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    sink.add(f"{path}: line {n}: invalid JSON ({exc.msg})", path, row=f"line {n}")
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalkitError(f"{path}: cannot read ({exc})") from exc
-    base = images or path.parent
-    entries: list[tuple[str, Any]] = []
-    if path.suffix.lower() == ".json":
-        try:
-            data = data_json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EvalkitError(f"{path}: invalid JSON ({exc})") from exc
-        if not isinstance(data, list):
-            raise EvalkitError(f"{path}: expected a JSON list of questions")
-        entries = [(f"{path}: item {k}", obj) for k, obj in enumerate(data, start=1)]
-    else:
-        for n, line in enumerate(data_json.jsonl_lines(text), start=1):
-            if not line.strip():
-                continue
-            try:
-                entries.append((f"{path}: line {n}", data_json.loads(line)))
-            except json.JSONDecodeError as exc:
-                sink.add(f"{path}: line {n}: invalid JSON ({exc.msg})", path, row=f"line {n}")
     items: list[Item] = []
     first: dict[str, str] = {}
     for where, obj in entries:

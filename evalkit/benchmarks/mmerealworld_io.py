@@ -31,7 +31,7 @@ from typing import Any
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
 from evalkit.benchmarks.stream_io import JsonRecord, json_records
-from evalkit.core import data_json
+from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Item
 from evalkit.metrics.mmerealworld import scoring_key
@@ -89,7 +89,7 @@ def load_json(path: Path, images: Path | None = None, sink: Sink = STRICT) -> li
     """Items from the official JSON list. A bad record is an error naming file and record (lenient,
     `sink`: a problem, and the next record is read)."""
     try:
-        data = data_json.loads(path.read_text(encoding="utf-8-sig"))
+        data = data_json.loads(read_caps.read_whole(path))
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -29,7 +29,7 @@ from typing import Any
 
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
-from evalkit.core import data_json
+from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.image_files import not_a_file
 from evalkit.core.report_table import ReportTable
@@ -178,19 +178,17 @@ def _field(row: dict[str, Any], names: tuple[str, ...], where: str) -> Any:
 def load_file(path: Path, images: Path | None, *, prefix: str = "", sink: Sink = STRICT) -> list[Item]:
     """Items of one JSONL file; any bad row is an EvalkitError naming the file and line (lenient,
     `sink`: a problem, and the next line is read; a label or an image file lint names is kept)."""
-    try:
-        lines = data_json.jsonl_lines(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalkitError(f"{path}: cannot read ({exc})") from exc
     base = images if images is not None else path.parent
     file_split = _split_from_name(path)
     items: list[Item] = []
     first_line: dict[str, int] = {}
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
+    for lineno, line in read_caps.data_lines(path):  # line by line, under the cap
+        if line is not None and not line.strip():
             continue
         where = f"{path}:{lineno}"
         with sink.guard(path, row=f"line {lineno}"):
+            if line is None:
+                raise EvalkitError(f"{where}: the line is {read_caps.over_line_cap()}")
             try:
                 row = data_json.loads(line)
             except json.JSONDecodeError as exc:

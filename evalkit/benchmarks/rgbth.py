@@ -23,7 +23,7 @@ from typing import Any
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
-from evalkit.core import data_json
+from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.findings import Finding
 from evalkit.core.image_files import not_a_file
@@ -106,7 +106,7 @@ def load_questions_file(path: Path, skills: Sequence[str] | None, sink: Sink = S
     (`sink`): a bad block or question is a problem and reading goes on."""
     where0 = str(path)
     try:
-        doc = data_json.loads(path.read_text(encoding="utf-8-sig"))
+        doc = data_json.loads(read_caps.read_whole(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise EvalkitError(f"{where0}: cannot read ({exc})") from exc
     blocks = doc.get("data") if isinstance(doc, dict) else doc

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef
 
 CHUNK = 1 << 22  # bytes per read
-MAX_FIELD = 64 << 20  # a text field (not the image) larger than this is an error, not a reason to read on
 SHORT_IMAGE = 256  # TSV image cells up to this long are kept as text (another row's index, a list literal)
 _BOM = b"\xef\xbb\xbf"
 _WS = re.compile(rb"[ \t\r\n]*")
@@ -100,12 +100,13 @@ class _Window:
                 val, used = _DECODER.raw_decode(text)
             except json.JSONDecodeError as exc:
                 cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(text) - 8
-                if cut and end - self.pos < MAX_FIELD and self._wider(end):
+                cap = read_caps.caps().line_bytes
+                if cut and end - self.pos < cap and self._wider(end):
                     width *= 4
                     continue
                 at = self.offset() + len(text[:exc.pos].encode("utf-8", "surrogateescape"))
-                raise _Bad(f"invalid JSON ({exc.msg})" if end - self.pos < MAX_FIELD else
-                           f"a field longer than {MAX_FIELD >> 20} MiB", at) from None
+                raise _Bad(f"invalid JSON ({exc.msg})" if end - self.pos < cap else
+                           f"a field {read_caps.over_line_cap()}", at) from None
             if used == len(text) and self._wider(end):  # a number may go on past the window
                 width *= 4
                 continue
@@ -134,7 +135,7 @@ class _Window:
                 val, used = _DECODER.raw_decode(head + text)
             except json.JSONDecodeError as exc:
                 cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(head) + len(text) - 8
-                if cut and end - self.pos < MAX_FIELD and self._wider(end):
+                if cut and end - self.pos < read_caps.caps().line_bytes and self._wider(end):
                     width *= 4
                     continue
                 return None
@@ -293,15 +294,19 @@ class TsvRow:
 
 class _Lines:
     """Physical lines of a binary file with the byte offset of each (read in big chunks and cut at
-    newlines: BufferedReader.readline was twice as slow on lines of a few hundred KB)."""
+    newlines: BufferedReader.readline was twice as slow on lines of a few hundred KB). A line over the
+    line cap (core.read_caps) is an error naming it, found before more of it is read."""
 
-    def __init__(self, fh: BinaryIO) -> None:
-        self.fh, self.offset, self.count = fh, 0, 0
+    def __init__(self, fh: BinaryIO, path: Path) -> None:
+        self.fh, self.path, self.offset, self.count = fh, path, 0, 0
         self.buf, self.pos, self.eof = b"", 0, False
+        self.cap = read_caps.caps().line_bytes
 
     def next(self) -> tuple[int, bytes]:
         while True:
             j = self.buf.find(b"\n", self.pos)
+            if (j if j >= 0 else len(self.buf)) - self.pos > self.cap:
+                raise EvalkitError(f"{self.path}: line {self.count + 1} is {read_caps.over_line_cap()}")
             if j >= 0 or self.eof:
                 end = j + 1 if j >= 0 else len(self.buf)
                 line = self.buf[self.pos:end]
@@ -344,6 +349,8 @@ def _fields(path: Path, lines: _Lines, at: int, rec: bytes) -> tuple[list[tuple[
                     _, more = lines.next()
                     if more:
                         rec += more
+                        if len(rec) > lines.cap:  # a quoted field over many lines: the record's own cap
+                            raise EvalkitError(f"{path}: the record from byte {at} is {read_caps.over_line_cap()}")
                         continue
                     q = len(rec)  # never closed: csv ends the field with the file (lint names the tabs it ate)
                     break
@@ -378,7 +385,7 @@ def tsv_rows(path: Path, image: str = "image") -> tuple[list[str], Iterator[TsvR
         raise EvalkitError(f"{path}: file not found") from exc
     except OSError as exc:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
-    lines = _Lines(fh)
+    lines = _Lines(fh, path)
     try:
         at, first = lines.next()
         while first and not first.strip(b"\r\n"):

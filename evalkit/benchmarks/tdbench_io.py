@@ -24,11 +24,12 @@ from evalkit.benchmarks.mcq_io import (
     _raise_field_limit,
     _resolve_file,
     check_extra_cells,
+    csv_error,
     load_tsv,
     option_cells,
 )
 from evalkit.benchmarks.tdbench_boxes import format_box, parse_gold_box, source_size
-from evalkit.core import data_json
+from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.inline import inline_bytes
 from evalkit.core.types import ImageRef, Item
@@ -82,11 +83,13 @@ def _read_rows(path: Path) -> tuple[int, list[tuple[int, dict[Any, Any]]]]:
     columns are under the key None, as csv files them)."""
     _raise_field_limit()
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh, delimiter="\t", restval="")
+        with open(path, "rb") as fh:  # line by line, each under the cap
+            reader = csv.DictReader(read_caps.csv_lines(path, fh), delimiter="\t", restval="")
             reader.fieldnames = [h.strip() for h in (reader.fieldnames or [])]
             return len(reader.fieldnames), [(reader.line_num, row) for row in reader]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except csv.Error as exc:
+        raise csv_error(path, exc) from exc
+    except (OSError, UnicodeDecodeError) as exc:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
 
 
@@ -182,15 +185,13 @@ def load_generated(path: Path, images: Path | None = None, sink: Sink = STRICT) 
     base = images or path.parent
     items: list[Item] = []
     seen: set[str] = set()
-    try:
-        lines = data_json.jsonl_lines(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise EvalkitError(f"{path}: cannot read ({exc})") from exc
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
+    for n, line in read_caps.data_lines(path):  # line by line, under the cap
+        if line is not None and not line.strip():
             continue
         where = f"{path}: line {n}"
         with sink.guard(path, row=f"line {n}"):
+            if line is None:
+                raise EvalkitError(f"{where}: the line is {read_caps.over_line_cap()}")
             try:
                 obj = data_json.loads(line)
             except json.JSONDecodeError as exc:

@@ -28,6 +28,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.read_caps import IMAGE_MB, LINE_MB
 from evalkit.core.shard import parse_shard
 
 ROLES = ("identity", "generation", "endpoint", "operational")
@@ -129,6 +130,10 @@ class RunConfig:
                                     role="operational", at_least=0)
     max_response_mb: float = option(32.0, help="largest reply accepted, decompressed, in MB (default 32)",
                                     role="operational", above=0)
+    max_line_mb: float = option(LINE_MB, help=f"longest data line (JSONL line, TSV row, a JSON file read whole) "
+                                f"read, in MB (default {LINE_MB:g})", role="operational", above=0)
+    max_image_mb: float = option(IMAGE_MB, help=f"largest image read, in MB (default {IMAGE_MB:g}; an item whose "
+                                 "image is larger is not asked)", role="operational", above=0)
     reask_changed: bool = option(False, help="re-ask queries whose data, images or prompt changed since they were "
                                  "answered (with --out)", role="operational")
     reask: bool = option(False, help="ask again, with today's requests, the queries this run directory answered "

@@ -26,6 +26,7 @@ from evalkit.ask.runner import Runner
 from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.benchmarks.run_settings import RunSettings, resolve_settings
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams, Outcome, Record
@@ -123,8 +124,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
             estimate = await scaled_from_sample(sample.queries, len(sample.items), n_items, spec, env, cfg, price)
             plan = {**plan, **estimate, "notes": plan["notes"] + estimate["notes"]}
         return RunResult({"benchmark": bench_name, "model": spec.label, "dry_run": plan}, [], Path(cfg.out or "runs"), 0)
-    prepared = prepare_data(s, spec, env, lambda line: console.print(f"evalkit: {line}", markup=False,
-                                                                     highlight=False, soft_wrap=True))
+    with read_caps.using(cfg.max_line_mb, cfg.max_image_mb):  # no data line or image read past its cap
+        prepared = prepare_data(s, spec, env, lambda line: console.print(f"evalkit: {line}", markup=False,
+                                                                         highlight=False, soft_wrap=True))
     prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
     queries = prepared.queries
     price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
@@ -135,7 +137,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         where, queries = locate_cut_off_run(where, queries, cutoff_budget)
         prepared = prepared._replace(queries=queries)
     lint_cache = None if cfg.no_cache or cfg.dry_run else Path(cfg.cache_path(env))  # a dry run writes nothing
-    lint = lint_at_start(prepared.bench, prepared.items, prepared.data, lint_cache)
+    with read_caps.using(cfg.max_line_mb, cfg.max_image_mb):
+        lint = lint_at_start(prepared.bench, prepared.items, prepared.data, lint_cache)
     if cfg.strict and lint.errors:
         raise EvalkitError(f"{lint.line}; --strict: the run is not started (`evalkit lint {bench_name} --data "
                            f"{prepared.data}` lists them)")
@@ -207,7 +210,8 @@ async def _evaluate(job: _Job) -> RunResult:
 
         if budget is not None:
             say(start_line(budget))
-        pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+        pipeline = stack.enter_context(contextlib.closing(ImagePipeline(
+            max_image_bytes=int(cfg.max_image_mb * read_caps.MB))))
         pipeline.note = say  # an image over Pillow's decompression-bomb limit is named on the console
         stack.callback(rundir.close)  # flushes records received so far, whatever happens next
         draining: list[int] = []

@@ -22,9 +22,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from evalkit.core import read_caps
 from evalkit.core.errors import DataError, EvalkitError
 from evalkit.core.image_files import open_regular, read_problem
-from evalkit.core.inline import b64_bytes, inline_bytes, span_text
+from evalkit.core.inline import b64_bytes, inline_bytes, inline_size, span_text
 from evalkit.core.memo import BoundedMemo
 from evalkit.core.types import ImagePart, ImageRef, Transform
 from evalkit.images import bomb
@@ -168,8 +169,10 @@ class ImagePipeline:
     buffers allocated from every asyncio.to_thread worker nearly doubled peak RSS in tests.
     """
 
-    def __init__(self, max_bytes: int = MEMO_BYTES, *, workers: int | None = None):
+    def __init__(self, max_bytes: int = MEMO_BYTES, *, workers: int | None = None,
+                 max_image_bytes: int = read_caps.DEFAULT.image_bytes):
         self.stats = ImageStats()
+        self.max_image_bytes = max_image_bytes  # a bigger stored image is refused before it is read
         self._prepared: BoundedMemo[tuple[str, Transform], PreparedImage] = BoundedMemo(
             max_bytes, lambda _k, p: p.nbytes, self.stats
         )
@@ -198,6 +201,7 @@ class ImagePipeline:
     def source_bytes(self, ref: ImageRef) -> bytes:
         """The encoded bytes as stored: file content, decoded base64 (a cell, or a span of a data
         file read now), or the raw bytes."""
+        self._check_size(ref)
         if ref.kind == "bytes":
             return inline_bytes(ref)
         if ref.kind in ("b64", "span"):
@@ -219,8 +223,19 @@ class ImagePipeline:
             key = self._file_keys[path] = ("path", path, st.st_mtime_ns, st.st_size)
         return key
 
+    def _check_size(self, ref: ImageRef) -> None:
+        """DataError for an image stored over the cap (--max-image-mb), found before a byte is read:
+        a file by its size, an inline image by its text's length."""
+        try:
+            size = self._file_key(str(ref.value))[3] if ref.kind == "path" else inline_size(ref)
+        except OSError:
+            return  # reading it says why it cannot be read
+        if size > self.max_image_bytes:
+            raise DataError(read_caps.image_over(ref.describe(), size, self.max_image_bytes))
+
     def source_hash(self, ref: ImageRef) -> str:
         """sha256 of the source bytes (the image's cache identity), memoised."""
+        self._check_size(ref)
         if ref.kind == "path":
             try:
                 key: tuple[Any, ...] = self._file_key(str(ref.value))

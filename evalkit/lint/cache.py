@@ -22,12 +22,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from evalkit.core import read_caps
 from evalkit.core.files import data_files
 from evalkit.core.types import Item
 from evalkit.core.version import __version__
 from evalkit.lint.model import LintReport
 
-LINT_VERSION = 1
+LINT_VERSION = 2  # 2: images over the cap, rows with cells past the header
 FOLDER = "lint"
 
 
@@ -53,7 +54,7 @@ def data_key(data: Path, items: Sequence[Item]) -> str:
 def result_key(bench: str, data_sha256: str, item_ids: Sequence[str]) -> str:
     ids = hashlib.sha256("\n".join(item_ids).encode()).hexdigest()
     blob = json.dumps({"lint": LINT_VERSION, "evalkit": __version__, "benchmark": bench, "data": data_sha256,
-                       "items": ids}, sort_keys=True)
+                       "items": ids, **read_caps.caps().key()}, sort_keys=True)  # (caps: {} at the defaults)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

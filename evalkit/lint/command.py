@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,14 @@ def add_lint_parser(sub: Any) -> None:
     p.add_argument("--cache-dir", metavar="DIR", help="where the full result is kept for runs to reuse "
                                        "(default $EVALKIT_CACHE_DIR or ./cache, as for `evalkit run`)")
     p.add_argument("--no-cache", action="store_true", help="neither reuse nor keep a result")
+    p.add_argument("--max-line-mb", type=float, metavar="MB", help="longest data line (JSONL line, TSV row, a JSON "
+                   "file read whole) read, in MB (default 64, as for `evalkit run`)")
+    p.add_argument("--max-image-mb", type=float, metavar="MB", help="largest image read, in MB (default 50, as for "
+                   "`evalkit run`)")
 
 
 def cmd_lint(args: argparse.Namespace, console: Any) -> int:
+    from evalkit.core import read_caps
     from evalkit.core.errors import EvalkitError
     from evalkit.lint.engine import lint_data
 
@@ -49,7 +55,12 @@ def cmd_lint(args: argparse.Namespace, console: Any) -> int:
         if want_dir and not path.is_dir():
             raise EvalkitError(f"{flag}: not a directory: {path}")
     cache = None if args.no_cache else Path(args.cache_dir or os.environ.get("EVALKIT_CACHE_DIR") or "cache")
-    report, reused = lint_data(args.bench, args.data, args.images, cache_dir=cache)
+    line_mb, image_mb = getattr(args, "max_line_mb", None), getattr(args, "max_image_mb", None)
+    for flag, mb in (("--max-line-mb", line_mb), ("--max-image-mb", image_mb)):
+        if mb is not None and not (math.isfinite(mb) and mb > 0):
+            raise EvalkitError(f"{flag} must be more than 0, not {mb:g}")
+    with read_caps.using(line_mb, image_mb):
+        report, reused = lint_data(args.bench, args.data, args.images, cache_dir=cache)
     if args.json:
         doc = {**report.to_dict(), "reused": reused}
         console.file.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

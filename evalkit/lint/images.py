@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from evalkit.core import read_caps
 from evalkit.core.findings import Finding
 from evalkit.core.image_files import not_a_file, open_regular
 from evalkit.core.inline import inline_bytes, inline_size
@@ -98,8 +99,9 @@ def stored_size(ref: ImageRef) -> int | None:
 
 
 def file_findings(uses: dict[tuple, ImageUse]) -> tuple[list[Finding], dict[tuple, int]]:
-    """(missing and zero-byte images, the byte size of every image that is there): no decoding."""
+    """(missing, zero-byte and too big images, the byte size of every other image): no decoding."""
     out, sizes = [], {}
+    cap = read_caps.caps().image_bytes
     for key, use in uses.items():
         problem = not_a_file(str(use.ref.value)) if use.ref.kind == "path" else None
         size = stored_size(use.ref) if problem is None else None
@@ -109,6 +111,9 @@ def file_findings(uses: dict[tuple, ImageUse]) -> tuple[list[Finding], dict[tupl
             out.append(finding("error", "image-missing", "image file not found", **use.at()))
         elif size == 0:
             out.append(finding("error", "image-empty", f"{use.subject()} is zero bytes", **use.at()))
+        elif size > cap:  # never read: neither here nor by a run (core.read_caps)
+            out.append(finding("error", "image-too-big", f"{use.subject()} is {read_caps.size_text(size)}, "
+                                                         f"{read_caps.over_image_cap(cap)}", **use.at()))
         else:
             sizes[key] = size
     return out, sizes

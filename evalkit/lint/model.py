@@ -32,6 +32,7 @@ KINDS: dict[str, tuple[str, str]] = {
                                             "error when the gold answers differ"),
     "image-missing": ("error", "an image file that is not there"),
     "image-empty": ("error", "a zero-byte image"),
+    "image-too-big": ("error", "an image over the --max-image-mb cap (a run does not ask its items)"),
     "image-unreadable": ("error", "an image that does not decode"),
     "image-truncated": ("error", "an image whose data ends early"),
     "image-size-outlier": ("info", "images outside the set's 1st-99th percentile of file size"),
