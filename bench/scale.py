@@ -201,7 +201,8 @@ def main() -> int:
           f"({q['peak_bytes'] / max(1, q['queries']):.0f} B per query), process peak RSS {q_rss / 1024:.0f} MB")
 
     t0 = time.monotonic()
-    with SimProcess("--bench", "mme-realworld", "--data", str(data), startup_s=args.timeout) as sim:
+    with SimProcess("--bench", "mme-realworld", "--data", str(data), "--theta", "1", "--r", "1",
+                    startup_s=args.timeout) as sim:
         print(f"simulated server ready in {time.monotonic() - t0:.0f}s (answer key of {args.items} questions)")
         with tempfile.TemporaryDirectory(prefix="evalkit-scale-run-") as out:
             r, rss_kb = run_child({"what": "run", "data": str(data), "url": sim.url, "out": out + "/run",

@@ -11,14 +11,21 @@ from evalkit.sim.model import STYLES, SimParams
 if TYPE_CHECKING:  # the server (aiohttp) and the answer key (numpy) load when a server is configured
     from evalkit.sim.server import SimConfig
 
+# What `evalkit sim` answers without --theta/--r: a plausible model (about 77% on four options, 82% on
+# yes/no), so a first run shows a score with errors to read, not 100.0. SimParams() itself stays exact
+# (theta = r = 1): tests and code that build a key know every answer it gives.
+PLAUSIBLE = SimParams(theta=0.8, r=0.9)
+
 
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     """Simulation, fault and limit options (not --host/--port, which belong to the CLI)."""
     g = parser.add_argument_group("simulated model")
     g.add_argument("--answer-key", metavar="PATH", help="answer key JSON written by evalkit")
     g.add_argument("--replay", metavar="RECORDS_JSONL", help="answer with the responses recorded in a run")
-    g.add_argument("--theta", type=float, default=1.0, help="share of base questions known (default 1.0)")
-    g.add_argument("--r", type=float, default=1.0, help="accuracy on known questions (default 1.0)")
+    g.add_argument("--theta", type=float, default=PLAUSIBLE.theta,
+                   help=f"share of base questions known (default {PLAUSIBLE.theta}: with --r's default a plausible "
+                        "model, not a perfect one; --theta 1 --r 1 answers every question right)")
+    g.add_argument("--r", type=float, default=PLAUSIBLE.r, help=f"accuracy on known questions (default {PLAUSIBLE.r})")
     g.add_argument("--g", type=float, default=None, help="accuracy when guessing (default 1/number of options)")
     g.add_argument("--seed", type=int, default=0, help="seed of every simulated draw (default 0)")
     g.add_argument("--style", choices=STYLES, default="letter", help="how replies are worded (default letter)")

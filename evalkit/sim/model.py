@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalkit.grading import vlmeval
+
 if TYPE_CHECKING:
     from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 
@@ -42,7 +44,9 @@ _NO = re.compile(r"\bno\b", re.IGNORECASE)
 class SimParams:
     """theta: share of base questions known; r: accuracy when known; g: accuracy when guessing
     (None: 1 / number of options); style: how the reply is worded (see STYLES); sample_rate: share of
-    sampled requests (temperature > 0 or a seed) answered otherwise than the model's own answer."""
+    sampled requests (temperature > 0 or a seed) answered otherwise than the model's own answer.
+    The defaults are an exact model (every answer right), which tests rely on; `evalkit sim`'s flags
+    default to a plausible one (evalkit.sim.args.PLAUSIBLE)."""
 
     theta: float = 1.0
     r: float = 1.0
@@ -137,10 +141,11 @@ def _default_prompt_dirs() -> list[Path]:
 
 
 def judge_heads(prompt_dirs: list[Path] | None = None) -> dict[str, str]:
-    """First non-blank line of each extractor prompt -> its kind ("mcq" / "yesno" / "if-bench"); empty
-    if not found. Requests are matched on their text without leading whitespace (IF-Bench's official
-    extractor prompt starts with a newline and indents its lines)."""
-    heads: dict[str, str] = {}
+    """First non-blank line of each extractor prompt -> its kind ("mcq" / "yesno" / "if-bench" / "vlmeval",
+    VLMEvalKit's matching prompt that TDBench's official mode sends, in English and Chinese); the prompt
+    files' kinds are left out if not found. Requests are matched on their text without leading whitespace
+    (IF-Bench's official extractor prompt starts with a newline and indents its lines)."""
+    heads: dict[str, str] = {vlmeval.judge_prompt(q, {}, "").split("\n", 1)[0]: "vlmeval" for q in ("q", "问")}
     for kind, file in (("mcq", "mcq"), ("yesno", "yesno"), ("if-bench", "if-bench"), ("if-bench", "if-bench-paper")):
         for d in prompt_dirs or _default_prompt_dirs():
             path = d / "extract" / f"{file}.txt"
@@ -152,8 +157,26 @@ def judge_heads(prompt_dirs: list[Path] | None = None) -> dict[str, str]:
     return heads
 
 
+def _vlmeval_parts(text: str) -> tuple[dict[str, str], str]:
+    """(options, answer) of the example VLMEvalKit's matching prompt asks about: its last one."""
+    start = max(text.rfind("\nOptions: There are several options: \n"), text.rfind("\n选项: There are several options: \n"))
+    if start < 0:
+        return {}, ""
+    rest = text[start:]
+    marks = [i for i in (rest.find("\nAnswer: "), rest.find("\n答案: ")) if i >= 0]
+    if not marks:
+        return {}, ""
+    cut = min(marks)
+    answer = rest[cut:].split(": ", 1)[1]
+    end = max(answer.rfind("\nYour output: "), answer.rfind("\n输出: "))
+    return prompt_options(rest[:cut]), answer[:end] if end >= 0 else answer
+
+
 def judge_answer(kind: str, text: str) -> str:
     """What a careful judge replies to an extractor prompt: the chosen letter, or Z / Unknown."""
+    if kind == "vlmeval":
+        options, answer = _vlmeval_parts(text)
+        return _chosen(answer, options)
     if kind == "if-bench":  # only the response ("Input: ...", maybe indented), A-D, or F for none
         inputs = list(re.finditer(r"\n[ \t]*Input: ", text))
         reply = text[inputs[-1].end():] if inputs else ""
@@ -167,7 +190,11 @@ def judge_answer(kind: str, text: str) -> str:
         yes, no = bool(_YES.search(answer)), bool(_NO.search(answer))
         return "Yes" if yes and not no else "No" if no and not yes else "Unknown"
     opts_start = text.find("\nOptions:\n")
-    options = prompt_options(text[opts_start:start]) if 0 <= opts_start < start else {}
+    return _chosen(answer, prompt_options(text[opts_start:start]) if 0 <= opts_start < start else {})
+
+
+def _chosen(answer: str, options: dict[str, str]) -> str:
+    """The one option an answer names (its letter alone, its text, or "the second option"), else Z."""
     letters = {m.group(1) for m in _STANDALONE_LETTER.finditer(answer)}
     if options:
         letters &= set(options)
