@@ -162,27 +162,35 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def sim_config(args: argparse.Namespace) -> Any:
-    """The simulator's SimConfig from `evalkit sim` flags (with --bench: its answer key)."""
+def sim_config(args: argparse.Namespace, say: Any = None) -> Any:
+    """The simulator's SimConfig from `evalkit sim` flags (with --bench: its answer key, after the keys of
+    --replay and --answer-key, which win; an answers file by question id is keyed over the benchmark's
+    queries). Bad flags or files are EvalkitError."""
     from evalkit.sim.args import config_from_args
 
-    config = config_from_args(args)
-    if args.bench:
-        from dataclasses import replace
+    try:
+        config = config_from_args(args)
+        if args.bench:
+            from dataclasses import replace
 
-        from evalkit.benchmarks import benchmark_class
-        from evalkit.sim.from_bench import answer_key_for
+            from evalkit.benchmarks import benchmark_class
+            from evalkit.sim.from_bench import sim_answer_key
 
-        options = {"data": args.data, "images": args.images, "limit": args.limit, "max_side": args.max_side,
-                   **settings.given(args, benchmark_class(args.bench).Options)}
-        config = replace(config, answer_key=answer_key_for(args.bench, options))
+            options = {"data": args.data, "images": args.images, "limit": args.limit, "max_side": args.max_side,
+                       **settings.given(args, benchmark_class(args.bench).Options)}
+            config = replace(config, answer_key=sim_answer_key(args.bench, options, config.answer_key, args.replay,
+                                                               say))
+    except ValueError as e:
+        raise EvalkitError(str(e)) from None
     return config
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
     from evalkit.sim.server import serve_forever
 
-    serve_forever(sim_config(args), args.host, args.port)
+    err = Console(stderr=True)
+    serve_forever(sim_config(args, lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True)),
+                  args.host, args.port)
     return 0
 
 

@@ -9,6 +9,9 @@ from evalkit.sim.faults import DEFAULT_KINDS, FAULT_KINDS, SimFaults
 from evalkit.sim.model import STYLES, SimParams
 
 if TYPE_CHECKING:  # the server (aiohttp) and the answer key (numpy) load when a server is configured
+    from collections.abc import Callable
+
+    from evalkit.sim.answerkey import AnswerKey
     from evalkit.sim.server import SimConfig
 
 # What `evalkit sim` answers without --theta/--r: a plausible model (about 77% on four options, 82% on
@@ -21,7 +24,10 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     """Simulation, fault and limit options (not --host/--port, which belong to the CLI)."""
     g = parser.add_argument_group("simulated model")
     g.add_argument("--answer-key", metavar="PATH", help="answer key JSON written by evalkit")
-    g.add_argument("--replay", metavar="RECORDS_JSONL", help="answer with the responses recorded in a run")
+    g.add_argument("--replay", metavar="FILE",
+                   help="answer with recorded answers: a run's records.jsonl, or another harness's answers by question "
+                        'id (a JSON object id -> answer, or JSON Lines {"id": ..., "answer": ...}; with --bench, '
+                        "ids are evalkit's query ids: docs/simulator.md)")
     g.add_argument("--theta", type=float, default=PLAUSIBLE.theta,
                    help=f"share of base questions known (default {PLAUSIBLE.theta}: with --r's default a plausible "
                         "model, not a perfect one; --theta 1 --r 1 answers every question right)")
@@ -69,16 +75,29 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     f.add_argument("--hang-s", type=float, default=30.0, help="how long an injected hang lasts before a 504")
 
 
+def _read(flag: str, path: str, reader: Callable[[str], AnswerKey]) -> AnswerKey:
+    """The key a file holds; a file that cannot be opened is a ValueError naming the flag."""
+    try:
+        return reader(path)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{flag} {path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+
+
 def config_from_args(args: argparse.Namespace) -> SimConfig:
-    """SimConfig from parsed flags; raises ValueError on inconsistent values (the CLI reports it)."""
+    """SimConfig from parsed flags; raises ValueError on inconsistent values (the CLI reports it). An answers
+    file given to --replay is keyed by the CLI, which knows the benchmark (--bench): not here."""
     from evalkit.sim.answerkey import AnswerKey
+    from evalkit.sim.answers_file import is_records
     from evalkit.sim.server import SimConfig
 
     key: AnswerKey | None = None
-    if args.replay:
-        key = AnswerKey.from_records(args.replay)
+    if args.replay and is_records(args.replay):
+        key = _read("--replay", args.replay, AnswerKey.from_records)
+    elif args.replay and not getattr(args, "bench", None):
+        raise ValueError(f"--replay {args.replay} holds answers by question id: name their benchmark with --bench "
+                         "(and its --data and options, as for the run)")
     if args.answer_key:
-        loaded = AnswerKey.load(args.answer_key)
+        loaded = _read("--answer-key", args.answer_key, AnswerKey.load)
         key = key.merged(loaded) if key is not None else loaded
     kinds = tuple(k.strip() for k in (args.fault_kinds or "").split(",") if k.strip())
     faults = SimFaults(

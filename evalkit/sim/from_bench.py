@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from evalkit.benchmarks.prepare import prepare
@@ -10,6 +10,7 @@ from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.core.types import Query
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim.answerkey import AnswerEntry, AnswerKey, build_answer_key, normalise_text
+from evalkit.sim.answers_file import is_records, match_answers, read_answers
 
 
 def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | None = None) -> AnswerKey:
@@ -22,10 +23,37 @@ def answer_key_from_queries(queries: Iterable[Query], pipeline: ImagePipeline | 
         own.close()
 
 
+def queries_for(bench: str, options: dict[str, Any]) -> list[Query]:
+    """`bench` loaded and expanded exactly as `evalkit run` would (options as given to it)."""
+    settings = resolve_settings(bench, "", {k: v for k, v in options.items() if v is not None})
+    return list(prepare(bench, settings.bench_dict()).queries)
+
+
 def answer_key_for(bench: str, options: dict[str, Any]) -> AnswerKey:
     """Load and expand `bench` exactly as `evalkit run` would (options as given to it), and key every query."""
-    settings = resolve_settings(bench, "", {k: v for k, v in options.items() if v is not None})
-    return answer_key_from_queries(prepare(bench, settings.bench_dict()).queries)
+    return answer_key_from_queries(queries_for(bench, options))
+
+
+def sim_answer_key(bench: str, options: dict[str, Any], given: AnswerKey | None, replay: str | None,
+                   say: Callable[[str], None] | None = None) -> AnswerKey:
+    """`evalkit sim --bench`'s key: with an answers file in `replay`, its answers alone (then `given`, the
+    --answer-key); else `given` (a run's records, --answer-key) first, then every query of the benchmark."""
+    if replay and not is_records(replay):
+        answers = answers_key_for(bench, options, replay, say)
+        return answers.merged(given) if given is not None else answers
+    every = answer_key_for(bench, options)
+    return given.merged(every) if given is not None else every
+
+
+def answers_key_for(bench: str, options: dict[str, Any], path: str, say: Callable[[str], None] | None = None
+                    ) -> AnswerKey:
+    """A replay key from another harness's answers file (evalkit.sim.answers_file) over `bench`'s queries;
+    `say` gets one line of what matched. Questions without an answer are left out of the key."""
+    queries = queries_for(bench, options)
+    matched = match_answers(queries, read_answers(path), bench)
+    if say is not None:
+        say(matched.note(bench, len(queries)))
+    return replay_key(queries, matched.replies)
 
 
 def replay_key(queries: Sequence[Query], replies: Mapping[str, str], pipeline: ImagePipeline | None = None) -> AnswerKey:
