@@ -13,12 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from evalkit.analysis.comparison import CommonRepeats, Leaderboard, LoadedRun
+from evalkit.analysis.comparison import CommonItems, CommonRepeats, Leaderboard, LoadedRun
 from evalkit.analysis.correlation import load_sizes, size_correlation
 from evalkit.analysis.result import N_BOOT, analyze
 from evalkit.analysis.significance import all_pairs, bootstrap_ci, resample, same_observations
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Record
 from evalkit.engine.identity import protocol_view, saved_settings
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import compare_note, n_repeats, over_repeats
@@ -148,15 +149,17 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     for run in runs:  # the analysis (categories, confusion, ...) and the checks read repeat 0, each run's headline
         run.records = [rec for rec in run.records if not rec.repeat]
     notes = check_compatible(runs) + damage
+    lacking = _lacking(runs)
+    common = restrict_to_common(runs, every)
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
     options = runs[0].options
     results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed, chance=r.summary.get("chance_pct"))
                for r in runs]
-    common = min(counts.values())  # the repeats every run has (docs/repeats.md)
-    if common >= 2:  # ranked on the mean over them; tests on per-item mean correctness
+    common_k = min(counts.values())  # the repeats every run has (docs/repeats.md)
+    if common_k >= 2:  # ranked on the mean over them; tests on per-item mean correctness
         for m in results:
-            m.repeats, m.table = over_repeats(bench, every[m.label], options, common, counts[m.label])
+            m.repeats, m.table = over_repeats(bench, every[m.label], options, common_k, counts[m.label])
     spreads = {m.label: m.repeats for m in results if m.repeats is not None}
     notes += [note] if (note := compare_note(bench.headline_for(options), counts, spreads)) else []
     tables = {m.label: m.table for m in results if m.table is not None and m.table.n}
@@ -171,27 +174,61 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     results.sort(key=lambda m: (-(m.estimate if m.estimate is not None else float("-inf")), m.label))
     pairs = all_pairs({m.label: tables[m.label] for m in results if m.label in tables}, n_boot=n_boot,
                       seed=seed, alpha=alpha, draws=draws)
-    _note_coverage(runs, notes)
+    _note_coverage(runs, notes, lacking)
     correlation = None
     if sizes is not None:
         scores = {m.label: m.estimate for m in results if m.estimate is not None}
         correlation = size_correlation(scores, load_sizes(Path(sizes)))
     settings = {k: v for k, v in runs[0].identity.items() if k not in PER_MODEL}
     comparison = Comparison(bench_name, settings, results, {r.label: r for r in runs}, pairs, correlation, notes,
-                            repeats=CommonRepeats(common, counts) if common >= 2 else None)
+                            repeats=CommonRepeats(common_k, counts) if common_k >= 2 else None, common=common)
     if out is not None:
         comparison.write(Path(out))
     return comparison
 
 
-def _note_coverage(runs: Sequence[LoadedRun], notes: list[str]) -> None:
+def _lacking(runs: Sequence[LoadedRun]) -> dict[str, int]:
+    """How many queries each run has no record of that some other run has."""
     ids = [{rec.query_id for rec in r.records} for r in runs]
     union = set.union(*ids)
-    for run, mine in zip(runs, ids, strict=True):
-        if not run.summary.get("complete", True):
+    return {run.label: len(union - mine) for run, mine in zip(runs, ids, strict=True)}
+
+
+def restrict_to_common(runs: Sequence[LoadedRun], every: dict[str, list[Record]]) -> CommonItems | None:
+    """When some run has no record of queries another run has (a run stopped early: 228 of 1,624 asked),
+    keep in every run, and in `every` (each run's records of every repeat), only the items every run has
+    a record of for each of the item's queries, so the models are ranked on the same questions; None
+    when the runs hold the same queries (nothing is left out). A failed query has its record and counts
+    as wrong, as in the official numbers. No item in common is an EvalkitError naming the runs."""
+    recorded = [{rec.query_id for rec in r.records} for r in runs]
+    union = set.union(*recorded)
+    if all(len(ids) == len(union) for ids in recorded):
+        return None
+    by_item: dict[str, set[str]] = {}
+    for run in runs:
+        for rec in run.records:
+            by_item.setdefault(rec.base_id, set()).add(rec.query_id)
+    keep = {item for item, qids in by_item.items() if all(qids <= ids for ids in recorded)}
+    if not keep:
+        fewest = min(runs, key=lambda r: len(r.records))
+        raise EvalkitError(f"no item was answered by every run ({fewest.path.name} has {len(fewest.records):,} "
+                           f"answers, none to items the others all have); finish the runs (re-run their commands) "
+                           "and compare again")
+    for run in runs:
+        run.records = [rec for rec in run.records if rec.base_id in keep]
+    for label in every:
+        every[label] = [rec for rec in every[label] if rec.base_id in keep]
+    return CommonItems(len(keep), len(by_item), sum(len(by_item[item]) for item in keep))
+
+
+def _note_coverage(runs: Sequence[LoadedRun], notes: list[str], lacking: dict[str, int]) -> None:
+    for run in runs:
+        if lacking.get(run.label):
+            notes.append(f"{run.label} has no record of {lacking[run.label]:,} queries that other runs have; "
+                         "their items are left out for every model")
+        if not run.complete:
+            done, n = run.answered
             notes.append(f"{run.label}: the run is incomplete ({run.summary.get('missing', 0)} queries missing, "
-                         f"{(run.summary.get('counts') or {}).get('errors', 0)} errors); failed queries count as "
-                         "wrong, as in its official numbers; re-run it to complete")
-        if len(union - mine):
-            notes.append(f"{run.label} has no record of {len(union - mine)} queries that other runs have; "
-                         "paired tests use the questions both models were asked")
+                         f"{(run.summary.get('counts') or {}).get('errors', 0)} errors): {done:,} of {n:,} "
+                         "answered; failed queries count as wrong, as in its official numbers; re-run it to "
+                         "complete")

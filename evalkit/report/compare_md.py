@@ -31,6 +31,7 @@ def _leaderboard(c: Leaderboard) -> list[str]:
     first = c.runs[c.results[0].label].summary.get("metrics", {})
     extra = [k for k, _ in bench.headline(first) if k != metric]
     sd = [f"sd ({c.repeats.k} repeats)"] if c.repeats else []
+    marked = c.any_incomplete  # how much of each run there is, when some run is incomplete
     rows = []
     for rank, m in enumerate(c.results, start=1):
         run = c.runs[m.label]
@@ -38,13 +39,14 @@ def _leaderboard(c: Leaderboard) -> list[str]:
         if m.repeats:
             metrics.update({k: v for k, v in m.repeats.mean.items() if v is not None})
         counts, usage = run.summary.get("counts", {}), run.summary.get("usage", {})
-        rows.append([rank, m.label, m.estimate, pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—",
+        rows.append([rank, m.label, *([run.marker()] if marked else []), m.estimate,
+                     pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—",
                      *([m.repeats.sd.get(metric) if m.repeats else None] if sd else []),
                      *[metrics.get(k) for k in extra], counts.get("correct"), counts.get("wrong"),
                      counts.get("unparsed"), counts.get("errors"), usage.get("cost_usd"),
                      ", ".join(c.beats(m.label)) or "—"])
-    head = ["rank", "model", metric, "95% CI", *sd, *extra, "correct", "wrong", "unparsed", "errors", "cost (USD)",
-            "significantly above"]
+    head = ["rank", "model", *(["answered"] if marked else []), metric, "95% CI", *sd, *extra, "correct", "wrong",
+            "unparsed", "errors", "cost (USD)", "significantly above"]
     return md_table(head, rows, "rl" + "r" * (len(head) - 3) + "l")
 
 
@@ -114,6 +116,7 @@ def render_comparison(c: Leaderboard, figures: list[tuple[str, Path]], out: Path
              "Settings: " + " · ".join(f"{k} = {fmt(v)}" for k, v in sorted(c.settings.items())), "",
              "## Leaderboard", "", *_leaderboard(c), "",
              f"{said}, Holm-corrected across the {len(c.pairs)} pairs (α = 0.05).", "",
+             *([f"**{c.common.method[0].upper()}{c.common.method[1:]}.**", ""] if c.common else []),
              *(["The counts are repeat 0's; the cost covers every repeat asked.", ""] if c.repeats else []),
              "## Pairwise tests", "", *_pairs(c), "", *_repeats(c)]
     reliable = [m for m in c.results if m.reliability]

@@ -175,14 +175,18 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
 
 def print_comparison(c: Leaderboard, console: Console, report: str | None = None) -> None:
     """The leaderboard and the significant gaps, as the console shows them."""
+    marked = c.any_incomplete  # how much of each run there is, when some run is incomplete
     table = Table(title=f"{c.benchmark} · {len(c.results)} models", header_style="bold")
-    for name, justify in (("rank", "right"), ("model", "left"), (c.metric or "score", "right"),
-                          ("95% CI", "right"), ("significantly above", "left")):
+    for name, justify in (("rank", "right"), ("model", "left"), *([("answered", "right")] if marked else []),
+                          (c.metric or "score", "right"), ("95% CI", "right"), ("significantly above", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for rank, m in enumerate(c.results, start=1):
-        table.add_row(str(rank), m.label, fmt(m.estimate), pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—",
-                      ", ".join(c.beats(m.label)) or "—")
+        table.add_row(str(rank), m.label, *([c.runs[m.label].marker()] if marked else []), fmt(m.estimate),
+                      pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—", ", ".join(c.beats(m.label)) or "—")
     console.print(table)
+    if c.common is not None:
+        console.print(f"{c.common.method[0].upper()}{c.common.method[1:]}", style="bold", markup=False,
+                      highlight=False)
     for t in c.pairs:
         mark = "[green]significant[/green]" if t.significant else "not significant"
         console.print(f"  {t.a} vs {t.b}: Δ {t.diff.estimate:+.2f} {pct_ci(t.diff.lo, t.diff.hi)}, "

@@ -46,9 +46,20 @@ def leaderboard(runs: Sequence[ViewRun]) -> list[dict[str, Any]]:
         h = r.summary.get("headline") or {}
         ci = h.get("ci95") or [None, None]
         rows.append({"run": k, "label": r.label, "metric": h.get("metric"), "value": h.get("value"),
-                     "lo": ci[0], "hi": ci[1], "n": h.get("n_units")})
+                     "lo": ci[0], "hi": ci[1], "n": h.get("n_units"), "incomplete": incomplete(r.summary)})
     rows.sort(key=lambda x: (x["value"] is None, -(x["value"] or 0.0), x["label"]))
     return rows
+
+
+def incomplete(summary: dict[str, Any]) -> str | None:
+    """The leaderboard's mark of a run that is not complete ("incomplete: 228 of 1,624 answered"), None
+    for a complete one: its headline is over what it answered, beside runs that answered everything."""
+    if summary.get("complete", True):
+        return None
+    counts = summary.get("counts") or {}
+    n = int(summary.get("n_queries") or 0)
+    done = n - int(summary.get("missing") or 0) - int(counts.get("errors") or 0) - int(counts.get("data_errors") or 0)
+    return f"incomplete: {max(0, done):,} of {n:,} answered"
 
 
 def merged_tables(runs: Sequence[ViewRun]) -> list[dict[str, Any]]:

@@ -55,7 +55,8 @@
         if (r.lo != null && r.hi != null) bar.appendChild(h("div", { class: "ci",
           style: "left:" + clamp(r.lo / scale) + "%;width:" + Math.max(0.5, clamp(r.hi / scale) - clamp(r.lo / scale)) + "%" }));
       }
-      return [i + 1, r.label, r.metric || "\u2014", r.value, r.lo == null ? "\u2014" : num(r.lo) + " \u2013 " + num(r.hi),
+      var label = r.incomplete ? r.label + " (" + r.incomplete + ")" : r.label;  /* summary.json's complete */
+      return [i + 1, label, r.metric || "\u2014", r.value, r.lo == null ? "\u2014" : num(r.lo) + " \u2013 " + num(r.hi),
         r.n, bar];
     }), function (i) { return i === 0 || i === 3 || i === 5; });
   }
