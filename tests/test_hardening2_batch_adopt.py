@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import dataclass
 
@@ -206,7 +207,9 @@ def test_lines_of_an_undecided_intent_wait_and_are_submitted_once_no_batch_holds
 
     answers, line = asyncio.run(go())
     assert [r.text for r in answers] == ["answer to a", "answer to b", "answer to c"]
-    assert line is not None and "waiting 2" in line and "1 unrecorded batch(es) checked when they end" in line
+    # a and b wait; c waits too until its ended batch's results are collected (a busy machine sees that)
+    assert line is not None and re.search(r"waiting [23] ", line), line
+    assert "1 unrecorded batch(es) checked when they end" in line
     assert sorted(api.submitted_lines) == ["a", "b", "c"] and len(api.batches) == 2
     assert BatchJournal(tmp_path).batches["evalkit-t-1"].state == "lost"
 
