@@ -114,9 +114,17 @@ def _check_a_done(sim: SimThread, tmp_path, a_id: str) -> None:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_a_resumed_run_waits_for_its_unrecorded_batch_and_never_takes_another_runs(tmp_path):
+def test_an_undecided_batch_is_left_with_no_wait_then_waited_for_and_never_another_runs_taken(tmp_path):
+    """A dies between creating its batch and recording it; B submits its own. A resumed with --no-wait
+    leaves its queries and says why; resumed without, it waits for the batches to end and adopts its own."""
     with SimThread(_two_runs(tmp_path)) as sim:
-        a_id, _b_id = _a_killed_then_b_submitted(sim, tmp_path)
+        a_id, b_id = _a_killed_then_b_submitted(sim, tmp_path)
+        left = run_cli(_args(sim, tmp_path, "a", "--no-wait"), env=ENV, cwd=tmp_path)
+        assert left.returncode == 1, left.stdout + left.stderr
+        said = " ".join((left.stdout + left.stderr).split())
+        assert "batches carry no tag" in said and a_id in said and b_id in said
+        assert [e["event"] for e in _events(tmp_path, "a")] == ["intent"]  # neither taken nor given up
+        assert sim.batches.counts["batches"] == 2
         before = _lists(sim)
         child = start_cli(_args(sim, tmp_path, "a"), env=ENV, cwd=tmp_path)
         deadline = time.monotonic() + 120
@@ -131,22 +139,6 @@ def test_a_resumed_run_waits_for_its_unrecorded_batch_and_never_takes_another_ru
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, out + err
         assert f"batch {a_id} ended holding exactly the {N} requests" in " ".join((out + err).split())
-        _check_a_done(sim, tmp_path, a_id)
-
-
-@pytest.mark.slow
-def test_with_no_wait_an_undecided_batch_is_left_for_the_next_run_and_said(tmp_path):
-    with SimThread(_two_runs(tmp_path)) as sim:
-        a_id, b_id = _a_killed_then_b_submitted(sim, tmp_path)
-        left = run_cli(_args(sim, tmp_path, "a", "--no-wait"), env=ENV, cwd=tmp_path)
-        assert left.returncode == 1, left.stdout + left.stderr
-        said = " ".join((left.stdout + left.stderr).split())
-        assert "batches carry no tag" in said and a_id in said and b_id in said
-        assert [e["event"] for e in _events(tmp_path, "a")] == ["intent"]  # neither taken nor given up
-        assert sim.batches.counts["batches"] == 2
-        sim.batches.behaviour.frozen = False
-        done = run_cli(_args(sim, tmp_path, "a"), env=ENV, cwd=tmp_path)
-        assert done.returncode == 0, done.stdout + done.stderr
         _check_a_done(sim, tmp_path, a_id)
 
 
