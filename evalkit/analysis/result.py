@@ -58,6 +58,7 @@ class ModelResult:
     headline_chance: float | None = None   # the headline metric at random, in its own scale
     answered: int | None = None            # records without an error; None: counted from `records`
     repeats: OverRepeats | None = None     # compare over k >= 2 common repeats: `table` and `ci` are theirs
+    category_chance: dict[str, float | None] | None = None  # summary.json's chance_per_category (a blend)
 
     def __post_init__(self) -> None:
         if self.answered is None:
@@ -92,6 +93,8 @@ class ModelResult:
         out = self._base_dict()
         if self.repeats is not None:  # only then: a comparison without repeats says what it always said
             out["repeats"] = self.repeats.to_dict()
+        if self.category_chance is not None:  # only where chance_pct is a blend of question types
+            out["chance_per_category"] = self.category_chance
         return out
 
     def _base_dict(self) -> dict[str, Any]:
@@ -123,8 +126,9 @@ def headline_chance(table: ScoreTable | None, records: Sequence[Record], chance:
 
 def analyze(label: str, bench: Scored, records: Sequence[Record], options: dict[str, Any], *,
             n_boot: int = N_BOOT, seed: int = 0, reliability_boot: int = 200, category_boot: int = N_BOOT,
-            chance: float | None = None) -> ModelResult:
-    """Everything the reports need about one run, from its records and its summary's chance_pct.
+            chance: float | None = None, category_chance: dict[str, float | None] | None = None) -> ModelResult:
+    """Everything the reports need about one run, from its records and its summary's chance_pct (and
+    chance_per_category, where the run's question types have different chances).
 
     `category_boot` resamples of the items give the per-category and per-variant intervals (apart
     from `n_boot`, which `compare` sets to 0 to draw the headline's resamples itself)."""
@@ -141,4 +145,5 @@ def analyze(label: str, bench: Scored, records: Sequence[Record], options: dict[
         reliability=views.reliability(records, n_boot=reliability_boot, seed=seed),
         chance=chance,
         headline_chance=headline_chance(table, records, chance),
+        category_chance=category_chance,
     )

@@ -154,8 +154,8 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     bench_name = str(runs[0].identity["benchmark"])
     bench = get_benchmark(bench_name)
     options = runs[0].options
-    results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed, chance=r.summary.get("chance_pct"))
-               for r in runs]
+    results = [analyze(r.label, bench, r.records, options, n_boot=0, seed=seed, chance=r.summary.get("chance_pct"),
+                       category_chance=r.summary.get("chance_per_category")) for r in runs]
     common_k = min(counts.values())  # the repeats every run has (docs/repeats.md)
     if common_k >= 2:  # ranked on the mean over them; tests on per-item mean correctness
         for m in results:

@@ -198,6 +198,7 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "official_source": getattr(bench, "official_source", None),
         "deviations": list(getattr(bench, "deviations", ())),
         "chance_pct": chance_pct(queries.values()) if queries is not None else None,
+        **chance_per_category(queries.values() if queries is not None else ()),
         "findings": [f.to_dict() for f in bench.findings(records)] if hasattr(bench, "findings") else [],
         "metrics": metrics,  # official denominators: a failed query is wrong
         "tables": [t.to_dict() for t in bench.tables(metrics, model, options)] if hasattr(bench, "tables") else [],
@@ -258,6 +259,27 @@ def chance_pct(queries: Iterable[Query]) -> float | None:
     shares = [1.0 / len(q.options) if q.options else 0.5 for q in queries
               if q.options or str(q.gold).lower() in ("yes", "no")]
     return round(100.0 * sum(shares) / len(shares), 4) if shares else None
+
+
+def _question_chance(query: Query) -> float | None:
+    """Accuracy (%) of a random answer to one question: 1/options, 50 for yes/no; None: a free answer."""
+    if query.options:
+        return round(100.0 / len(query.options), 4)
+    return 50.0 if str(query.gold).lower() in ("yes", "no") else None
+
+
+def chance_per_category(queries: Iterable[Query]) -> dict[str, dict[str, float | None]]:
+    """{"chance_per_category": {category: chance %}} when the run's questions do not share one chance
+    (TDBench mixes 2- and 4-option questions and grounding boxes): chance_pct is then a blend that no
+    question type has. A category whose own questions mix chances, or that has free answers, is None
+    (no chance line). Empty when every question has the same chance or no category is named."""
+    per: dict[str, set[float | None]] = {}
+    for q in queries:
+        per.setdefault(q.category, set()).add(_question_chance(q))
+    if len({v for values in per.values() for v in values}) <= 1 or set(per) <= {""}:
+        return {}
+    return {"chance_per_category": {cat: next(iter(values)) if len(values) == 1 else None
+                                    for cat, values in sorted(per.items())}}
 
 
 def _tally(values: Iterable[str]) -> dict[str, int]:

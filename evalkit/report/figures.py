@@ -2,12 +2,14 @@
 
 Returns (title, path) pairs in the order report.md shows them; the single-run report and
 `evalkit compare` both call it, with one model or many. Accuracy axes carry the runs' chance
-(summary.json's chance_pct) as dashed lines; a run with no answer is drawn in no figure.
+(summary.json's chance_pct) as dashed lines, except where it blends question types of different
+chances (chance_per_category: the category chart then draws each category's own, category_chart.py);
+a run with no answer is drawn in no figure.
 
 `plan_figures` says which figures there will be without drawing (report.md is written from it
 before the plots). `draw_all` skips the drawing when plots/.inputs.sha256 holds the digest of
-what the figures show (every result's `to_dict()`, the source of this module, plots.py and
-plots_common.py, the matplotlib version) and every file is there: a re-run whose records did not change redraws
+what the figures show (every result's `to_dict()`, the source of this module, plots.py,
+plots_common.py and category_chart.py, the matplotlib version) and every file is there: a re-run whose records did not change redraws
 nothing.
 """
 
@@ -18,14 +20,16 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from evalkit.analysis.result import ModelResult
 from evalkit.analysis.views import Confusion
+from evalkit.report import category_chart as category_chart_module
 from evalkit.report import plots, plots_common
+from evalkit.report.category_chart import category_chart
 from evalkit.report.plots_common import Chance
 
 STAMP = ".inputs.sha256"
@@ -42,6 +46,7 @@ class PlannedFigure:
     title: str
     path: Path
     draw: Callable[[], Path]
+    data: dict[str, Any] | None = None  # what it draws, where a plan says it (the category chart)
 
 
 def _union(groups: Sequence[dict[str, object]]) -> list[str]:
@@ -81,11 +86,13 @@ def plan_figures(plot_dir: Path, results: Sequence[ModelResult]) -> list[Planned
     note = f" ({', '.join(left_out)}: nothing answered, not shown)" if left_out else ""
     out: list[PlannedFigure] = []
 
-    def add(title: str, name: str, draw: Callable[[Path], Path]) -> None:
+    def add(title: str, name: str, draw: Callable[[Path], Path], data: dict[str, Any] | None = None) -> None:
         path = plot_dir / name
-        out.append(PlannedFigure(title + note, path, lambda: draw(path)))
+        out.append(PlannedFigure(title + note, path, lambda: draw(path), data))
 
-    chance = _chances(results, lambda m: m.chance)
+    # a run whose question types have different chances (chance_per_category) has no one chance line:
+    # its chance_pct is a blend no question has (the category chart draws each category's own)
+    chance = _chances(results, lambda m: m.chance if m.category_chance is None else None)
     many = len(results) > 1  # one run: no one-bar chart, no one-row heatmap (its category bars say it all)
     scored = [m for m in results if m.ci is not None]
     if scored and many:
@@ -100,15 +107,13 @@ def plan_figures(plot_dir: Path, results: Sequence[ModelResult]) -> list[Planned
         if many:
             add("Accuracy per category (models × skills)", "skills_heatmap.png",
                 lambda path: plots.skill_heatmap(path, models, cats, values, chance=chance))
-        lo = [[m.categories[c].ci[0] if c in m.categories else None for c in cats] for m in results]
-        hi = [[m.categories[c].ci[1] if c in m.categories else None for c in cats] for m in results]
-        title, reference, heading = "Accuracy per category with 95% intervals (an item's variants count as " \
-            "one item)", None, None
-        if not many and scored:
-            title, reference, heading = _single(scored[0], title)
-        add(title, "categories.png", lambda path: plots.dimension_bars(
-            path, models, cats, values, lo, hi, chance=chance, reference=reference, title=heading))
-    variants = _union([m.variants for m in results])
+        chart = category_chart(results, cats, chance)
+        panels = [asdict(p) for p in chart.panels]
+        add(chart.title, "categories.png", lambda path: plots.category_bars(
+            path, chart.models, panels, chance=chart.chance, reference=chart.reference, title=chart.heading),
+            chart.to_dict())
+    # a task (TDBench's grounding boxes) is not a variant of the answers: it has its own panel above
+    variants = [v for v in _union([m.variants for m in results]) if not v.startswith("task=")]
     if variants:
         v_values = [[m.variants[v].pct if v in m.variants else None for v in variants] for m in results]
         add("Accuracy per variant (rotation, shift, language)", "variants.png",
@@ -131,27 +136,16 @@ def plan_figures(plot_dir: Path, results: Sequence[ModelResult]) -> list[Planned
         add("Reliability decomposition: θ (knows), r (right when it knows), g (lucky guess)", "reliability.png",
             lambda path: plots.reliability_bars(path, [m.label for m in reliable],
                                                 *[[s.get(k) for s in sols] for k in ("theta", "r", "g", "A_adj")],
-                                                chance=_chances(reliable, lambda m: m.chance, 1.0, 0.01)))
+                                                chance=_chances(reliable, lambda m: m.chance if m.category_chance is None
+                                                                else None, 1.0, 0.01)))
     return out
-
-
-def _single(m: ModelResult, title: str) -> tuple[str, Chance | None, str]:
-    """A single run's category chart says its headline: in the title and, when it is a percentage of
-    answers right (on the bars' axis), as a solid line."""
-    ci = m.ci
-    assert ci is not None
-    form = ".1f" if m.scale == 100.0 else ".3f"
-    unit = "%" if m.scale == 100.0 else ""
-    said = f"{m.metric} {ci.estimate:{form}}{unit} (95% CI {ci.lo:{form}}–{ci.hi:{form}})"
-    reference = (ci.estimate, f"{m.metric} {ci.estimate:.1f}% overall") if m.per_answer_headline else None
-    return f"{title}; overall {said}", reference, f"{m.label}: {said}"
 
 
 def inputs_digest(results: Sequence[ModelResult]) -> str:
     """sha256 of everything the figures show and of the code and library that draw them."""
     h = hashlib.sha256()
     h.update(json.dumps([m.to_dict() for m in results], sort_keys=True, default=repr).encode())
-    for module in (plots.__file__, plots_common.__file__, __file__):
+    for module in (plots.__file__, plots_common.__file__, category_chart_module.__file__, __file__):
         h.update(Path(module).read_bytes())
     with contextlib.suppress(metadata.PackageNotFoundError):
         h.update(metadata.version("matplotlib").encode())

@@ -34,7 +34,8 @@ def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, record
     delay the summary. figures=False (--no-plots): no plots now or later, and report.md names none."""
     figures = figures and not nothing_answered(summary)
     records = [r for r in records if r.error != DATA_ERROR]  # the data's failures are never the model's
-    analysis = analyze(summary["model"], bench, records, options, chance=summary.get("chance_pct"))
+    analysis = analyze(summary["model"], bench, records, options, chance=summary.get("chance_pct"),
+                       category_chance=summary.get("chance_per_category"))
     summary["headline"] = analysis.headline_dict()
     rundir.write_summary(summary)
     write_report(rundir.path, summary, analysis, draw=plots and figures, figures=figures)

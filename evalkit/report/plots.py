@@ -29,6 +29,7 @@ from evalkit.report.plots_common import (
     figure,
     fmt,
     grid,
+    group_chance_lines,
     matrix,
     missing,
     pyplot,
@@ -38,8 +39,8 @@ from evalkit.report.plots_common import (
     xtick_labels,
 )
 
-__all__ = ["DPI", "pyplot", "headline_bars", "skill_heatmap", "dimension_bars", "confusion_grid", "e_rate_bars",
-           "reliability_bars", "variant_accuracy"]
+__all__ = ["DPI", "pyplot", "headline_bars", "skill_heatmap", "dimension_bars", "category_bars", "confusion_grid",
+           "e_rate_bars", "reliability_bars", "variant_accuracy"]
 OTHER_COLUMN = "other /\nnone"
 
 
@@ -198,6 +199,53 @@ def dimension_bars(path: Path, models: list[str], dims: list[str], values: list[
     check("lo", lo, len(models))
     check("hi", hi, len(models))
     return _grouped_chart(path, dims, models, values, lo, hi, ylabel, title, (0.0, 100.0), chance, reference)
+
+
+def category_bars(path: Path, models: list[str], panels: Sequence[dict[str, Any]], *, chance: Sequence[Chance] = (),
+                  reference: Chance | None = None, title: str | None = None) -> Path:
+    """Per-category accuracy (%) with 95% whiskers, one bar per model, one panel per kind of answer:
+    panels[0] the answers, the others (a task such as grounding boxes) on axes of their own. Each panel
+    (category_chart.Panel as a dict) has `groups`, `values`, `lo`, `hi` ([model][group]), `ylabel`,
+    `title` and `chance` (per group: a short dashed line over its bars, None for none); `chance` (lines
+    across) and `reference` go on the first panel. One panel without per-group chance is dimension_bars."""
+    if len(panels) == 1 and not any(v is not None for v in panels[0]["chance"]):
+        p = panels[0]
+        return dimension_bars(path, models, p["groups"], p["values"], p["lo"], p["hi"], ylabel=p["ylabel"],
+                              chance=chance, reference=reference, title=title)
+    legend = [wrap(nm, 40) for nm in models]
+    side = len(models) > 1
+    sizes = [len(p["groups"]) for p in panels]
+    lines = max(text_in([wrap(g) for p in panels for g in p["groups"]])[1], 1)
+    per_group = max(0.8, 0.12 * len(models) + 0.25, 0.26 * lines + 0.1)
+    labels = legend + [c[1] for c in chance] + [f"chance {v:.3g}%" for p in panels for v in p["chance"] if v is not None]
+    leg_w = text_in(labels)[0] + 0.8 if side else 0.0
+    width = 1.3 + leg_w + sum(sizes) * per_group + 0.9 * (len(panels) - 1)
+    fig, axes = figure(width, 4.0, ncols=len(panels), squeeze=False, width_ratios=[max(1, n) for n in sizes])
+    handles: list[Any] = []
+    below = 0.0
+    for i, (ax, p) in enumerate(zip(axes[0], panels, strict=True)):
+        check(f"panels[{i}].values", p["values"], len(models))
+        patches = _grouped_bars(ax, len(p["groups"]), legend, p["values"], p["lo"], p["hi"])
+        handles = handles or patches
+        if i == 0 and reference is not None:
+            handles.append(reference_line(ax, *reference))
+        if i == 0:
+            handles += chance_lines(ax, chance)
+        handles += [h for h in group_chance_lines(ax, p["chance"]) if h.get_label() not in
+                    {x.get_label() for x in handles}]
+        below = max(below, xtick_labels(ax, p["groups"]))
+        ax.set_xlim(-0.6, len(p["groups"]) - 0.4)
+        ax.set_ylim(0.0, 100.0)
+        ax.set_ylabel(p["ylabel"])
+        if p.get("title"):
+            ax.set_title(p["title"], fontsize=10)
+    fig.set_figheight(min(max(4.0, 3.2 + below, 0.22 * len(handles) + 1.0, min(6.5, 0.25 * width)), 60.0))
+    if side:
+        fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    else:
+        axes[0][0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=8, frameon=False,
+                          borderaxespad=0.2, ncols=min(len(handles), 3))
+    return _save(fig, path, title)
 
 
 def confusion_grid(path: Path, models: list[str], letters: list[str], matrices: list[list[list[int]]], *,

@@ -116,6 +116,21 @@ def chance_lines(ax: Any, chance: Sequence[Chance], *, vertical: bool = False) -
     return out
 
 
+def group_chance_lines(ax: Any, values: Sequence[float | None], scale: float = 100.0) -> list[Any]:
+    """A short dashed line over each group's bars at that group's own chance (None: no line there), a dash
+    per distinct value; one legend handle per value."""
+    order = sorted({v for v in values if v is not None})
+    handles: dict[float, Any] = {}
+    for g, value in enumerate(values):
+        if value is None:
+            continue
+        (line,) = ax.plot([g - 0.45, g + 0.45], [value, value], color=CHANCE_COLOR, lw=1.6, zorder=4,
+                          ls=CHANCE_STYLES[order.index(value) % len(CHANCE_STYLES)], label=chance_label(value, scale))
+        line.set_gid(CHANCE_GID)
+        handles.setdefault(value, line)
+    return [handles[v] for v in order]
+
+
 def reference_line(ax: Any, value: float, label: str) -> Any:
     """A solid line at the model's overall score (single-model charts)."""
     return ax.axhline(value, color=REFERENCE_COLOR, ls="-", lw=1.2, zorder=3.5, label=label)
