@@ -178,10 +178,14 @@ async def _evaluate(job: _Job) -> RunResult:
     rundir.immediate = cfg.no_cache  # --no-cache: nothing else keeps an answer; write each record as it arrives
     messages: list[str] = []
 
-    def say(message: str | None) -> None:
+    def tell(message: str | None) -> None:  # said as the run goes, not again with the results
+        if message:
+            console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
+
+    def say(message: str | None) -> None:  # said now and again after the results (RunResult.messages)
         if message:
             messages.append(message)
-            console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
+            tell(message)
 
     bound = rundir.bind(identity, config, legacy=job.where.legacy, data=job.where.data.to_dict(),
                         reask_changed=cfg.reask_changed)
@@ -192,7 +196,7 @@ async def _evaluate(job: _Job) -> RunResult:
             "`evalkit merge` joins the shards into one run")
     job.lint.write(rundir.path)
     if job.lint.counts.get("error") or job.lint.counts.get("warning"):  # info stays in lint.json
-        say(job.lint.line)
+        tell(job.lint.line)  # summary["lint"] keeps it; lint.json has every finding
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
     damaged = list(rundir.damaged)
@@ -262,6 +266,10 @@ async def _evaluate(job: _Job) -> RunResult:
         records.update(resume.current)
         waiting = resume.waiting  # their old answers stay on disk until a new answer replaces them
         todo = [q for q in queries if q.id not in records]
+        already = len(records)
+        if already:
+            tell(f"{already:,} already answered, {len(todo):,} to ask" if todo
+                 else f"all {already:,} queries already answered: nothing to ask")
         plotter = s.hooks.get("plotter") if cfg.plots else None  # the CLI's plot process: it imports
         # matplotlib while we ask
         if todo and plotter is not None:
@@ -352,6 +360,8 @@ async def _evaluate(job: _Job) -> RunResult:
     summary.update(run_facts(rundir.path, ordered, identity, preflight.servers(), bench.official_source,
                              [records[q] for q in fresh], ask_s, runner, job.prepared.source.to_dict()))
     summary["data_source"] = job.prepared.source.to_dict(files=False)
+    # `cache` counts how every answer arrived, in whichever run; this is what this command did
+    summary["this_run"] = {"sent": runner.stats.sent, "from_cache": runner.stats.cache_hits, "already": already}
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
     if any(r.via == "batch" for r in ordered):  # what the same answers would have cost live
         summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])

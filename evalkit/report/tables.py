@@ -51,8 +51,12 @@ def count_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     u = summary.get("usage", {})
     cache = summary.get("cache", {})
     rows = [(k, fmt(c.get(k, 0))) for k in outcome_keys(c)]
-    rows += [("queries", f"{summary.get('n_queries')} ({summary.get('missing', 0)} missing)"),
-             ("cache hits / misses", f"{cache.get('hits', 0)} / {cache.get('misses', 0)}"),
+    rows += [("queries", f"{summary.get('n_queries')} ({summary.get('missing', 0)} missing)")]
+    this_run = summary.get("this_run")
+    if this_run:  # what this command did; the cache counts below are over every answer, from any run
+        rows.append(("this run", f"{this_run['sent']:,} sent · {this_run['from_cache']:,} from the cache · "
+                                 f"{this_run['already']:,} already answered"))
+    rows += [("cache hits / misses", f"{cache.get('hits', 0)} / {cache.get('misses', 0)}"),
              ("input / output tokens", f"{u.get('input_tokens', 0):,} / {u.get('output_tokens', 0):,}"),
              ("cost (USD)", fmt(u.get("cost_usd")))]
     methods = summary.get("parse_methods") or {}
