@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from evalkit.ask.cache import SCHEMA_VERSION, CacheLike, CacheStats, NullCache, ResponseCache, request_key
+from evalkit.ask.cache import CacheLike, CacheStats, NullCache, ResponseCache
+from evalkit.ask.request_key import SCHEMA_VERSION, request_key
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Response, TextPart, Transform, Usage
 
 

@@ -227,7 +227,7 @@ def test_identity_only_when_set():
 
 
 def test_cache_key_moves_only_when_set():
-    from evalkit.ask.cache import _params_dict_of
+    from evalkit.ask.request_key import _params_dict_of
 
     assert set(_params_dict_of(PLAIN)) == {"temperature", "max_tokens", "seed", "stop", "top_p", "extra"}
     assert _params_dict_of(replace(PLAIN, reasoning_effort="low"))["reasoning_effort"] == "low"

@@ -20,7 +20,7 @@ from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 
 import evalkit.sim.server as sim_server
-from evalkit.ask.cache import request_key
+from evalkit.ask.request_key import request_key
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams, Message, Query, Record
 from evalkit.engine.compare import compare

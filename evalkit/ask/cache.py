@@ -1,9 +1,5 @@
-"""The response cache: content-addressed keys and a JSON-only disk store.
-
-A key is the sha256 of everything that affects a model's output and nothing else (see
-docs/architecture.md): provider, model, endpoint identity, generation parameters, and the messages
-with each image replaced by the hash of its source bytes plus its transform. API keys,
-concurrency, retries and timeouts cannot enter it because request_key never receives them.
+"""The response cache: a JSON-only disk store of answers under content-addressed keys
+(ask/request_key.py).
 
 Values are JSON text in diskcache's sqlite file, never pickle: a cache directory shared or
 copied between machines must not be able to run code when read.
@@ -12,7 +8,6 @@ copied between machines must not be able to run code when read.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -24,11 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from evalkit.ask.request_key import canonical_json
 from evalkit.core.environment import environment_error
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, TextPart
-
-SCHEMA_VERSION = 1
 
 # Values up to this size stay inline in cache.db (as TEXT); diskcache's default (32 KB)
 # would move long answers to side files. Larger ones still go to side files as UTF-8 text.
@@ -36,96 +29,12 @@ _INLINE_MAX = 1 << 24
 _MANY = 500  # keys per SELECT of get_many (SQLite allows 999 parameters in old builds)
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _memo(table: dict[str, dict[str, Any]], obj: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """A read-only dict per distinct value, keyed by repr (which tells 1, 1.0 and True apart, as
-    JSON does): every query of a run shares its parameters and transforms, and dataclasses.asdict
-    was most of a key's cost. The dicts only ever go to json.dumps."""
-    same = _SEEN.get(id(obj))  # the same object as before (a benchmark's shared defaults): no repr
-    if same is not None and same[0] is obj and same[1] is table:
-        return same[2]
-    tag = repr(obj)
-    d = table.get(tag)
-    if d is None:
-        if len(table) >= 1024:
-            table.clear()
-        d = table[tag] = make()
-    if len(_SEEN) >= 1024:
-        _SEEN.clear()
-    _SEEN[id(obj)] = (obj, table, d)  # holds obj, so its id is not reused while the entry lives
-    return d
-
-
-_PARAMS: dict[str, dict[str, Any]] = {}
-_SEEN: dict[int, tuple[Any, dict[str, dict[str, Any]], dict[str, Any]]] = {}
-_TRANSFORMS: dict[str, dict[str, Any]] = {}
-
-
-def _params_dict(params: GenParams) -> dict[str, Any]:
-    return _memo(_PARAMS, params, lambda: _params_dict_of(params))
-
-
-def _params_dict_of(params: GenParams) -> dict[str, Any]:
-    """params.to_dict() with numeric fields normalised, so temperature=0 and 0.0 share a key. A repeated
-    query's sample index (--repeats) enters from 1 on only: repeat 0 keeps the key of 0.1.0's request."""
-    d = params.to_dict()
-    if params.repeat:
-        d["repeat"] = int(params.repeat)
-    for name in ("temperature", "top_p"):
-        if d.get(name) is not None:
-            d[name] = float(d[name])
-    if d.get("max_tokens") is not None:
-        d["max_tokens"] = int(d["max_tokens"])
-    return d
-
-
-def _message_dict(message: Message, source_hash: Callable[[ImageRef], str]) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            parts.append({"text": part.text})
-        elif isinstance(part, ImagePart):
-            t = part.transform
-            parts.append({"image": source_hash(part.ref), "transform": _memo(_TRANSFORMS, t, lambda t=t: asdict(t))})
-        else:  # pragma: no cover - Part is a closed union
-            raise TypeError(f"unknown message part {type(part).__name__}")
-    return {"role": message.role, "parts": parts}
-
-
-def request_key(
-    *,
-    provider: str,
-    model: str,
-    endpoint: str,
-    params: GenParams,
-    messages: Sequence[Message],
-    source_hash: Callable[[ImageRef], str],
-) -> str:
-    """sha256 hex of the canonical JSON of one request's output-affecting content.
-
-    endpoint is the caller's identity string: the base URL, the sorted replica URLs joined,
-    or a --cache-tag. source_hash maps an image to the hash of its bytes (not its path).
-    """
-    payload = {
-        "schema": SCHEMA_VERSION,
-        "provider": provider,
-        "model": model,
-        "endpoint": endpoint,
-        "params": _params_dict(params),
-        "messages": [_message_dict(m, source_hash) for m in messages],
-    }
-    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
-
-
 def _value_text(value: dict[str, Any]) -> str:
     """The JSON text stored for a value; TypeError for anything that would not round-trip."""
     if not isinstance(value, dict):
         raise TypeError(f"cache values must be dicts, got {type(value).__name__}")
     try:
-        return _canonical(value)
+        return canonical_json(value)
     except ValueError as e:  # NaN/inf or a circular reference: not portable JSON
         raise TypeError(f"cache value is not JSON-serialisable: {e}") from e
 

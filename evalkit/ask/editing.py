@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from evalkit.ask.cache import CacheLike, request_key
+from evalkit.ask.cache import CacheLike
 from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.request_key import request_key
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.data_json import jsonl_lines
 from evalkit.core.errors import EvalkitError, ProviderError

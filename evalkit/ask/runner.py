@@ -18,13 +18,14 @@ from dataclasses import replace
 from typing import TypeVar
 
 from evalkit.ask.breaker import Breaker
-from evalkit.ask.cache import CacheLike, request_key
+from evalkit.ask.cache import CacheLike
 from evalkit.ask.cache_writes import CacheWrites
 from evalkit.ask.claims import Claims, claim_or_wait
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.feed import Feed, Looked
 from evalkit.ask.outcome import NotSent, RunnerStats, unclassified, writable
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
+from evalkit.ask.request_key import request_key
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import DataError, EvalkitError, ProviderError, RunError
 from evalkit.core.surrogates import repaired
