@@ -20,7 +20,7 @@ import pytest
 from evalkit.benchmarks import list_benchmarks
 
 FORBIDDEN = ("scipy", "numpy", "matplotlib", "PIL", "pandas", "aiohttp", "openai", "anthropic", "google",
-             "diskcache", "huggingface_hub", "httpx")
+             "diskcache", "huggingface_hub", "httpx", "mlflow", "wandb")
 
 # Runs a command through evalkit.cli.main in a fresh interpreter, then prints the forbidden
 # top-level modules it has loaded as the last line of stdout.
@@ -52,10 +52,11 @@ print("LOADED " + json.dumps(sorted(loaded & set(json.loads(sys.argv[3])))))
 # Packages whose modules must import light, and the modules heavy by nature among them.
 LIGHT_PACKAGES = ("evalkit.cli", "evalkit.benchmarks", "evalkit.core", "evalkit.grading", "evalkit.protocols",
                   "evalkit.metrics", "evalkit.analysis", "evalkit.engine", "evalkit.images", "evalkit.money",
-                  "evalkit.report", "evalkit.data")
+                  "evalkit.report", "evalkit.data", "evalkit.export")
 HEAVY_BY_NATURE = ("evalkit.core.fingerprint",)  # a PIL thumbnail; the image pipeline imports it on use
 
 COMMANDS = [["--help"], ["--version"], ["list"], ["run", "--help"], ["data", "--help"], ["data", "list"],
+            ["export", "--help"],
             *(["run", name, "--help"] for name in list_benchmarks())]
 
 

@@ -117,6 +117,10 @@ def _main(argv: Sequence[str] | None) -> int:
             from evalkit.view.command import cmd_view
 
             return cmd_view(args, console)
+        if args.command == "export":
+            from evalkit.export.command import cmd_export
+
+            return cmd_export(args, console)
     except EvalkitError as e:
         err.print(f"evalkit: error: {e}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code

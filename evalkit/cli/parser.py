@@ -145,12 +145,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     add_derive_parser(sub)
     from evalkit.data.command import add_parser as add_data_parser
+    from evalkit.export.command import add_export_parser
     from evalkit.lint.command import add_lint_parser
     from evalkit.view.command import add_view_parser
 
     add_data_parser(sub)
     add_lint_parser(sub)
     add_view_parser(sub)
+    add_export_parser(sub)
     add_translate_parser(sub)
     dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
     dp.add_argument("--out", default=str(DEMO_OUT), help=f"where the demo writes its run and cache (default {DEMO_OUT})")

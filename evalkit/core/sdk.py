@@ -37,6 +37,8 @@ SDKS: dict[str, Sdk] = {
     "huggingface_hub": Sdk("huggingface_hub", None),
     "redis": Sdk("redis", "redis"),
     "azure.identity": Sdk("azure-identity", "azure-entra"),
+    "mlflow": Sdk("mlflow-skinny", "mlflow"),  # `mlflow` itself installs mlflow-skinny too
+    "wandb": Sdk("wandb", "wandb"),
 }
 
 

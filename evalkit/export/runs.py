@@ -1,0 +1,167 @@
+"""A finished run directory as every export target reads it: summary, settings, provenance, records.
+
+Read as it is on disk, never re-scored: an export says what the run's summary says. The settings
+exported are the run's `config` in summary.json, which holds no keys; names that look like a secret
+are dropped anyway, so a hand-edited or future config cannot carry one to a tracker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.core.errors import EvalkitError
+from evalkit.core.types import Record
+from evalkit.engine.records_read import damaged_note, read_records
+from evalkit.engine.rundir import RECORDS, read_finished
+from evalkit.money.pricing import Price
+
+MANIFEST = "manifest.json"
+REPORT = "report.md"
+PLOTS = "plots"
+# setting names never exported, whatever a config holds (exact names, or these endings)
+SECRET_NAMES = frozenset({"key", "api_key", "apikey", "token", "access_token", "secret", "password",
+                          "authorization", "credentials", "api-key"})
+SECRET_ENDINGS = ("_api_key", "_secret", "_password", "_token", "_credentials")
+
+
+@dataclass
+class ExportRun:
+    """One run directory, read for export."""
+
+    path: Path
+    summary: dict[str, Any]
+    manifest: dict[str, Any]
+    records: list[Record]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+    @property
+    def benchmark(self) -> str:
+        return str(self.summary.get("benchmark") or "")
+
+    @property
+    def model(self) -> str:
+        return str(self.summary.get("model") or "")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.summary.get("config") or {})
+
+    @property
+    def data_source(self) -> dict[str, Any] | None:
+        found = self.summary.get("data_source") or self.config.get("data_source")
+        return dict(found) if isinstance(found, dict) else None
+
+    @property
+    def price(self) -> Price | None:
+        """The price the run's costs were computed at (None: unknown, so no cost per query)."""
+        given = self.config.get("price")
+        if not isinstance(given, dict):
+            return None
+        names = {f.name for f in dataclasses.fields(Price)}
+        try:
+            return Price(**{k: v for k, v in given.items() if k in names})
+        except TypeError:
+            return None
+
+    def settings(self) -> dict[str, Any]:
+        """The run's settings (summary.json's config), without anything named like a secret."""
+        return without_secrets(self.config)
+
+    def metrics(self) -> dict[str, float]:
+        """The official metrics' numeric leaves, by flattened name ("per_category/cat0")."""
+        return flat_numbers(self.summary.get("metrics") or {})
+
+    def artifacts(self) -> list[Path]:
+        """report.md, summary.json, manifest.json and the plots, those that exist."""
+        files = [self.path / name for name in (REPORT, "summary.json", MANIFEST)]
+        plots = sorted((self.path / PLOTS).glob("*.png")) if (self.path / PLOTS).is_dir() else []
+        return [p for p in files if p.is_file()] + plots
+
+    def records_sha256(self) -> str:
+        try:
+            return hashlib.sha256((self.path / RECORDS).read_bytes()).hexdigest()
+        except OSError:
+            return hashlib.sha256(b"").hexdigest()
+
+
+def read_run(path: str | Path) -> ExportRun:
+    """A finished run directory, or one line saying why it is not one (exit 2)."""
+    rundir, _, summary = read_finished(Path(path))
+    if not isinstance(summary, dict) or "metrics" not in summary:
+        raise EvalkitError(f"{rundir.path / 'summary.json'}: no metrics; rebuild it with `evalkit report {path}`")
+    manifest: dict[str, Any] = {}
+    if (rundir.path / MANIFEST).is_file():
+        try:
+            loaded = json.loads((rundir.path / MANIFEST).read_text(encoding="utf-8"))
+            manifest = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError) as e:
+            raise EvalkitError(f"{rundir.path / MANIFEST}: unreadable ({e})") from e
+    found = read_records(rundir.path / RECORDS)
+    notes = [damaged_note(found.damaged, saved=False, then="their queries are left out of the export")
+             ] if found.damaged else []
+    return ExportRun(rundir.path, summary, manifest, list(found.records.values()), notes)
+
+
+def run_metrics(run: ExportRun) -> dict[str, float]:
+    """What a tracker logs as metrics: the official ones, then counts/, usage/ and headline/ (value and
+    its 95% interval)."""
+    out = dict(run.metrics())
+    for group in ("counts", "usage"):
+        if isinstance(run.summary.get(group), dict):
+            out.update({f"{group}/{k}": v for k, v in flat_numbers(run.summary[group]).items()})
+    headline = run.summary.get("headline")
+    if isinstance(headline, dict) and isinstance(headline.get("ci95"), list) and len(headline["ci95"]) == 2:
+        out.update(flat_numbers({"headline": {"value": headline.get("value"), "ci95_low": headline["ci95"][0],
+                                              "ci95_high": headline["ci95"][1]}}))
+    return out
+
+
+def is_secret_name(name: str) -> bool:
+    low = name.lower()
+    return low in SECRET_NAMES or low.endswith(SECRET_ENDINGS)
+
+
+def without_secrets(value: Any) -> Any:
+    """`value` with every mapping entry named like a secret removed, at any depth."""
+    if isinstance(value, Mapping):
+        return {str(k): without_secrets(v) for k, v in value.items() if not is_secret_name(str(k))}
+    if isinstance(value, list):
+        return [without_secrets(v) for v in value]
+    return value
+
+
+def flat_numbers(tree: Mapping[str, Any], sep: str = "/") -> dict[str, float]:
+    """Numeric leaves of nested mappings by joined name; booleans, None, NaN and text are left out."""
+    return dict(_numbers(tree, "", sep))
+
+
+def _numbers(tree: Mapping[str, Any], prefix: str, sep: str) -> Iterator[tuple[str, float]]:
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _numbers(value, name + sep, sep)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            yield name, float(value)
+
+
+def flat_settings(tree: Mapping[str, Any], sep: str = ".") -> dict[str, str]:
+    """Every leaf of nested settings as text by joined name (lists and None as JSON)."""
+    out: dict[str, str] = {}
+    for key, value in tree.items():
+        name = str(key)
+        if isinstance(value, Mapping) and value:
+            out.update({f"{name}{sep}{k}": v for k, v in flat_settings(value, sep).items()})
+        else:
+            out[name] = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return out
