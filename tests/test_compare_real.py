@@ -7,10 +7,10 @@ import re
 from collections import defaultdict
 
 import pytest
+from rgbth_common import recorded_replies, replay_replies
 from run_factory import make_run
 
 from evalkit.benchmarks.prepare import prepare
-from evalkit.benchmarks.rgbth import recorded_replies, replay_replies
 from evalkit.core.types import Record
 from evalkit.engine.compare import compare
 from evalkit.grading.grade import grade

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import draw_image
+from hostile_routes import HostileRoutes
 from PIL import Image
 
 from evalkit.ask.cache import NullCache, ResponseCache
@@ -211,17 +212,18 @@ async def test_duplicate_ids_are_rejected(tmp_path: Path) -> None:
     pipeline.close()
 
 
-async def test_the_google_editor_follows_no_redirect_and_sends_its_key_nowhere_else(sim: SimServer,
-                                                                                    tmp_path: Path) -> None:
+async def test_the_google_editor_follows_no_redirect_and_sends_its_key_nowhere_else(tmp_path: Path) -> None:
     src = write_images(tmp_path / "in", 1)[0].read_bytes()
-    editor = create_editor("google/gemini-2.5-flash-image", [sim.url + "/hostile/redirect-307"], ENV)
-    pipeline = ImagePipeline()
-    try:
-        image = pipeline.prepare(ImagePart(ImageRef.from_bytes(src)))
-        with pytest.raises(ProviderError) as info:
-            await editor.edit(image, GENVIP_INSTRUCTION)
-    finally:
-        await editor.close()
-        pipeline.close()
+    hostile = HostileRoutes()
+    async with await start_sim(SimConfig(), routes=hostile) as sim:
+        editor = create_editor("google/gemini-2.5-flash-image", [sim.url + "/hostile/redirect-307"], ENV)
+        pipeline = ImagePipeline()
+        try:
+            image = pipeline.prepare(ImagePart(ImageRef.from_bytes(src)))
+            with pytest.raises(ProviderError) as info:
+                await editor.edit(image, GENVIP_INSTRUCTION)
+        finally:
+            await editor.close()
+            pipeline.close()
     assert info.value.kind == "permanent" and "redirect" in info.value.message
-    assert sim.hostile.snapshot()["sink"] == []  # nothing, and so no key, reached the other origin
+    assert hostile.log.snapshot()["sink"] == []  # nothing, and so no key, reached the other origin

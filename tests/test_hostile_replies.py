@@ -1,7 +1,7 @@
 """A malformed reply is that query's classified error, for every provider, never a crash.
 
 Each CLI test runs `evalkit run mcq` in a child process (tests/cli_under_test.py) against the
-simulator's hostile routes (evalkit.sim.hostile): `/hostile/<behaviour>:3` spoils every third
+simulator's hostile routes (tests/hostile_routes.py): `/hostile/<behaviour>:3` spoils every third
 reply. evalkit 0.1.0 crashed on some (AttributeError, exit 1, records lost), took others for an
 empty answer, and re-bought answers whose only fault was a token count; run with
 EVALKIT_UNDER_TEST=/path/to/0.1.0 to see each test fail there.
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
+from hostile_routes import HostileRoutes
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message
@@ -76,7 +77,8 @@ class McqRuns:
 
 
 def sim_for(runs_data: Path) -> SimThread:
-    return SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(runs_data)})))
+    """A simulator that knows `runs_data`'s answers, with the hostile routes (their log: sim.routes.log)."""
+    return SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(runs_data)})), routes=HostileRoutes())
 
 
 @pytest.fixture
@@ -177,7 +179,7 @@ MALFORMED = {"content-number", "content-list", "content-object", "choices-empty"
 async def test_every_hostile_reply_is_classified_by_every_provider(provider):
     """What each adapter makes of each defect, one request each, without the CLI around it."""
     found: dict[str, tuple[str, str]] = {}
-    async with await start_sim(SimConfig()) as sim:
+    async with await start_sim(SimConfig(), routes=HostileRoutes()) as sim:
         for behaviour in sorted(MALFORMED | {"usage-string", "usage-negative"}):
             args, env = pointed_at(provider, f"{sim.url}/hostile/{behaviour}")
             spec = parse_spec(f"{provider}/sim-model", [args[1]] if args else [], env=env)

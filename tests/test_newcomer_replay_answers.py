@@ -10,8 +10,8 @@ import json
 from collections import defaultdict
 
 import pytest
+from rgbth_common import recorded_replies, replay_replies
 
-from evalkit.benchmarks.rgbth import recorded_replies, replay_replies
 from evalkit.cli import build_parser, main, sim_config
 from evalkit.engine.evaluate import run
 from evalkit.sim.answers_file import is_records, match_answers, read_answers

@@ -16,6 +16,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from conftest import make_mcq_jsonl
+from hostile_routes import HostileRoutes
 from test_hostile_replies import KEYS, PROVIDERS, McqRuns, Run, pointed_at, sim_for
 
 from evalkit.core.errors import ProviderError
@@ -55,7 +56,7 @@ def test_a_redirect_to_another_origin_is_refused_and_nothing_reaches_it(tmp_path
     with sim:
         run = McqRuns(tmp_path, data, sim)(provider, f"/hostile/redirect-{status}")
         port = sim.url.rsplit(":", 1)[1]
-        sink = sim.hostile.snapshot()["sink"]
+        sink = sim.routes.log.snapshot()["sink"]
     key = KEYS[provider][1]
     received = json.dumps(sink)
     assert leaks(received, key) == []  # no form of the key arrived at the other origin
@@ -89,7 +90,7 @@ def test_a_server_echoing_the_key_does_not_get_it_into_the_run(tmp_path, provide
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_every_provider_masks_an_echoed_key_in_every_form(provider):
-    async with await start_sim(SimConfig()) as sim:
+    async with await start_sim(SimConfig(), routes=HostileRoutes()) as sim:
         args, env = pointed_at(provider, f"{sim.url}/hostile/echo-key")
         p = create_provider(parse_spec(f"{provider}/sim-model", [args[1]] if args else [], env=env), env)
         try:
@@ -104,7 +105,7 @@ async def test_every_provider_masks_an_echoed_key_in_every_form(provider):
 
 async def test_url_userinfo_never_reaches_a_message():
     """Credentials in the base URL go out as Basic auth; an echo of them is masked like a key."""
-    async with await start_sim(SimConfig()) as sim:
+    async with await start_sim(SimConfig(), routes=HostileRoutes()) as sim:
         base = sim.url.replace("://", "://evaluser:Pa55%2Bword%2Fx@") + "/hostile/echo-key/v1"
         p = create_provider(parse_spec("vllm/sim-model", [base], env={}), {})
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_mcq_jsonl
+from hostile_routes import HostileRoutes
 from test_hostile_replies import PROVIDERS, pointed_at, sim_for
 
 from evalkit.core.errors import ProviderError
@@ -85,7 +86,7 @@ async def test_max_response_bytes_sets_each_providers_cap():
     """A 1 MB cap refuses the 40 MB reply (either framing) and its message names the cap; a sound reply
     compressed as two gzip members, far under the cap, is read as usual."""
     ask = ([Message.user("Colour?\nA. red\nB. blue")], GenParams(max_tokens=8), [])
-    async with await start_sim(SimConfig()) as sim:
+    async with await start_sim(SimConfig(), routes=HostileRoutes()) as sim:
         for behaviour in ("huge", "huge-chunked", "gzip-bomb"):
             for name, p in _providers(f"{sim.url}/hostile/{behaviour}", 1024 * 1024).items():
                 try:

@@ -12,10 +12,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from rgbth_common import MAX_SIDE, SAMPLE
+from rgbth_common import MAX_SIDE, SAMPLE, recorded_replies, replay_replies
 
 from evalkit.benchmarks.prepare import prepare
-from evalkit.benchmarks.rgbth import recorded_replies, replay_replies
 from evalkit.core.types import Record
 from evalkit.engine.evaluate import run
 from evalkit.grading.grade import grade

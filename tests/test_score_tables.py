@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rgbth_common import recorded_replies, replay_replies
 
 from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
 from evalkit.benchmarks.prepare import prepare
-from evalkit.benchmarks.rgbth import recorded_replies, replay_replies
 from evalkit.core.types import Query, Record
 from evalkit.grading.grade import grade
 

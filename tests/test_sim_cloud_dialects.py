@@ -11,6 +11,7 @@ import time
 import aiohttp
 import openai
 import pytest
+from hostile_routes import HostileRoutes
 
 from evalkit.sim.args import add_sim_arguments, config_from_args
 from evalkit.sim.faults import SimFaults
@@ -36,7 +37,7 @@ async def session():
 
 @pytest.fixture
 async def sim():
-    async with await start_sim(SimConfig(api_key=KEY, entra_token=TOKEN)) as server:
+    async with await start_sim(SimConfig(api_key=KEY, entra_token=TOKEN), routes=HostileRoutes()) as server:
         yield server
 
 

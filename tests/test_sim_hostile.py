@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 import aiohttp
 import pytest
+from hostile_bodies import BOMB_BYTES, HUGE_BYTES
+from hostile_routes import BEHAVIOURS, HostileRoutes, parse_selector
 
-from evalkit.sim.hostile import BEHAVIOURS, parse_selector
-from evalkit.sim.hostile_bodies import BOMB_BYTES, HUGE_BYTES
 from evalkit.sim.server import SimConfig, start_sim
 
 KEY = "sk-sim/Hostile+Key9="
@@ -31,7 +31,7 @@ DIALECTS = {
 
 
 def answer_slot(dialect: str, reply: dict):
-    """The value where the dialect keeps the answer text (the table in evalkit.sim.hostile_bodies)."""
+    """The value where the dialect keeps the answer text (the table in tests/hostile_bodies.py)."""
     if dialect == "openai":
         return reply["choices"][0]["message"]["content"]
     if dialect == "anthropic":
@@ -54,8 +54,13 @@ async def send(session: aiohttp.ClientSession, url: str, dialect: str, selector:
 
 
 @pytest.fixture
-async def sim():
-    async with await start_sim(SimConfig()) as server:
+def hostile():
+    return HostileRoutes()
+
+
+@pytest.fixture
+async def sim(hostile):
+    async with await start_sim(SimConfig(), routes=hostile) as server:
         yield server
 
 
@@ -74,7 +79,7 @@ def test_selectors():
     assert len(BEHAVIOURS) == len(set(BEHAVIOURS)) == 18
 
 
-async def test_every_kth_request_misbehaves_and_is_no_completion(sim, session):
+async def test_every_kth_request_misbehaves_and_is_no_completion(sim, hostile, session):
     got = []
     for _ in range(6):
         resp = await send(session, sim.url, "openai", "content-number:3")
@@ -83,7 +88,7 @@ async def test_every_kth_request_misbehaves_and_is_no_completion(sim, session):
     assert got[2] == got[5] == 42
     counters = sim.counters.snapshot()
     assert counters["requests"] == 6 and counters["completions"] == 4
-    assert sim.hostile.snapshot() == {"seen": {"content-number:3": 6}, "spoiled": {"content-number:3": 2}, "sink": []}
+    assert hostile.log.snapshot() == {"seen": {"content-number:3": 6}, "spoiled": {"content-number:3": 2}, "sink": []}
     resp = await send(session, sim.url, "gemini", "no-such-thing")
     assert resp.status == 404 and "unknown hostile behaviour" in (await resp.json())["error"]["message"]
 
@@ -163,7 +168,7 @@ async def test_the_gzip_bomb_is_small_and_inflates_to_valid_json(sim, session):
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-async def test_redirects_point_at_the_sink_on_another_origin(sim, session, dialect):
+async def test_redirects_point_at_the_sink_on_another_origin(sim, hostile, session, dialect):
     path = DIALECTS[dialect][0]
     port = sim.url.rsplit(":", 1)[1]
     for status in (301, 302, 307):
@@ -178,7 +183,7 @@ async def test_redirects_point_at_the_sink_on_another_origin(sim, session, diale
     assert ["x-probe", "seen"] in sink[0]["headers"]
     async with session.post(sim.url + "/sim/reset"):
         pass
-    assert sim.hostile.snapshot() == {"seen": {}, "spoiled": {}, "sink": []}
+    assert hostile.log.snapshot() == {"seen": {}, "spoiled": {}, "sink": []}
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))

@@ -21,8 +21,3 @@ def file_digest(path: str | Path, algorithm: str) -> str:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
     return h.hexdigest()
-
-
-def git_blob_id(data: bytes) -> str:
-    """git's object id of a blob holding `data`."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()

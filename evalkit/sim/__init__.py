@@ -1,9 +1,9 @@
 """The simulated server (`evalkit sim`): a deterministic stand-in for a real model endpoint.
 
 It speaks the OpenAI / vLLM, Anthropic, Gemini, Azure OpenAI and OpenRouter wire formats, answers
-from an answer key that evalkit writes from a dataset, injects faults and rate limits on request,
-and serves hostile replies under `/hostile/<behaviour>` (evalkit.sim.hostile), so tests and the
-demo exercise the real clients, retries and caches without a network.
+from an answer key that evalkit writes from a dataset, and injects faults and rate limits on request,
+so tests and the demo exercise the real clients, retries and caches without a network. Tests add
+routes of their own (hostile replies) through `routes=` (evalkit.sim.extension).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from evalkit.sim.answerkey import AnswerEntry, AnswerKey, build_answer_key, normalise_text
     from evalkit.sim.args import add_sim_arguments, config_from_args
     from evalkit.sim.counters import SimCounters, request_key
+    from evalkit.sim.extension import SimRoutes
     from evalkit.sim.faults import FAULT_KINDS, SimFaults, TokenBucket
     from evalkit.sim.model import STYLES, SimModel, SimParams, SimReply, judge_answer, uniform
     from evalkit.sim.server import SimConfig, SimServer, SimThread, build_app, serve_forever, start_sim
@@ -25,7 +26,7 @@ _HOME = {
     "AnswerEntry": "answerkey", "AnswerKey": "answerkey", "build_answer_key": "answerkey",
     "normalise_text": "answerkey",
     "add_sim_arguments": "args", "config_from_args": "args",
-    "SimCounters": "counters", "request_key": "counters",
+    "SimCounters": "counters", "request_key": "counters", "SimRoutes": "extension",
     "FAULT_KINDS": "faults", "SimFaults": "faults", "TokenBucket": "faults",
     "STYLES": "model", "SimModel": "model", "SimParams": "model", "SimReply": "model",
     "judge_answer": "model", "uniform": "model",
@@ -52,6 +53,7 @@ __all__ = [
     "SimModel",
     "SimParams",
     "SimReply",
+    "SimRoutes",
     "SimServer",
     "SimThread",
     "TokenBucket",

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from evalkit.sim.hostile import unhostile
+from evalkit.sim.extension import route_path
 from evalkit.sim.state import SimConfig
 
 PREFIX = "/openai/"
@@ -27,9 +27,9 @@ DENIED = ("Access denied due to invalid subscription key or wrong API endpoint. 
           "for an active subscription and use a correct regional API endpoint for your resource.")
 
 
-def owns(path: str) -> bool:
-    """An Azure route (or its hostile twin): its credentials are checked here, not by the generic check."""
-    return unhostile(path).startswith(PREFIX)
+def owns(request: web.Request) -> bool:
+    """An Azure route (or a twin of one): its credentials are checked here, not by the generic check."""
+    return route_path(request).startswith(PREFIX)
 
 
 def credentialed(request: web.Request, config: SimConfig) -> bool:
@@ -47,7 +47,7 @@ def azure_gate(config: SimConfig) -> Callable[..., Awaitable[web.StreamResponse]
 
     @web.middleware
     async def gate(request: web.Request, handler: Any) -> web.StreamResponse:
-        path = unhostile(request.path)
+        path = route_path(request)
         if not path.startswith(PREFIX):
             return await handler(request)
         if not path.startswith(V1_PREFIX) and "api-version" not in request.query:

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from evalkit.sim.hostile import unhostile
+from evalkit.sim.extension import route_path
 from evalkit.sim.openrouter_wire import CHAT
 from evalkit.sim.state import STATE, SimState
 
@@ -35,9 +35,9 @@ NO_CREDITS = ("Insufficient credits. This account never purchased credits. Make 
 _FOREIGN_LIMITS = ("x-ratelimit-", "anthropic-ratelimit-")
 
 
-def owns(path: str) -> bool:
-    """An OpenRouter route (or its hostile twin): its credentials are checked here."""
-    return unhostile(path).startswith(PREFIX)
+def owns(request: web.Request) -> bool:
+    """An OpenRouter route (or a twin of one): its credentials are checked here."""
+    return route_path(request).startswith(PREFIX)
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -95,7 +95,7 @@ def _announce(state: SimState, response: web.StreamResponse) -> None:
 @web.middleware
 async def openrouter_gate(request: web.Request, handler: Any) -> web.StreamResponse:
     """Middleware: OpenRouter's 401, its 402 when no credits remain, its limit headers."""
-    path = unhostile(request.path)
+    path = route_path(request)
     if not path.startswith(PREFIX):
         return await handler(request)
     state = request.app[STATE]

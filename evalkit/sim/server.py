@@ -1,9 +1,9 @@
 """`evalkit sim`: an aiohttp server speaking the OpenAI / vLLM, Anthropic, Gemini, Azure and OpenRouter APIs.
 
 The real SDKs and plain HTTP clients all work against it, so tests exercise the real client
-code paths. The simulated model sees only the request body. Every route also answers under
-`/hostile/<behaviour>` with a named defect (evalkit.sim.hostile), and every API request is logged,
-without its credentials, in SimServer.heard (evalkit.sim.heard).
+code paths. The simulated model sees only the request body. Every API request is logged, without its
+credentials, in SimServer.heard (evalkit.sim.heard). Code outside the package adds routes of its own
+through `routes=` (evalkit.sim.extension): the test suite's hostile replies, for one.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import contextlib
 import errno
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -27,10 +27,9 @@ from evalkit.sim.batches import BatchStore
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
+from evalkit.sim.extension import Handler, SimRoutes
 from evalkit.sim.gate import ReplyGate
 from evalkit.sim.heard import Heard, heard_route, listen
-from evalkit.sim.hostile import add_hostile_routes
-from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.inject import apply_fault
 from evalkit.sim.metadata_routes import add_metadata_routes
 from evalkit.sim.model import estimate_tokens, image_tokens, sampling_of
@@ -41,7 +40,7 @@ from evalkit.sim.thinking import think, think_length, thinking_style
 from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
 
 
-def dialect_handler(dialect: Dialect) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def dialect_handler(dialect: Dialect) -> Handler:
     """An aiohttp handler serving one wire format; faults, latency and the model are shared."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -144,15 +143,17 @@ async def handle_counters(request: web.Request) -> web.Response:
     return web.json_response({**request.app[STATE].counters.snapshot(), "batch": request.app[BATCHES].counts})
 
 
-async def serve_quietly(request: web.Request, state: SimState, dialect: Dialect) -> web.StreamResponse:
-    """A reply as the route would send it, not counted as a completion (a hostile route spoils it)."""
-    return await _serve(request, state, dialect, count_completion=False)
+async def serve_quietly(request: web.Request, dialect: Dialect) -> web.StreamResponse:
+    """A reply as the route would send it, not counted as a completion (for a route that spoils it)."""
+    return await _serve(request, request.app[STATE], dialect, count_completion=False)
 
 
 async def handle_reset(request: web.Request) -> web.Response:
-    request.app[STATE].counters.reset()
-    request.app[STATE].hostile.reset()
-    request.app[STATE].heard.reset()
+    state = request.app[STATE]
+    state.counters.reset()
+    state.heard.reset()
+    for reset in state.reset_hooks:
+        reset()
     return web.json_response({"ok": True})
 
 
@@ -163,7 +164,7 @@ def key_check(key: str) -> Any:
 
     @web.middleware
     async def check(request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path.startswith(("/sim/", "/health")) or azure_owns(request.path) or openrouter_owns(request.path):
+        if request.path.startswith(("/sim/", "/health")) or azure_owns(request) or openrouter_owns(request):
             return await handler(request)
         given = {request.headers.get("Authorization", ""), request.headers.get("api-key", ""),
                  request.headers.get("x-api-key", ""), request.headers.get("x-goog-api-key", "")}
@@ -175,19 +176,22 @@ def key_check(key: str) -> Any:
     return check
 
 
-def build_app(config: SimConfig) -> web.Application:
-    """The aiohttp application; call inside a running loop (its state owns an asyncio.Event)."""
+Routes = Callable[[SimRoutes], None]
+
+
+def build_app(config: SimConfig, routes: Routes | None = None) -> web.Application:
+    """The aiohttp application; call inside a running loop (its state owns an asyncio.Event). `routes`
+    adds routes of its own (evalkit.sim.extension)."""
     state = SimState(config)
     middlewares = [listen(state.heard), *([key_check(config.api_key)] if config.api_key else []),
                    azure_gate(config), openrouter_gate]
     app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
     app[STATE] = state
-    handlers = {}
+    model_routes: dict[str, tuple[Dialect, Handler]] = {}
     for dialect in DIALECTS:
         for route in dialect.routes:
-            handlers[route] = dialect_handler(dialect)
-            app.router.add_post(route, handlers[route])
-    add_hostile_routes(app, handlers, serve_quietly)
+            model_routes[route] = (dialect, dialect_handler(dialect))
+            app.router.add_post(route, model_routes[route][1])
     app.router.add_post("/v1/images/edits", handle_image_edit)
     add_metadata_routes(app)
     add_azure_routes(app)
@@ -196,6 +200,8 @@ def build_app(config: SimConfig) -> web.Application:
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)
     app.router.add_get("/sim/heard", heard_route(state.heard))
+    if routes is not None:
+        routes(SimRoutes(app, model_routes, serve_quietly))
     return app
 
 
@@ -216,11 +222,6 @@ class SimServer:
     def batches(self) -> BatchStore:
         """The batches submitted to the three batch APIs, and their behaviour (delay, failures, expiry)."""
         return self._runner.app[BATCHES]
-
-    @property
-    def hostile(self) -> HostileLog:
-        """What the hostile routes spoiled and what the redirect sink received."""
-        return self._state.hostile
 
     @property
     def gate(self) -> ReplyGate:
@@ -253,9 +254,11 @@ class SimServer:
         await self.close()
 
 
-async def start_sim(config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 0) -> SimServer:
-    """Start a simulated server on the running loop; port 0 picks a free port (see .url)."""
-    app = build_app(config or SimConfig())
+async def start_sim(config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 0,
+                    routes: Routes | None = None) -> SimServer:
+    """Start a simulated server on the running loop; port 0 picks a free port (see .url); `routes` adds
+    routes of its own (evalkit.sim.extension)."""
+    app = build_app(config or SimConfig(), routes)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -267,9 +270,10 @@ async def start_sim(config: SimConfig | None = None, host: str = "127.0.0.1", po
 class SimThread:
     """A simulated server on its own event loop in a background thread, for synchronous callers."""
 
-    def __init__(self, config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 0,
+                 routes: Routes | None = None) -> None:
         self.config = config or SimConfig()
-        self.host, self.port = host, port
+        self.host, self.port, self.routes = host, port, routes
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: SimServer | None = None
@@ -286,7 +290,7 @@ class SimThread:
             self._loop = loop
             asyncio.set_event_loop(loop)
             try:
-                self._server = loop.run_until_complete(start_sim(self.config, self.host, self.port))
+                self._server = loop.run_until_complete(start_sim(self.config, self.host, self.port, self.routes))
             except BaseException as exc:  # surfaced to the starting thread
                 failure.append(exc)
                 ready.set()
@@ -320,13 +324,6 @@ class SimThread:
         if self._server is None:
             raise RuntimeError("SimThread is not running")
         return self._server.batches
-
-    @property
-    def hostile(self) -> HostileLog:
-        """The hostile routes' log; use .snapshot(), safe from this thread."""
-        if self._server is None:
-            raise RuntimeError("SimThread is not running")
-        return self._server.hostile
 
     @property
     def heard(self) -> tuple[Heard, ...]:

@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -26,7 +27,6 @@ from evalkit.sim.credits import Credits
 from evalkit.sim.faults import FaultDice, SimFaults
 from evalkit.sim.gate import ReplyGate
 from evalkit.sim.heard import HeardLog
-from evalkit.sim.hostile_log import HostileLog
 from evalkit.sim.limits import HiddenLimits
 from evalkit.sim.model import SimModel, SimParams
 from evalkit.sim.prompt_cache import PrefixCache
@@ -92,13 +92,14 @@ class SimState:
         self.dice = FaultDice(config.faults)
         self.limits = HiddenLimits(config.faults)
         self.counters = SimCounters()
-        self.hostile = HostileLog()
         self.heard = HeardLog()  # every API request, without its credentials (evalkit.sim.heard)
         self.credits = Credits(config.credits)  # OpenRouter's prepaid balance
         self.prefix_cache = PrefixCache()
         self.latency_s = config.latency_s + config.faults.latency_s
         self.closing = asyncio.Event()
         self.gate = ReplyGate()  # tests hold replies to keep a run open (evalkit.sim.gate)
+        self.twin_prefixes: list[str] = []  # routes added from outside (evalkit.sim.extension)
+        self.reset_hooks: list[Callable[[], None]] = []  # theirs, called on POST /sim/reset
         self._fps: OrderedDict[str, asyncio.Future[ImageInfo]] = OrderedDict()
         self._pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="evalkit-sim-img")
         self._serial = 0

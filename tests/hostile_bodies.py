@@ -1,4 +1,4 @@
-"""How each hostile behaviour spoils a well-formed reply (see evalkit.sim.hostile for the routes).
+"""How each hostile behaviour spoils a well-formed reply (see tests/hostile_routes.py for the routes).
 
 Every spoiled reply starts from the reply the route would have sent, so only the named defect
 differs. Where the answer sits differs per wire format:

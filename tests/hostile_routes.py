@@ -1,12 +1,18 @@
 """Hostile replies, selected by URL path, for every wire format the simulated server speaks.
 
+Test code, added to a simulator through its extension point (evalkit.sim.extension):
+
+    hostile = HostileRoutes()
+    with SimThread(SimConfig(...), routes=hostile) as sim: ...   # or start_sim(..., routes=hostile)
+    hostile.log.snapshot()   # what was spoiled, what the sink received
+
 A base URL `http://HOST:PORT/hostile/<behaviour>` followed by a provider's usual path
 (`/v1/chat/completions`, `/v1/messages`, `/v1beta/models/M:generateContent`) reaches the normal
 route, which misbehaves as named; `/hostile/<behaviour>:<k>` misbehaves on every k-th request of
 that selector only, so one run gets good and bad replies (a retry usually lands on a good one).
 Clients need no test double: the real SDKs and the aiohttp client meet the defects on the wire.
 
-Behaviours (how the reply shapes differ per dialect: evalkit.sim.hostile_bodies):
+Behaviours (how the reply shapes differ per dialect: tests/hostile_bodies.py):
 
 - content-number, content-list (non-text parts), content-object: the answer text is not a string;
 - usage-string, usage-negative: the token counts are not non-negative integers;
@@ -22,20 +28,20 @@ Behaviours (how the reply shapes differ per dialect: evalkit.sim.hostile_bodies)
 - echo-key: a 400 whose message repeats the request's Authorization / api-key / x-api-key /
   x-goog-api-key value, raw, percent-encoded and base64-encoded.
 
-A spoiled reply is counted as a request but never as a completion.
+A spoiled reply is counted as a request but never as a completion. `POST /sim/reset` clears the log.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Awaitable, Callable
+import threading
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
-
-from evalkit.sim.dialects import DIALECTS, Dialect
-from evalkit.sim.hostile_bodies import (
+from hostile_bodies import (
     RESHAPE,
     gzip_bomb,
     gzip_members,
@@ -45,7 +51,10 @@ from evalkit.sim.hostile_bodies import (
     not_json,
     reshaped,
 )
-from evalkit.sim.state import STATE, SimState
+
+from evalkit.sim.dialects import DIALECTS, Dialect
+from evalkit.sim.extension import Handler, QuietServe, SimRoutes
+from evalkit.sim.state import STATE
 from evalkit.sim.wire import ParsedRequest, Usage
 
 HOSTILE_PREFIX = "/hostile/{selector}"
@@ -57,17 +66,39 @@ KEY_HEADERS = ("Authorization", "api-key", "x-api-key", "x-goog-api-key")
 SINK_ANSWER = "A"
 _SINK_SUFFIX = {"openai": "/chat/completions", "anthropic": "/messages", "gemini": ":generateContent"}
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-# serves a request as the normal route would, without counting it as a request or a completion
-QuietServe = Callable[[web.Request, SimState, Dialect], Awaitable[web.StreamResponse]]
 
 
-def unhostile(path: str) -> str:
-    """The route a path reaches: `/hostile/<selector>/v1/...` -> `/v1/...` (other paths unchanged)."""
-    if not path.startswith("/hostile/"):
-        return path
-    _, _, rest = path[len("/hostile/"):].partition("/")
-    return "/" + rest
+@dataclass
+class HostileLog:
+    """Per selector (`content-number:3`): requests seen and replies spoiled; the sink's requests, every
+    header kept, values included (a test proves that no credential followed a redirect by finding none)."""
+
+    seen: dict[str, int] = field(default_factory=dict)
+    spoiled: dict[str, int] = field(default_factory=dict)
+    sink: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def next_is_bad(self, selector: str, every: int) -> bool:
+        """Count a request on `selector`; True for every `every`-th one (each one when every is 1)."""
+        with self._lock:
+            n = self.seen[selector] = self.seen.get(selector, 0) + 1
+            bad = n % every == 0
+            if bad:
+                self.spoiled[selector] = self.spoiled.get(selector, 0) + 1
+            return bad
+
+    def received(self, method: str, path: str, headers: list[tuple[str, str]], body_bytes: int) -> None:
+        with self._lock:
+            self.sink.append({"method": method, "path": path, "headers": headers, "body_bytes": body_bytes})
+
+    def reset(self) -> None:
+        with self._lock:
+            self.seen, self.spoiled, self.sink = {}, {}, []
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {"seen": dict(self.seen), "spoiled": dict(self.spoiled),
+                    "sink": [dict(r, headers=list(r["headers"])) for r in self.sink]}
 
 
 def parse_selector(selector: str) -> tuple[str, int]:
@@ -82,28 +113,28 @@ def parse_selector(selector: str) -> tuple[str, int]:
     return name, int(every)
 
 
-def hostile_handler(dialect: Dialect, normal: Handler, serve_quietly: QuietServe) -> Handler:
+def hostile_handler(dialect: Dialect, normal: Handler, serve_quietly: QuietServe, log: HostileLog) -> Handler:
     """The route `/hostile/<selector>` + one of `dialect`'s routes."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        state = request.app[STATE]
+        counters = request.app[STATE].counters
         selector = request.match_info["selector"]
         try:
             behaviour, every = parse_selector(selector)
         except ValueError as exc:
             return dialect.error(404, "not_found", str(exc))
-        if not state.hostile.next_is_bad(selector, every):
+        if not log.next_is_bad(selector, every):
             return await normal(request)
-        state.counters.start()
+        counters.start()
         try:
-            return await _misbehave(request, state, dialect, behaviour, serve_quietly)
+            return await _misbehave(request, dialect, behaviour, serve_quietly)
         finally:
-            state.counters.finish()
+            counters.finish()
 
     return handle
 
 
-async def _misbehave(request: web.Request, state: SimState, dialect: Dialect, behaviour: str,
+async def _misbehave(request: web.Request, dialect: Dialect, behaviour: str,
                      serve_quietly: QuietServe) -> web.StreamResponse:
     if behaviour in REDIRECTS:
         await request.read()
@@ -111,7 +142,7 @@ async def _misbehave(request: web.Request, state: SimState, dialect: Dialect, be
     if behaviour == "echo-key":
         await request.read()
         return dialect.error(400, "bad_request", f"API key not valid: {_echo_keys(request)}")
-    served = await serve_quietly(request, state, dialect)
+    served = await serve_quietly(request, dialect)
     if served.status != 200 or not isinstance(served, web.Response) or served.body is None:
         return served  # an injected fault or a bad request: the defect needs a good reply to spoil
     try:
@@ -154,27 +185,29 @@ def _echo_keys(request: web.Request) -> str:
     return "; ".join(echoed) or "no key sent"
 
 
-async def handle_sink(request: web.Request) -> web.Response:
-    """Where redirects lead: record what arrived, answer as the matching dialect would."""
-    state = request.app[STATE]
-    body = await request.read()
-    state.hostile.received(request.method, request.path_qs, list(request.headers.items()), len(body))
-    dialect = next((d for d in DIALECTS if request.path.endswith(_SINK_SUFFIX.get(d.name, "\0"))), DIALECTS[0])
-    req = ParsedRequest(model="sink-model", text="", all_text="", image_urls=[], max_tokens=None, stop=[],
-                        guided_choice=None)
-    return dialect.ok(state, req, SINK_ANSWER, "stop", Usage(1, 1))
+class HostileRoutes:
+    """`routes=` for a simulated server: the hostile twin of every model route, the sink and its log
+    (`GET /sim/sink`). One log per instance: give each server its own."""
 
+    def __init__(self) -> None:
+        self.log = HostileLog()
 
-async def handle_hostile_log(request: web.Request) -> web.Response:
-    """GET /sim/sink: the selectors' counts and every request the sink received, headers included."""
-    return web.json_response(request.app[STATE].hostile.snapshot())
+    def __call__(self, routes: SimRoutes) -> None:
+        routes.add_twins(HOSTILE_PREFIX, lambda dialect, normal: hostile_handler(dialect, normal,
+                                                                                 routes.serve_quietly, self.log))
+        routes.app.router.add_route("*", SINK_ROUTE, self._sink)
+        routes.app.router.add_get("/sim/sink", self._show_log)
+        routes.on_reset(self.log.reset)
 
+    async def _sink(self, request: web.Request) -> web.Response:
+        """Where redirects lead: record what arrived, answer as the matching dialect would."""
+        body = await request.read()
+        self.log.received(request.method, request.path_qs, list(request.headers.items()), len(body))
+        dialect = next((d for d in DIALECTS if request.path.endswith(_SINK_SUFFIX.get(d.name, "\0"))), DIALECTS[0])
+        req = ParsedRequest(model="sink-model", text="", all_text="", image_urls=[], max_tokens=None, stop=[],
+                            guided_choice=None)
+        return dialect.ok(request.app[STATE], req, SINK_ANSWER, "stop", Usage(1, 1))
 
-def add_hostile_routes(app: web.Application, handlers: dict[str, Handler], serve_quietly: QuietServe) -> None:
-    """The hostile twin of every dialect route (`handlers`: route -> its normal handler), the sink
-    and its log."""
-    for dialect in DIALECTS:
-        for route in dialect.routes:
-            app.router.add_post(HOSTILE_PREFIX + route, hostile_handler(dialect, handlers[route], serve_quietly))
-    app.router.add_route("*", SINK_ROUTE, handle_sink)
-    app.router.add_get("/sim/sink", handle_hostile_log)
+    async def _show_log(self, request: web.Request) -> web.Response:
+        """GET /sim/sink: the selectors' counts and every request the sink received, headers included."""
+        return web.json_response(self.log.snapshot())
