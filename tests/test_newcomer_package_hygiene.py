@@ -1,10 +1,12 @@
 """The installed package holds no test-only code (issue 35 item 14): the simulator's hostile replies live in
 tests/hostile_routes.py and reach a server through its extension point (`routes=`, evalkit.sim.extension),
-and the RGB-Th-Bench replay helpers the tests use live in tests/rgbth_common.py.
+and the RGB-Th-Bench replay helpers the tests use live in tests/rgbth_common.py. And the simulator reads in
+pieces (item 15): the batch routes were one function of 246 lines.
 """
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import aiohttp
@@ -85,3 +87,12 @@ async def test_a_server_without_extensions_serves_no_hostile_route():
             assert resp.status == 404
         async with session.get(f"{sim.url}/sim/sink") as resp:
             assert resp.status == 404
+
+
+def test_no_simulator_function_runs_past_100_lines():
+    long = []
+    for p in sorted((PACKAGE / "sim").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 100:
+                long.append(f"{p.name}:{node.name} {node.end_lineno - node.lineno + 1} lines")
+    assert long == []
