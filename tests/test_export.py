@@ -123,6 +123,32 @@ def test_eee_files_validate_against_the_vendored_schemas_and_carry_the_interval(
     assert again == aggregate_path  # the same run exports to the same files
 
 
+# one run directory per benchmark written by 0.1.0, and 0.2's with --repeats (its sd over repeats)
+FIXTURE_RUNS = [*(next((Path(__file__).parent / "fixtures" / "v010" / name / "runs").glob("*/summary.json"))
+                  for name in ("mcq-circular", "if-bench", "tdbench", "rgb-th-bench", "mme-realworld")),
+                next((Path(__file__).parent / "fixtures" / "v02" / "mcq-repeats" / "runs").glob("*/summary.json"))]
+
+
+def test_every_benchmarks_earlier_run_directories_export_valid_eee(tmp_path):
+    """Run directories of every benchmark written by 0.1.0 and 0.2 (no data_source, no manifest)."""
+    aggregate, instance = _validator("eval.schema.json"), _validator("instance_level_eval.schema.json")
+    benchmarks = set()
+    for summary_path in FIXTURE_RUNS:
+        doc_path, lines_path = export([summary_path.parent], "eee", out=tmp_path)
+        doc = json.loads(doc_path.read_text(encoding="utf-8"))
+        assert list(aggregate.iter_errors(doc)) == [], summary_path
+        lines = [json.loads(x) for x in lines_path.read_text(encoding="utf-8").splitlines()]
+        assert all(instance.is_valid(x) for x in lines[:20]) and len(lines) == doc["detailed_evaluation_results"][
+            "total_rows"] > 0
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        (headline,) = [r for r in doc["evaluation_results"] if "uncertainty" in r["score_details"]]
+        assert headline["metric_config"]["metric_name"] == summary["headline"]["metric"]
+        if summary.get("repeats"):
+            assert headline["score_details"]["details"]["sd_over_repeats"] == "0.0"
+        benchmarks.add(summary["benchmark"])
+    assert benchmarks == {"mcq", "if-bench", "tdbench", "rgb-th-bench", "mme-realworld"}
+
+
 def test_no_export_carries_the_key_the_run_was_asked_with(run_dir, tmp_path):
     assert canary_in(run_dir) == []
     for to in ("csv", "jsonl", "eee"):

@@ -54,6 +54,8 @@ def export(run_dirs: Sequence[str | Path], to: str, *, out: str | Path | None = 
         from evalkit.export.to_jsonl import write_jsonl
 
         target = Path(out) if out is not None else default_out(paths, to)
+        if target.is_dir():  # a folder: the file goes in it
+            target = target / default_out(paths, to).name
         n = (write_csv if to == "csv" else write_jsonl)(runs, target)
         tell(f"wrote {n:,} rows ({len(runs)} run{'s' if len(runs) != 1 else ''}) to {target}")
         return [target]
