@@ -165,6 +165,8 @@ def test_bad_input_is_one_line_and_writes_nothing(run_dir, tmp_path, capsys, mon
     assert f"{tmp_path / 'nope'} is not an evalkit run directory" in err and not out.exists()
     assert main(["export", str(run_dir), "--to", "csv", "--tracking-uri", "sqlite:///x.db"]) == 2
     assert "--tracking-uri does not apply to --to csv (only to mlflow)" in capsys.readouterr().err
+    assert main(["export", str(run_dir), "--to", "eee", "--out", str(run_dir / "summary.json")]) == 2
+    assert "summary.json: a file; --to eee writes into a folder" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if the extra were not installed
     with pytest.raises(EvalkitError, match=r"needs mlflow-skinny, which is not installed: pip install 'evalkit\[mlflow\]'"):
         export([run_dir], "mlflow", tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")

@@ -39,6 +39,8 @@ def export(run_dirs: Sequence[str | Path], to: str, *, out: str | Path | None = 
     if to not in TARGETS:
         raise EvalkitError(f"--to {to}: not a target ({', '.join(TARGETS)})")
     _check_options(to, out=out, tracking_uri=tracking_uri, project=project, organization=organization)
+    if to in ("eee", "wandb") and out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise EvalkitError(f"--out {out}: a file; --to {to} writes into a folder")
     from evalkit.export.runs import read_run
 
     paths = list(dict.fromkeys(Path(p) for p in run_dirs))
