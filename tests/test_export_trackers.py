@@ -13,7 +13,8 @@ import pytest
 from export_run import canary_in, make_export_run
 
 from evalkit.export import export
-from evalkit.export.runs import read_run, run_metrics
+from evalkit.export.runs import flat_numbers, read_run, run_metrics
+from evalkit.export.to_mlflow import mlflow_name
 
 mlflow = pytest.importorskip("mlflow")
 wandb = pytest.importorskip("wandb")
@@ -51,6 +52,12 @@ def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(run_dir
     local = Path(client.download_artifacts(run_id, "summary.json", str(tmp_path / "down")))
     assert json.loads(local.read_text(encoding="utf-8")) == summary
     assert canary_in(tmp_path) == []  # the store, the artifacts
+    from mlflow.utils.validation import _validate_metric_name
+
+    for path in (Path(__file__).parent / "fixtures" / "v010").glob("*/runs/*/summary.json"):  # every benchmark's
+        names = {mlflow_name(n) for n in flat_numbers(json.loads(path.read_text(encoding="utf-8"))["metrics"])}
+        for name in names:
+            _validate_metric_name(name)  # MLflow's own check accepts every cleaned name
 
 
 def _wandb_records(path: Path) -> list:

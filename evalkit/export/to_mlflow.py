@@ -59,12 +59,20 @@ def export_mlflow(runs: Sequence[ExportRun], *, tracking_uri: str | None, experi
 
 
 def _log_run(mlflow: Any, client: Any, experiment_id: str, run: ExportRun) -> str:
-    entities = mlflow.entities
     tags = {"evalkit.benchmark": run.benchmark, "evalkit.model": run.model, "evalkit.run_dir": run.name,
             "evalkit.mode": str(run.summary.get("mode") or ""), "evalkit.version": str(run.summary.get(
                 "evalkit_version") or ""), "evalkit.complete": json.dumps(run.summary.get("complete"))}
-    created = client.create_run(experiment_id, run_name=run.name, tags=tags)
-    run_id = created.info.run_id
+    run_id = client.create_run(experiment_id, run_name=run.name, tags=tags).info.run_id
+    try:
+        _log_contents(mlflow.entities, client, run_id, run)
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    client.set_terminated(run_id, "FINISHED" if run.summary.get("complete", True) else "KILLED")
+    return run_id
+
+
+def _log_contents(entities: Any, client: Any, run_id: str, run: ExportRun) -> None:
     params = [entities.Param(mlflow_name(k), v if len(v) <= PARAM_VALUE_MAX else v[:PARAM_VALUE_MAX - 1] + "…")
               for k, v in _unique(flat_settings(run.settings())).items()]
     renamed: dict[str, str] = {}  # logged name -> the official one, where they differ
@@ -87,8 +95,6 @@ def _log_run(mlflow: Any, client: Any, experiment_id: str, run: ExportRun) -> st
             names = Path(tmp) / "metric_names.json"
             names.write_text(json.dumps(renamed, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             client.log_artifact(run_id, str(names))
-    client.set_terminated(run_id, "FINISHED" if run.summary.get("complete", True) else "KILLED")
-    return run_id
 
 
 def _unique(params: dict[str, str]) -> dict[str, str]:
