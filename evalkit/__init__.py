@@ -5,6 +5,7 @@
     board = evalkit.compare([result.out_dir, "runs/mcq-other-model-..."], out="runs/compare")
     shards = [evalkit.run("mcq", "vllm/my-model", shard=f"{k}/4", out=f"runs/x-{k}") for k in range(1, 5)]
     merged = evalkit.merge([s.out_dir for s in shards], "runs/x")
+    matrix = evalkit.run_matrix(["mcq", "pope"], ["openai/gpt-4o", "vllm/my-model"], out="runs/m")  # docs/matrix.md
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 from evalkit.core.version import __version__
 
-__all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "merge", "build_view", "__version__"]
+__all__ = ["run", "run_async", "RunResult", "compare", "Comparison", "merge", "build_view", "run_matrix",
+           "run_matrix_async", "MatrixResult", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from evalkit.engine import compare as comparison
 
         return getattr(comparison, name)
+    if name in ("run_matrix", "run_matrix_async", "MatrixResult"):
+        from evalkit.engine import matrix
+
+        return getattr(matrix, name)
     if name == "merge":
         from evalkit.engine.merge import merge
 

@@ -25,6 +25,15 @@ def _cache_dir(value: str | None) -> str:
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     from evalkit.report.plot_process import PlotProcess
 
+    models = args.model or []
+    if args.suite is not None or len(args.bench) > 1 or len(models) > 1:  # a matrix (docs/matrix.md)
+        from evalkit.cli.matrix import cmd_matrix
+
+        return cmd_matrix(args, console)
+    if not args.bench:
+        raise EvalkitError("run: the following arguments are required: BENCH")
+    if not models:
+        raise EvalkitError("run: the following arguments are required: --model")
     with PlotProcess(start=False) as plotter:  # started by the run once it has something to ask
         return _run_and_print(args, console, None if args.dry_run else plotter)
 
@@ -34,9 +43,10 @@ def _run_and_print(args: argparse.Namespace, console: Console, plotter: Any) -> 
     from evalkit.engine.evaluate import run
     from evalkit.report.console import print_dry_run, print_summary
 
-    opts = {**settings.given(args, RunConfig), **settings.given(args, benchmark_class(args.bench).Options)}
+    bench, model = args.bench[0], args.model[0]
+    opts = {**settings.given(args, RunConfig), **settings.given(args, benchmark_class(bench).Options)}
     opts.pop("model", None)
-    result = run(args.bench, args.model, plotter=plotter, **opts)
+    result = run(bench, model, plotter=plotter, **opts)
     if "dry_run" in result.summary:
         print_dry_run(result.summary, console)
         return 0

@@ -45,28 +45,23 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _foreign_flags(message: str, bench: str) -> str:
+def _foreign_flags(message: str, bench: str | tuple[str, ...]) -> str:
     """'unrecognized arguments: --circular' given to `run if-bench`: name the benchmark it belongs to."""
     from evalkit.benchmarks import option_owners
 
+    benches = (bench,) if isinstance(bench, str) else bench
     owners = {"--" + k.replace("_", "-"): v for k, v in option_owners().items()}
     for word in message.split(":", 1)[-1].split():
         flag = word.split("=", 1)[0]
-        if owners.get(flag, bench) != bench:
-            return f"{flag} is an option of benchmark {owners[flag]}, not of {bench}"
+        if owners.get(flag, benches[0]) not in benches:
+            return f"{flag} is an option of benchmark {owners[flag]}, not of {', '.join(benches)}"
     return message
 
 
 def _bench_in(argv: Sequence[str], after: str) -> str | None:
-    """The benchmark named in argv (the positional after `run`, or the value of `--bench`), so only
-    that benchmark's module is imported to add its flags."""
+    """The benchmark named in argv by `after` (e.g. `--bench`), so only that benchmark's module is
+    imported to add its flags."""
     args = list(argv)
-    if after == "run":
-        if "run" not in args:
-            return None
-        rest = args[args.index("run") + 1:]
-        names = [a for a in rest if a in REGISTRY]
-        return names[0] if names else None
     for i, a in enumerate(args):
         if a == after and i + 1 < len(args):
             return args[i + 1] if args[i + 1] in REGISTRY else None
@@ -76,23 +71,52 @@ def _bench_in(argv: Sequence[str], after: str) -> str | None:
     return None
 
 
-def _add_bench_options(p: argparse.ArgumentParser, bench: str | None, title: str) -> None:
-    if bench is None:
+def _benches_in_run(argv: Sequence[str]) -> tuple[str, ...]:
+    """The benchmarks `evalkit run` names (positionals, and a --suite file's), so only their modules are
+    imported to add their flags."""
+    args = list(argv)
+    if "run" not in args:
+        return ()
+    rest = args[args.index("run") + 1:]
+    names = [a for a in rest if a in REGISTRY]
+    suite = next((rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--suite"), None)
+    suite = suite or next((a.split("=", 1)[1] for a in rest if a.startswith("--suite=")), None)
+    if suite:  # its TOML reader only now: --help stays light
+        from evalkit.engine.suite import suite_benchmarks
+
+        names += suite_benchmarks(suite)
+    return tuple(dict.fromkeys(names))
+
+
+def _add_bench_options(p: argparse.ArgumentParser, bench: str | tuple[str, ...] | None, title: str) -> None:
+    """Each named benchmark's own flags, in a group of its own (a flag two benchmarks share: once)."""
+    benches = (bench,) if isinstance(bench, str) else bench or ()
+    if not benches:
         p.epilog = "benchmark options: see `evalkit run BENCH --help`"
         return
     from evalkit.benchmarks import benchmark_class
 
-    options = benchmark_class(bench).Options
-    if dataclasses.fields(options):
-        settings.add_arguments(p.add_argument_group(title.format(bench=bench)), options)
+    added: set[str] = set()
+    for name in benches:
+        options = benchmark_class(name).Options
+        fresh = [f.name for f in dataclasses.fields(options) if f.name not in added]
+        if fresh:
+            skip = [f.name for f in dataclasses.fields(options) if f.name in added]
+            settings.add_arguments(p.add_argument_group(title.format(bench=name)), options, skip=skip)
+        added.update(fresh)
     p.bench = bench  # type: ignore[attr-defined]
 
 
 def _add_run_arguments(p: argparse.ArgumentParser, argv: Sequence[str]) -> None:
-    p.add_argument("bench", help="benchmark: " + ", ".join(REGISTRY))
-    p.add_argument("--model", required=True, help=RunConfig.__dataclass_fields__["model"].metadata["help"])
+    p.add_argument("bench", nargs="*", metavar="BENCH", help="benchmark(s): " + ", ".join(REGISTRY) + "; several "
+                   "with several --model run every (benchmark, model) pair at once (docs/matrix.md)")
+    p.add_argument("--model", action="append", help=RunConfig.__dataclass_fields__["model"].metadata["help"]
+                   + "; repeat it to compare models in one command")
+    p.add_argument("--suite", metavar="FILE", help="TOML file of [[benchmarks]] (name, data, images, options) and "
+                   "[[models]] (spec, label, base_url, extra, reasoning_effort, repeats) to run as a matrix; "
+                   "flags override its values")
     settings.add_arguments(p, RunConfig, skip=("model",))
-    _add_bench_options(p, _bench_in(argv, "run"), "{bench} options")
+    _add_bench_options(p, _benches_in_run(argv), "{bench} options")
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -100,7 +124,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"), argv)
-    parser.bench = _bench_in(argv, "run")  # type: ignore[attr-defined]  # unknown flags are reported here
+    parser.bench = _benches_in_run(argv)  # type: ignore[attr-defined]  # unknown flags are reported here
     rp = sub.add_parser("report", help="re-score a run directory (optionally resolving answers with a judge)")
     rp.add_argument("run_dir", help="the run directory to re-score (its records are never asked again)")
     rp.add_argument("--judge", help="LLM extractor for the answers the rules cannot parse, e.g. openai/gpt-4o-mini "

@@ -220,8 +220,12 @@ class RunConfig:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata["role"] == "generation"}
 
 
+#: How a model x benchmark matrix (engine/matrix.py) runs its pairs: the folder each default run
+#: directory goes in, the limiters shared per endpoint, the line no pair sends before, and each
+#: pair's progress handed to the matrix's one display.
+MATRIX_HOOKS = ("runs_root", "limiters", "start_gate", "watch_progress")
 #: Keyword arguments of `evalkit.run` that are hooks for embedding code, not settings.
-HOOKS = ("env", "console", "on_record", "plotter")
+HOOKS = ("env", "console", "on_record", "plotter", *MATRIX_HOOKS)
 
 
 # ---- validation -----------------------------------------------------------------------------

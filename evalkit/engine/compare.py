@@ -8,7 +8,7 @@ settings, are refused with the differing settings named: their numbers do not co
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
@@ -137,12 +137,16 @@ class Comparison(Leaderboard):
 
 
 def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, sizes: str | Path | None = None,
-            n_boot: int = N_BOOT, seed: int = 0, alpha: float = 0.05) -> Comparison:
-    """Compare finished runs of one benchmark; with `out`, also write the report there."""
+            n_boot: int = N_BOOT, seed: int = 0, alpha: float = 0.05,
+            labels: Mapping[Path, str] | None = None) -> Comparison:
+    """Compare finished runs of one benchmark; with `out`, also write the report there. `labels`: a name
+    for a run directory's model other than its PROVIDER/MODEL (a matrix's model labels)."""
     if len(run_dirs) < 2:
         raise EvalkitError("compare needs at least two run directories")
     damage: list[str] = []
     runs = [load_run(Path(p), damage) for p in run_dirs]
+    for run in runs:
+        run.label = (labels or {}).get(run.path, run.label)
     label_all(runs)
     counts = {r.label: n_repeats(r.summary) for r in runs}
     every = {r.label: r.records for r in runs}  # records of every repeat

@@ -93,3 +93,23 @@ async def scaled_from_sample(sample_queries: list[Query], n_sample_items: int, n
             "cost_high_usd": scale(plan.cost_high_usd),
             "notes": [f"estimated from the bundled sample's {n_sample_items} items scaled to {n_items:,} "
                       f"(its images are small: real image tokens may be higher)", *plan.notes]}
+
+
+MATRIX_SUMS = ("n_queries", "already_done", "cached", "to_send", "input_tokens", "output_tokens_low",
+               "output_tokens_high", "cost_low_usd", "cost_high_usd", "batch_cost_low_usd", "batch_cost_high_usd")
+
+
+def matrix_dry_run(pairs: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    """A matrix's dry run: each (benchmark, label, dry run) pair's and their total. A cost no price is
+    known for (or no count, the data not being here) is left out of the total, which names the pairs
+    it lacks (`unpriced`)."""
+    total: dict[str, Any] = {}
+    unpriced: list[str] = []
+    for bench, label, d in pairs:
+        for key in MATRIX_SUMS:
+            if key in d and d[key] is not None:
+                total[key] = total.get(key, 0) + d[key]
+        if d.get("cost_low_usd") is None:
+            unpriced.append(f"{bench} · {label}")
+    total["unpriced"] = unpriced
+    return {"pairs": [{"benchmark": b, "model": label, **d} for b, label, d in pairs], "total": total}

@@ -227,12 +227,14 @@ async def _evaluate(job: _Job) -> RunResult:
 
         # SIGINT/SIGTERM: flush, drain, then KeyboardInterrupt (exit 130)
         stack.enter_context(on_signals(rundir.flush, drain=drain, drain_s=DRAIN_S))
-        preflight = Preflight(spec, job.judge_spec, job.env, say)
+        preflight = Preflight(spec, job.judge_spec, job.env, say, start=s.hooks.get("start_gate"))
         stack.callback(preflight.cancel)
+        limiters = s.hooks.get("limiters")  # a matrix's: one per endpoint, shared by its pairs
+        watch = s.hooks.get("watch_progress") or (lambda shown: shown)  # a matrix shows every pair's progress
         runner = await make_runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
                                batch_dir=rundir.path if cfg.batch else None, price=job.price,
                                budget_left=(lambda: budget.left(meter.spent_usd)) if budget else None,
-                               confirm=preflight.confirms["--model"])
+                               confirm=preflight.confirms["--model"], limiters=limiters)
         pool = runner.provider if isinstance(runner.provider, BatchPool) else None
         if budget is not None and pool is None:  # each request reserves its estimate before it is sent
             budget.hook(runner, meter.spent_usd)
@@ -279,6 +281,7 @@ async def _evaluate(job: _Job) -> RunResult:
         progress = RunProgress(len(todo), f"{bench.name} · {spec.label}", console, enabled=cfg.progress,
                                counters=runner.stats, spent=(lambda: meter.spent_usd) if job.price else None,
                                status=pool.status_line if pool is not None else runner.limiter.learned_line)
+        watch(progress)
 
         def sink(outcome: Outcome) -> None:
             rec = mark(make_record(outcome, spec.label), outcome.query)
@@ -310,7 +313,7 @@ async def _evaluate(job: _Job) -> RunResult:
                 if pool is not None and cfg.batch_fallback == "live" and not draining:
                     async def live() -> Runner:
                         r = await make_runner(stack, spec, job.env, cfg, cache, pipeline, gate=preflight.model,
-                                              confirm=preflight.confirms["--model"])
+                                              confirm=preflight.confirms["--model"], limiters=limiters)
                         return r if budget is None else budget.hook(r, meter.spent_usd)
 
                     await fallback_live(live,
@@ -339,11 +342,11 @@ async def _evaluate(job: _Job) -> RunResult:
             judge_runner = await make_runner(stack, job.judge_spec, job.env, judge_config, cache, pipeline,
                                          fingerprints=False, gate=preflight.judge,
                                          batch_dir=rundir.path if judge_batch else None,
-                                         confirm=preflight.confirms["--judge"])
+                                         confirm=preflight.confirms["--judge"], limiters=limiters)
             await judge_records(bench, by_id, ordered, judge_runner, mode=cfg.mode,
                                 workers=waiting_workers(len(ordered)) if judge_batch else cfg.concurrency,
-                                track=lambda n: RunProgress(n, f"judge · {job.judge_spec.label}", console,
-                                                            enabled=cfg.progress, counters=judge_runner.stats))
+                                track=lambda n: watch(RunProgress(n, f"judge · {job.judge_spec.label}", console,
+                                                                  enabled=cfg.progress, counters=judge_runner.stats)))
             judge_stopped = judge_runner.breaker.tripped
             if judge_stopped:
                 messages.append(f"the judge stopped: {judge_runner.breaker.tripped}; every answer is kept, and "

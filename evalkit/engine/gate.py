@@ -6,13 +6,14 @@ cause when either cannot answer. It also remembers whether the endpoint is the s
 so that the end of the run can warn when the simulator was asked questions its key does not hold.
 A model the server does not list (a lenient compatible server's alias) is one line, and the
 model's (or the judge's) Confirmation then holds its runner to one request until the server has
-answered it (evalkit.ask.confirm).
+answered it (evalkit.ask.confirm). Given `start` (a model x benchmark matrix's start line), the first
+request also waits for it once the probes passed: no pair sends until every pair can start.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from evalkit.ask.confirm import Confirmation
 from evalkit.providers import ProviderSpec, api_key_for
@@ -21,8 +22,9 @@ from evalkit.providers.preflight import Reachable, probe_all, sim_unkeyed
 
 class Preflight:
     def __init__(self, spec: ProviderSpec, judge: ProviderSpec | None, env: Mapping[str, str],
-                 say: Callable[[str], None]):
+                 say: Callable[[str], None], start: Callable[[], Awaitable[None]] | None = None):
         self._spec, self._judge, self._env, self._say = spec, judge, env, say
+        self._start = start
         self._tasks: dict[str, asyncio.Task[Reachable]] = {}
         self._unkeyed_before: dict[str, int] = {}
         self.confirms = {"--model": Confirmation(spec.model, "--model", spec.label)}  # for the runners
@@ -55,11 +57,15 @@ class Preflight:
         if self._judge is not None:
             waits.append(self._probe(self._judge, "--judge"))
         await asyncio.shield(asyncio.gather(*waits))
+        if self._start is not None:
+            await self._start()
 
     async def judge(self) -> None:
         """Before the judge's first request (a run whose answers were all cached probes it only now)."""
         if self._judge is not None:
             await asyncio.shield(self._probe(self._judge, "--judge"))
+            if self._start is not None:
+                await self._start()
 
     async def simulator_mismatch(self) -> str | None:
         """A warning when the simulated server answered questions its answer key does not hold."""

@@ -48,8 +48,10 @@ class Located:
 
 def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> Located:
     """The run identity (with the data's content fingerprint) and the run directory: --out, else the
-    default for this identity, else the directory 0.1.0 used for the same command if that exists."""
+    default for this identity, else the directory 0.1.0 used for the same command if that exists.
+    The defaults are in runs/, or in the `runs_root` hook's folder (a matrix's --out)."""
     cfg = s.config
+    root = Path(s.hooks.get("runs_root") or "runs")
     cache_dir = Path(cfg.cache_path(env))
     fresh_cache = () if cfg.no_cache or cache_dir.exists() else (cache_dir, *_absent_parents(cache_dir))
     data, known = data_of(prepared, cfg.images, None if cfg.no_cache else cache_dir / FILE_HASHES,
@@ -65,12 +67,12 @@ def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[
         if earlier is not None and _saved_endpoint(out) == kept:
             identity = earlier
         return Located(RunDir(out), identity, legacy, None, data, (*fresh_cache, *_absent_parents(out)), known)
-    new = default_run_dir(s.bench_name, spec.label, identity)
+    new = default_run_dir(s.bench_name, spec.label, identity, root)
     if earlier is not None and not new.exists():
-        before = default_run_dir(s.bench_name, spec.label, earlier)
+        before = default_run_dir(s.bench_name, spec.label, earlier, root)
         if (before / "config.json").exists():
             return Located(RunDir(before), earlier, legacy, None, data, fresh_cache, known)
-    old = default_run_dir(s.bench_name, spec.label, legacy)
+    old = default_run_dir(s.bench_name, spec.label, legacy, root)
     if not new.exists() and (old / "config.json").exists():
         return Located(RunDir(old), identity, legacy,
                         f"resuming {old}, written by evalkit 0.1.0 (config.json rewritten in today's form; "

@@ -16,6 +16,8 @@ KeyboardInterrupt at once (a stuck shutdown can still be interrupted).
         stack.enter_context(on_signals(rundir.flush))
 
 Outside the main thread, or where the loop cannot handle signals, it installs nothing.
+Several blocks open at once in one event loop (the runs of a matrix) share one handler: each signal
+reaches every block.
 """
 
 from __future__ import annotations
@@ -49,6 +51,80 @@ def _flush_all(flushes: tuple[Callable[[], None], ...], state: Interrupt) -> Non
             print(f"evalkit: could not write buffered records: {e}", file=sys.stderr)
 
 
+@dataclass
+class _Block:
+    """One `on_signals` block: its task, what it flushes, how it stops."""
+
+    task: asyncio.Task[Any]
+    flushes: tuple[Callable[[], None], ...]
+    signals: tuple[int, ...]
+    drain: Callable[[], None] | None
+    drain_s: float
+    state: Interrupt = field(default_factory=Interrupt)
+    deadline: list[asyncio.TimerHandle] = field(default_factory=list)
+
+    def stop(self, loop: asyncio.AbstractEventLoop, signum: int) -> None:
+        """The first signal: drain (new requests stop, replies on their way are kept), else cancel."""
+        self.state.signum = signum
+        if self.drain is None:
+            self.task.cancel()
+            return
+        self.drain()
+        self.deadline.append(loop.call_later(self.drain_s, self.task.cancel))
+
+
+# The blocks open on each loop: runs in one event loop at once (a model x benchmark matrix) each have
+# theirs, and one signal handler per loop serves them all. A loop keeps one handler per signal, so a
+# handler installed per block would leave every block but the last deaf to Ctrl-C.
+_OPEN: dict[asyncio.AbstractEventLoop, list[_Block]] = {}
+_PREVIOUS: dict[asyncio.AbstractEventLoop, list[tuple[int, Any]]] = {}
+
+
+def _dispatch(loop: asyncio.AbstractEventLoop, signum: int) -> None:
+    blocks = [b for b in _OPEN.get(loop, ()) if signum in b.signals]
+    again = any(b.state.count for b in blocks)
+    for b in blocks:
+        b.state.count += 1
+        _flush_all(b.flushes, b.state)
+    if again:
+        raise KeyboardInterrupt  # leaves run_forever: the second Ctrl-C is not polite
+    for b in blocks:
+        b.stop(loop, signum)
+
+
+def _join(loop: asyncio.AbstractEventLoop, block: _Block) -> None:
+    blocks = _OPEN.setdefault(loop, [])
+    installed = _PREVIOUS.setdefault(loop, [])
+    for signum in block.signals:
+        if any(s == signum for s, _ in installed):
+            continue
+        previous = signal.getsignal(signum)
+        try:
+            loop.add_signal_handler(signum, _dispatch, loop, signum)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no support
+            continue
+        installed.append((signum, previous))
+    stopping = next((b.state.signum for b in blocks if b.state.signum is not None), None)
+    blocks.append(block)
+    if stopping is not None:  # a run that starts while the others drain stops with them
+        block.state.count = 1
+        block.stop(loop, stopping)
+
+
+def _leave(loop: asyncio.AbstractEventLoop, block: _Block) -> None:
+    blocks = _OPEN.get(loop, [])
+    if block in blocks:
+        blocks.remove(block)
+    if blocks:
+        return
+    _OPEN.pop(loop, None)
+    for signum, previous in _PREVIOUS.pop(loop, []):
+        with contextlib.suppress(Exception):
+            loop.remove_signal_handler(signum)
+        with contextlib.suppress(Exception):
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS,
                drain: Callable[[], None] | None = None, drain_s: float = 10.0) -> Iterator[Interrupt]:
@@ -58,36 +134,19 @@ def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS,
     With `drain`, the first signal calls it instead (it stops new requests) and the block goes on,
     so replies already on their way are received and recorded rather than paid for and thrown away;
     the task is cancelled only if the block is still running `drain_s` later, or at a second signal.
-    When the block ends, the interruption is raised as KeyboardInterrupt all the same."""
-    state = Interrupt()
+    When the block ends, the interruption is raised as KeyboardInterrupt all the same. Blocks open at
+    once in one loop (several runs) all receive each signal."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
     task = asyncio.current_task() if loop is not None else None
-    installed: list[tuple[int, Any]] = []
-    deadline: list[asyncio.TimerHandle] = []
-
-    def handle(signum: int) -> None:
-        state.count += 1
-        _flush_all(flushes, state)
-        if state.count > 1 or task is None:
-            raise KeyboardInterrupt  # leaves run_forever: the second Ctrl-C is not polite
-        state.signum = signum
-        if drain is None or loop is None:
-            task.cancel()
-            return
-        drain()
-        deadline.append(loop.call_later(drain_s, task.cancel))
-
-    if loop is not None and task is not None:
-        for signum in signals:
-            previous = signal.getsignal(signum)
-            try:
-                loop.add_signal_handler(signum, handle, signum)
-            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no support
-                continue
-            installed.append((signum, previous))
+    if loop is None or task is None:
+        yield Interrupt()
+        return
+    block = _Block(task, flushes, tuple(signals), drain, drain_s)
+    state = block.state
+    _join(loop, block)
     try:
         yield state
     except asyncio.CancelledError:
@@ -95,16 +154,12 @@ def on_signals(*flushes: Callable[[], None], signals: tuple[int, ...] = SIGNALS,
             raise
         _flush_all(flushes, state)
         if sys.version_info >= (3, 11):
-            task.uncancel()  # type: ignore[union-attr]
+            task.uncancel()
         raise KeyboardInterrupt from None
     finally:
-        for handle_ in deadline:
+        for handle_ in block.deadline:
             handle_.cancel()
-        for signum, previous in installed:
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(signum)  # type: ignore[union-attr]
-            with contextlib.suppress(Exception):
-                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        _leave(loop, block)
     if state.signum is not None:  # the signal came after the block's last await: still an interruption
         _flush_all(flushes, state)
         raise KeyboardInterrupt

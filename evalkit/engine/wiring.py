@@ -70,19 +70,61 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
     return await resolve_auto(spec, env), judge_spec
 
 
+class EndpointLimiters:
+    """One Limiter per model endpoint (provider, URL, model) for runs that share an event loop (the pairs
+    of a model x benchmark matrix): --concurrency, --rpm and --tpm then hold per endpoint, shared by
+    every run that asks it, and a slow endpoint's queue holds back no other. (With a shared cache the
+    limits are shared through it instead, by every process.)"""
+
+    def __init__(self) -> None:
+        self._by: dict[tuple[str, tuple[str, ...], str], Limiter] = {}
+
+    def get(self, spec: ProviderSpec) -> Limiter | None:
+        return self._by.get(_endpoint_key(spec))
+
+    def put(self, spec: ProviderSpec, limiter: Limiter) -> None:
+        self._by[_endpoint_key(spec)] = limiter
+
+
+def _endpoint_key(spec: ProviderSpec) -> tuple[str, tuple[str, ...], str]:
+    return spec.provider, tuple(sorted(spec.base_urls)), spec.model
+
+
 async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
                   cache: CacheLike, pipeline: ImagePipeline, fingerprints: bool = True,
                   gate: Callable[[], Awaitable[None]] | None = None, batch_dir: Path | None = None,
                   price: Price | None = None, budget_left: Callable[[], float | None] | None = None,
-                  confirm: Confirmation | None = None) -> Runner:
+                  confirm: Confirmation | None = None, limiters: EndpointLimiters | None = None) -> Runner:
     """A runner whose provider the stack closes (with `batch_dir`: through the provider's batch API,
     its journal in that run directory). `confirm`: a live runner sends one request first while the
-    server has not confirmed a model it does not list."""
+    server has not confirmed a model it does not list. `limiters`: the endpoint's limiter is shared
+    with the other runs using them."""
     provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
     stack.push_async_callback(provider.close)
     if batch_dir is not None:
         return (await batch_runner(stack, provider, env, cfg, cache, pipeline, batch_dir, fingerprints=fingerprints,
                                    gate=gate, price=price, budget_left=budget_left))[0]
+    if getattr(cache, "limits", None) is not None:  # a shared cache shares the limits itself, across processes
+        limiters = None
+    limiter = limiters.get(spec) if limiters is not None else None
+    if limiter is None:
+        limiter = _limiter(stack, spec, env, cfg, cache)
+        if limiters is not None:
+            limiters.put(spec, limiter)
+    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
+    runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
+                    fingerprints=fingerprints, gate=gate, confirm=confirm)
+    runner.hold_images(cfg.concurrency + PREPARED_AHEAD)
+    make_claims = getattr(cache, "claims", None)
+    if make_claims is not None:  # a claim outlives one request with its retries' waits, not a dead process
+        runner.claims = make_claims(claim_ttl_s(cfg))
+        stack.callback(runner.claims.close)
+    return runner
+
+
+def _limiter(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[str, str], cfg: RunConfig,
+             cache: CacheLike) -> Limiter:
+    """The endpoint's limiter: --concurrency, --rpm, --tpm (learned below them), shared through a shared cache."""
     limiter = Limiter(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm)
     if cfg.adaptive:
         limiter.adapt_rates()
@@ -95,15 +137,7 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
                                      cfg.concurrency if key else None, cfg.timeout + 5.0, owner_token())
         if limiter.shared is not None:
             stack.push_async_callback(limiter.shared.close)
-    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
-    runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
-                    fingerprints=fingerprints, gate=gate, confirm=confirm)
-    runner.hold_images(cfg.concurrency + PREPARED_AHEAD)
-    make_claims = getattr(cache, "claims", None)
-    if make_claims is not None:  # a claim outlives one request with its retries' waits, not a dead process
-        runner.claims = make_claims(claim_ttl_s(cfg))
-        stack.callback(runner.claims.close)
-    return runner
+    return limiter
 
 
 PREPARED_AHEAD = 4  # queries that may hold prepared images beyond those in flight: the next to send
