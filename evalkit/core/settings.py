@@ -224,8 +224,9 @@ class RunConfig:
 #: directory goes in, the limiters shared per endpoint, the line no pair sends before, and each
 #: pair's progress handed to the matrix's one display.
 MATRIX_HOOKS = ("runs_root", "limiters", "start_gate", "watch_progress")
-#: Keyword arguments of `evalkit.run` that are hooks for embedding code, not settings.
-HOOKS = ("env", "console", "on_record", "plotter", *MATRIX_HOOKS)
+#: Keyword arguments of `evalkit.run` that are hooks for embedding code, not settings (`quiet=True`:
+#: print nothing, docs/python.md).
+HOOKS = ("env", "console", "on_record", "plotter", "quiet", *MATRIX_HOOKS)
 
 
 # ---- validation -----------------------------------------------------------------------------

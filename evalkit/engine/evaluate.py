@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +37,13 @@ from evalkit.engine.cutoffs import reask_note, split_options, to_reask, with_bud
 from evalkit.engine.data_errors import closing_line
 from evalkit.engine.dry_run import dry_run, scaled_from_sample
 from evalkit.engine.gate import Preflight
+from evalkit.engine.in_thread import run_blocking
 from evalkit.engine.location import Located, forget_created, locate, locate_cut_off_run
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.provenance import run_facts
 from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import add_repeats, first_repeat, mark, with_repeats
+from evalkit.engine.result import RunResult
 from evalkit.engine.resume import OLDER_REQUESTS, may_hold_unmarked_v010, sort_records_off_loop
 from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
 from evalkit.engine.shutdown import on_signals
@@ -63,27 +65,16 @@ from evalkit.report.progress import RunProgress
 DRAIN_S = 10.0  # after Ctrl-C/SIGTERM, how long replies already on their way may take to arrive
 
 
-@dataclass(repr=False)
-class RunResult:
-    summary: dict[str, Any]
-    records: list[Record]
-    out_dir: Path
-    exit_code: int = 0
-    messages: list[str] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        """Short: a notebook shows it, and asyncio.run formats it (through the SIGINT handler it
-        restores) — the default repr of every record cost 0.2 s at 5,000 records."""
-        s = self.summary
-        return (f"RunResult({s.get('benchmark')!r}, {s.get('model')!r}, {len(self.records)} records, "
-                f"exit_code={self.exit_code}, out_dir={str(self.out_dir)!r})")
-
-
 def run(bench: str, model: str, **options: Any) -> RunResult:
     """Evaluate `model` (e.g. "openai/gpt-4o") on benchmark `bench`; see `evalkit run BENCH --help` for
     the options (the keyword names are the flags' names with underscores). An unknown or wrong-typed
-    option is an error naming it, raised before anything is written."""
-    return asyncio.run(run_async(bench, model, **options))
+    option is an error naming it, raised before anything is written. `progress=False`: no progress
+    line; `quiet=True`: nothing printed at all (the lines said are in RunResult.messages).
+
+    Inside a running event loop (a notebook cell) the run goes on a worker thread with its own loop
+    (engine/in_thread.py); interrupting the cell stops it as Ctrl-C does. `await run_async(...)` runs
+    it on the caller's loop instead."""
+    return run_blocking(lambda: run_async(bench, model, **options))
 
 
 @dataclass(frozen=True)
@@ -112,7 +103,11 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     env: Mapping[str, str] = s.hooks.get("env") or os.environ
     if cfg.api_version:  # the flag wins over the variable, for the model, its judge and its batches alike
         env = {**env, "OPENAI_API_VERSION": cfg.api_version}
-    console: Console = s.hooks.get("console") or Console(stderr=True)
+    quiet = bool(s.hooks.get("quiet"))
+    if quiet:  # no progress line, no download bar
+        s = replace(s, config=replace(cfg, progress=False))
+        cfg = s.config
+    console: Console = Console(stderr=True, quiet=True) if quiet else s.hooks.get("console") or Console(stderr=True)
     check_budget_flags(cfg, env)
     spec, judge_spec = await specs_for(cfg, env)
     plan = download_plan(s, env) if cfg.dry_run else None

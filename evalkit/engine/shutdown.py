@@ -15,22 +15,79 @@ KeyboardInterrupt at once (a stuck shutdown can still be interrupted).
         ...
         stack.enter_context(on_signals(rundir.flush))
 
-Outside the main thread, or where the loop cannot handle signals, it installs nothing.
-Several blocks open at once in one event loop (the runs of a matrix) share one handler: each signal
-reaches every block.
+Outside the main thread, or where the loop cannot handle signals, it installs nothing; a run on a
+worker thread (engine/in_thread.py: `evalkit.run` inside a notebook's running loop) is told instead
+by an `Interrupter` in its context, which the waiting thread calls when Ctrl-C reaches it: the same
+handler then runs on the worker's loop. Several blocks open at once in one event loop (the runs of a
+matrix) share one handler: each signal reaches every block.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupter:
+    """Ctrl-C for a run on another thread's event loop, told from any thread.
+
+    Signal handlers exist only in the main thread; a run on a worker cannot have one. Each
+    `on_signals` block running in a context that holds this interrupter listens to it, and the first
+    `interrupt()` runs the block's signal handler on its loop (no new request; the replies on their
+    way are received). The `fallback` (the worker cancelling its main task, which the block turns
+    into KeyboardInterrupt after flushing) serves while no block listens (before a run's block is
+    entered, after it is left) and at every later interrupt: stop at once, unwinding, never by an
+    exception thrown out of the worker's loop. `count` says how often it was told."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: dict[int, Callable[[], None]] = {}
+        self._fallback: Callable[[], None] | None = None
+        self.count = 0
+        self.told = threading.Event()  # set once interrupt() has passed the word on (tests wait on it)
+
+    def interrupt(self) -> None:
+        with self._lock:
+            self.count += 1
+            listeners = list(self._listeners.values()) if self.count == 1 else []
+            targets = listeners or ([self._fallback] if self._fallback else [])
+            for target in targets:  # each only queues a call on its loop: quick, and ordered with listen()
+                with contextlib.suppress(RuntimeError):  # that loop has just closed
+                    target()
+        self.told.set()
+
+    def listen(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` on the first interrupt, unless the returned function was called before."""
+        with self._lock:
+            key = id(callback)
+            self._listeners[key] = callback
+        return lambda: self._forget(key)
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            self._listeners.pop(key, None)
+
+    def set_fallback(self, fallback: Callable[[], None] | None) -> None:
+        """What an interrupt does while no block listens; called at once if one came already."""
+        with self._lock:
+            self._fallback = fallback
+            if fallback is not None and self.count and not self._listeners:
+                with contextlib.suppress(RuntimeError):
+                    fallback()
+
+
+#: The interrupter of the run in this context (set by engine/in_thread.py on its worker thread).
+INTERRUPTER: contextvars.ContextVar[Interrupter | None] = contextvars.ContextVar("evalkit_interrupter",
+                                                                                  default=None)
 
 
 @dataclass
@@ -78,6 +135,7 @@ class _Block:
 # handler installed per block would leave every block but the last deaf to Ctrl-C.
 _OPEN: dict[asyncio.AbstractEventLoop, list[_Block]] = {}
 _PREVIOUS: dict[asyncio.AbstractEventLoop, list[tuple[int, Any]]] = {}
+_UNLISTEN: dict[asyncio.AbstractEventLoop, Callable[[], None]] = {}  # the loop's Interrupter listener
 
 
 def _dispatch(loop: asyncio.AbstractEventLoop, signum: int) -> None:
@@ -104,6 +162,10 @@ def _join(loop: asyncio.AbstractEventLoop, block: _Block) -> None:
         except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no support
             continue
         installed.append((signum, previous))
+    interrupter = INTERRUPTER.get()
+    if interrupter is not None and loop not in _UNLISTEN:  # a worker thread's run: told, not signalled
+        _UNLISTEN[loop] = interrupter.listen(
+            lambda: loop.call_soon_threadsafe(_dispatch, loop, signal.SIGINT))
     stopping = next((b.state.signum for b in blocks if b.state.signum is not None), None)
     blocks.append(block)
     if stopping is not None:  # a run that starts while the others drain stops with them
@@ -118,6 +180,9 @@ def _leave(loop: asyncio.AbstractEventLoop, block: _Block) -> None:
     if blocks:
         return
     _OPEN.pop(loop, None)
+    unlisten = _UNLISTEN.pop(loop, None)
+    if unlisten is not None:
+        unlisten()
     for signum, previous in _PREVIOUS.pop(loop, []):
         with contextlib.suppress(Exception):
             loop.remove_signal_handler(signum)

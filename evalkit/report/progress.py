@@ -5,7 +5,8 @@ dropped from the least important when the terminal is narrow (count, ETA and ela
 columns; the bar, tokens and the label go first). Retries, rate limits and errors are counted as
 they happen (from the runner's counters), not when a query finally ends, and the cost so far is
 shown when prices are known. When stderr is not a terminal (a log file, CI, `2>run.log`), a plain
-line is printed every 10 s or every 10% of the queries, and once at the end.
+line is printed every 10 s or every 10% of the queries, and once at the end. In a Jupyter notebook
+it is one output line under the cell, rewritten in place (report/notebook_line.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from rich.text import Text
 from evalkit.core.types import Outcome
 
 PLAIN_EVERY_S = 10.0
+NOTEBOOK_EVERY_S = 0.25  # the notebook line is rewritten at most this often (and once at the end)
+NOTEBOOK_WIDTH = 140  # an output under a cell is wider than rich's default notebook width (115): keep the label
 RATE_WINDOW_S = 30.0
 
 
@@ -73,13 +76,15 @@ class RunProgress:
         self.done = self.hits = self.errors = self.tokens = 0
         self.counters, self.spent, self.clock = counters, spent, clock
         self.status = status  # e.g. batches: how many, lines waiting, the provider's word
-        self.mode = "off" if not enabled else "live" if self.console.is_terminal else "plain"
+        self.mode = ("off" if not enabled else "notebook" if self.console.is_jupyter
+                     else "live" if self.console.is_terminal else "plain")
         self.plain_every_s = plain_every_s
         self._start = self._last_line = clock()
         self._last_tenth = 0
         self._samples: deque[tuple[float, int]] = deque()  # (time, answered-not-from-cache) for the rate
         self._sent = 0
         self._live: Any = None
+        self._notebook: Any = None  # the notebook's line (report/notebook_line.py)
 
     # ---- what is shown -------------------------------------------------------------------
     def rate(self) -> float | None:
@@ -135,6 +140,12 @@ class RunProgress:
                 self._samples.popleft()
         if self.mode == "plain":
             self._maybe_plain()
+        elif self._notebook is not None and self.clock() - self._last_line >= NOTEBOOK_EVERY_S:
+            self._last_line = self.clock()
+            self._notebook.update(self._notebook_text())
+
+    def _notebook_text(self) -> str:
+        return self.line(max(self.console.width, NOTEBOOK_WIDTH))
 
     def _maybe_plain(self) -> None:
         now = self.clock()
@@ -153,6 +164,12 @@ class RunProgress:
 
             self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
             self._live.start()
+        elif self.mode == "notebook":
+            from evalkit.report.notebook_line import notebook_line
+
+            self._notebook = notebook_line(self._notebook_text())
+            if self._notebook is None:  # no IPython to show it with: plain lines, as in a log
+                self.mode = "plain"
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -160,5 +177,8 @@ class RunProgress:
         if self._live is not None:
             self._live.stop()
             self._live = None
+        elif self._notebook is not None:
+            self._notebook.update(self._notebook_text())
+            self._notebook = None
         elif self.mode == "plain" and self.done:
             self._print_plain(self.clock(), 10)

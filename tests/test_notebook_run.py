@@ -1,0 +1,152 @@
+"""`evalkit.run()` where researchers write it: inside a running event loop (a notebook cell).
+
+It used to raise asyncio's "asyncio.run() cannot be called from a running event loop" there. Now the
+run goes on a worker thread with its own loop and returns the same result; interrupting the cell
+(KeyboardInterrupt in the waiting thread) stops the worker's run as Ctrl-C does: the replies on their
+way are received and recorded, no thread is left running, and the same call again sends only what is
+missing. `quiet=True` prints nothing at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+
+import pytest
+from conftest import make_mcq_jsonl
+from waiting import wait_until_held, wait_until_idle
+
+import evalkit
+from evalkit.engine.shutdown import INTERRUPTER
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+N = 16
+
+
+@pytest.fixture(scope="module")
+def sim_and_data(tmp_path_factory):
+    data = make_mcq_jsonl(tmp_path_factory.mktemp("ds"), N, seed=5, image_size=32)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        yield sim, data
+
+
+def _options(sim, data, tmp_path, name: str) -> dict:
+    return {"data": str(data), "base_url": sim.url, "out": str(tmp_path / name), "cache_dir": str(tmp_path / f"c-{name}"),
+            "concurrency": 2, "plots": False, "progress": False, "group_images": False}
+
+
+def _run_threads() -> set[threading.Thread]:
+    """Every thread but the simulator's (the test's server, which may start image threads as it serves)."""
+    return {t for t in threading.enumerate() if not t.name.startswith("evalkit-sim")}
+
+
+def _sent(sim) -> int:
+    wait_until_idle(sim)
+    return sim.counters.snapshot()["requests"]
+
+
+def test_run_inside_a_running_loop_equals_the_run_outside_and_prints_nothing_when_quiet(sim_and_data, tmp_path,
+                                                                                         capfd):
+    sim, data = sim_and_data
+    outside = evalkit.run("mcq", "vllm/sim-model", **_options(sim, data, tmp_path, "outside"), quiet=True)
+    capfd.readouterr()
+    before, sent_before = _run_threads(), _sent(sim)
+
+    async def cell():
+        assert asyncio.get_running_loop()  # as in a notebook: a loop is running
+        return evalkit.run("mcq", "vllm/sim-model", **_options(sim, data, tmp_path, "inside"), quiet=True)
+
+    inside = asyncio.run(cell())
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")  # quiet=True: nothing on stdout or stderr, from any thread
+    assert _sent(sim) - sent_before == N  # asked, not read from the other run's cache
+    assert _run_threads() == before  # the worker thread and its loop's threads are gone
+    assert inside.exit_code == outside.exit_code == 0
+    for key in ("metrics", "counts", "n_queries", "complete"):
+        assert inside.summary[key] == outside.summary[key], key
+    assert inside.summary["counts"]["correct"] == N  # the exact simulated model
+    fields = ("query_id", "response", "parsed", "correct", "error")
+    assert [[getattr(r, f) for f in fields] for r in inside.records] == \
+        [[getattr(r, f) for f in fields] for r in outside.records]
+    assert len(inside.to_rows()) == N and all(row["correct"] for row in inside.to_rows())
+
+
+def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_data, tmp_path):
+    sim, data = sim_and_data
+    options = _options(sim, data, tmp_path, "cut")
+    main = threading.main_thread().ident
+    seen: list[int] = []
+
+    def interrupt_the_cell_at_the_third_record() -> None:  # the engine's on_record hook, on the worker thread
+        seen.append(1)
+        if len(seen) == 3:
+            told = INTERRUPTER.get()
+            assert told is not None  # the run knows whom to listen to
+            signal.pthread_kill(main, signal.SIGINT)  # what the notebook's interrupt button does
+            assert told.told.wait(120)  # the waiting thread has passed the word on to this run
+
+    async def cell(**hooks):
+        return evalkit.run("mcq", "vllm/sim-model", **options, **hooks)
+
+    before, sent_before = _run_threads(), _sent(sim)
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(cell(on_record=interrupt_the_cell_at_the_third_record, quiet=True))
+    assert _run_threads() == before  # no thread left running
+    sent_first = _sent(sim) - sent_before
+    lines = [json.loads(x) for x in (tmp_path / "cut" / "records.jsonl").read_text().splitlines()]
+    answered = {r["query_id"] for r in lines if r["error"] is None}
+    assert 3 <= sent_first < N  # stopped mid-run: no new request after the interrupt
+    assert len(answered) == sent_first  # every reply on its way was received and recorded
+
+    again = asyncio.run(cell(quiet=True))  # the same cell, run again: resumes
+    assert again.exit_code == 0 and again.summary["complete"]
+    assert _sent(sim) - sent_before == N  # only the missing queries were sent
+    assert again.summary["this_run"] == {"sent": N - sent_first, "from_cache": 0, "already": sent_first}
+    assert len(again.records) == N and again.summary["counts"]["correct"] == N
+
+
+def test_a_second_interrupt_stops_at_once_and_leaves_no_thread(sim_and_data, tmp_path):
+    """The replies on their way are held at the server: the first interrupt waits for them (drain), the
+    second stops the run at once; the worker still ends before the cell does."""
+    sim, data = sim_and_data
+    options = _options(sim, data, tmp_path, "twice")
+    main = threading.main_thread().ident
+    seen: list[int] = []
+    draining = threading.Event()
+
+    def interrupt_at_the_third_record() -> None:
+        seen.append(1)
+        if len(seen) == 3:
+            told = INTERRUPTER.get()
+            signal.pthread_kill(main, signal.SIGINT)
+            assert told is not None and told.told.wait(120)
+            draining.set()
+
+    def interrupt_again_while_draining() -> None:
+        assert draining.wait(120)
+        wait_until_held(sim, None, 1)  # a reply the drain waits for is held at the server
+        signal.pthread_kill(main, signal.SIGINT)
+
+    async def cell(**hooks):
+        return evalkit.run("mcq", "vllm/sim-model", **options, **hooks)
+
+    before, sent_before = _run_threads(), _sent(sim)
+    second = threading.Thread(target=interrupt_again_while_draining, name="test-second-interrupt")
+    sim.hold(after=3)
+    try:
+        second.start()
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(cell(on_record=interrupt_at_the_third_record, quiet=True))
+        second.join()
+    finally:
+        sim.release()
+    assert _run_threads() == before  # stopped at once, and still no thread left running
+    lines = [json.loads(x) for x in (tmp_path / "twice" / "records.jsonl").read_text().splitlines()]
+    assert len({r["query_id"] for r in lines if r["error"] is None}) == 3  # what had arrived is recorded
+    sent_first = _sent(sim) - sent_before
+    again = asyncio.run(cell(quiet=True))
+    assert again.exit_code == 0 and again.summary["this_run"]["already"] == 3
+    assert _sent(sim) - sent_before == sent_first + N - 3  # the re-run asks the missing queries only
