@@ -13,7 +13,6 @@ import signal
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from cli_under_test import start_cli
@@ -86,10 +85,6 @@ def test_two_providers_asked_at_once_compared_and_resumed_for_free(tmp_path, mon
 
 
 def test_two_benchmarks_by_two_models_each_option_to_its_own_benchmark(tmp_path, monkeypatch):
-    from evalkit.report import compare_md, figures
-
-    monkeypatch.setattr(compare_md, "draw_all", lambda plot_dir, results, **_: [
-        (f.title, f.path) for f in figures.plan_figures(Path(plot_dir), results)])
     data = make_mcq_jsonl(tmp_path / "d", N, seed=6)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data), "circular": True}))) as sim:
         monkeypatch.setenv("VLLM_BASE_URL", sim.url)
@@ -110,6 +105,7 @@ def test_two_benchmarks_by_two_models_each_option_to_its_own_benchmark(tmp_path,
     ranking = json.loads((out / "compare-pope" / "comparison.json").read_text())["ranking"]
     assert sorted(ranking) == ["other", "vllm/sim-model"]  # a model's label names it
     assert (out / "view-pope" / "index.html").is_file()
+    assert not (out / "compare-pope" / "plots").exists()  # plots=False (--no-plots): none for the comparison
 
 
 def test_pairs_on_one_endpoint_share_its_concurrency(tmp_path, monkeypatch):

@@ -21,11 +21,7 @@ def _config(run: Path) -> dict:
     return json.loads((run / "config.json").read_text())["config"]
 
 
-def test_a_suite_gives_each_model_its_own_server_and_settings_and_flags_override_it(tmp_path, capfd, monkeypatch):
-    from evalkit.report import compare_md, figures
-
-    monkeypatch.setattr(compare_md, "draw_all", lambda plot_dir, results, **_: [  # planned, not drawn
-        (f.title, f.path) for f in figures.plan_figures(Path(plot_dir), results)])
+def test_a_suite_gives_each_model_its_own_server_and_settings_and_flags_override_it(tmp_path, capfd):
     data = make_mcq_jsonl(tmp_path / "d", 3, seed=21)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key)) as a, SimThread(SimConfig(answer_key=key)) as b:

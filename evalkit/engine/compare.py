@@ -130,17 +130,18 @@ def _data_mismatch(runs: Sequence[LoadedRun]) -> str | None:
 class Comparison(Leaderboard):
     """The leaderboard `compare` returns (`evalkit.Comparison`): the data, and writing its report."""
 
-    def write(self, out: Path) -> Path:
-        """report.md, comparison.json and plots/*.png in `out`; returns the report's path."""
+    def write(self, out: Path, plots: bool = True) -> Path:
+        """report.md, comparison.json and (unless plots=False) plots/*.png in `out`; returns the report's path."""
         self.out_dir = Path(out)
-        return write_comparison(self, self.out_dir)
+        return write_comparison(self, self.out_dir, plots)
 
 
 def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, sizes: str | Path | None = None,
             n_boot: int = N_BOOT, seed: int = 0, alpha: float = 0.05,
-            labels: Mapping[Path, str] | None = None) -> Comparison:
-    """Compare finished runs of one benchmark; with `out`, also write the report there. `labels`: a name
-    for a run directory's model other than its PROVIDER/MODEL (a matrix's model labels)."""
+            labels: Mapping[Path, str] | None = None, plots: bool = True) -> Comparison:
+    """Compare finished runs of one benchmark; with `out`, also write the report there (its plots too,
+    unless plots=False). `labels`: a name for a run directory's model other than its PROVIDER/MODEL
+    (a matrix's model labels)."""
     if len(run_dirs) < 2:
         raise EvalkitError("compare needs at least two run directories")
     damage: list[str] = []
@@ -187,7 +188,7 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
     comparison = Comparison(bench_name, settings, results, {r.label: r for r in runs}, pairs, correlation, notes,
                             repeats=CommonRepeats(common_k, counts) if common_k >= 2 else None, common=common)
     if out is not None:
-        comparison.write(Path(out))
+        comparison.write(Path(out), plots)
     return comparison
 
 

@@ -17,6 +17,7 @@ fix, else 1 when one is incomplete, else 0.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from evalkit.engine.budgeting import check_budget_flags
 from evalkit.engine.compare import Comparison, compare
 from evalkit.engine.dry_run import matrix_dry_run
 from evalkit.engine.evaluate import RunResult, run_async
+from evalkit.engine.in_thread import run_blocking
 from evalkit.engine.pairs import Pair, plan_pairs
 from evalkit.engine.suite import BenchEntry, ModelEntry
 from evalkit.engine.wiring import EndpointLimiters, specs_for
@@ -125,8 +127,9 @@ class _PairGate:
 
 
 def run_matrix(benches: Sequence[Any] = (), models: Sequence[Any] = (), **options: Any) -> MatrixResult:
-    """`run_matrix_async` from synchronous code."""
-    return asyncio.run(run_matrix_async(benches, models, **options))
+    """`run_matrix_async` from synchronous code; inside a running event loop (a notebook cell) on a worker
+    thread with its own loop, interrupted as Ctrl-C interrupts it (engine/in_thread.py)."""
+    return run_blocking(lambda: run_matrix_async(benches, models, **options))
 
 
 async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any]] = (),
@@ -192,8 +195,13 @@ async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Ma
         return done
 
     errors: list[BaseException] = []
+    benches = [p.bench for p in pairs]
+    warm = asyncio.ensure_future(asyncio.to_thread(_warm_compare)) \
+        if any(benches.count(b) > 1 for b in benches) else None
     with display:
         results = list(await asyncio.gather(*(one(i, p) for i, p in enumerate(pairs))))
+    if warm is not None:
+        await warm
     if errors:
         raise errors[0]
     if any(r.interrupted for r in results):
@@ -201,7 +209,7 @@ async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Ma
     if line.failed is not None:  # a pair could not start: nothing was sent for any pair
         raise EvalkitError(line.failed)
     out = MatrixResult(results, root)
-    _compare_each(out, pairs, views)
+    _compare_each(out, pairs, views, plots=bool(options.get("plots", True)))
     codes = {r.exit_code for r in results}
     out.exit_code = 2 if 2 in codes else 1 if codes - {0} else 0
     return out
@@ -218,7 +226,13 @@ def _state(done: PairResult) -> str:
     return f"incomplete ({summary.get('missing', 0):,} missing)" if done.exit_code == 1 else "stopped"
 
 
-def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Path] | None) -> None:
+def _warm_compare() -> None:
+    """Import what the comparisons need (scipy's tests: 2 s on a small machine) while the pairs ask."""
+    with contextlib.suppress(Exception):  # the comparison says what is wrong, in its turn
+        import scipy.stats  # noqa: F401
+
+
+def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Path] | None, plots: bool) -> None:
     """Per benchmark: the comparison of its finished pairs (two or more) and, with `views`, its site."""
     for bench in dict.fromkeys(p.bench for p in pairs):
         done = [r for r in out.pairs if r.bench == bench and r.result is not None]
@@ -226,7 +240,7 @@ def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Pat
         labels = {r.result.out_dir: r.shown for r in done if r.result is not None and r.shown != r.model}
         if len(dirs) >= 2:
             try:
-                out.comparisons[bench] = compare(dirs, out=out.out / f"compare-{bench}", labels=labels)
+                out.comparisons[bench] = compare(dirs, out=out.out / f"compare-{bench}", labels=labels, plots=plots)
             except EvalkitError as e:
                 out.messages.append(f"compare-{bench}: not written: {e}")
         if views is not None and dirs:

@@ -138,9 +138,10 @@ def render_comparison(c: Leaderboard, figures: list[tuple[str, Path]], out: Path
     return "\n".join(lines)
 
 
-def write_comparison(c: Leaderboard, out: Path) -> Path:
+def write_comparison(c: Leaderboard, out: Path, plots: bool = True) -> Path:
+    """report.md and comparison.json in `out`, and (unless plots=False: --no-plots) plots/*.png."""
     out.mkdir(parents=True, exist_ok=True)
-    figures = draw_all(out / "plots", c.results)
+    figures = draw_all(out / "plots", c.results) if plots else []
     write_json_atomic(out / "comparison.json", c.to_dict())
     path = out / "report.md"
     path.write_text(render_comparison(c, figures, out), encoding="utf-8")
