@@ -157,6 +157,22 @@ def test_a_pair_that_cannot_start_stops_every_pair_before_anything_is_sent(tmp_p
     assert not list(tmp_path.glob("m/*/records.jsonl"))
 
 
+def test_a_pair_stopped_later_for_a_cause_the_user_must_fix_is_exit_2_after_the_others(tmp_path, monkeypatch,
+                                                                                         capfd):
+    data = make_mcq_jsonl(tmp_path / "d", N, seed=13)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), strict_model=True)) as sim:
+        monkeypatch.setenv("VLLM_BASE_URL", sim.url)  # one server, which serves sim-model only
+        code = main(["run", "mcq", "--model", "vllm/sim-model", "--model", "vllm/nope", "--data", str(data),
+                     "--out", str(tmp_path / "m"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+                     "--no-plots"])
+        answered = sim.counters.completions
+    out = capfd.readouterr().out
+    assert code == 2
+    assert answered == N and "mcq · vllm/sim-model: accuracy" in out  # the other pair finished
+    assert "mcq · vllm/nope: stopped · --model vllm/nope: the server does not serve model 'nope'" in out
+    assert not (tmp_path / "m" / "compare-mcq").exists()  # one finished run: nothing to compare
+
+
 def test_flags_a_matrix_refuses_are_one_line(tmp_path, capfd):
     data = make_mcq_jsonl(tmp_path / "d", 2, seed=9)
     run = tmp_path / "run"

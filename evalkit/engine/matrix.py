@@ -150,7 +150,8 @@ async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any
     if held is not None:
         raise EvalkitError(f"--out {root}: is a run directory (it holds {held}); a matrix's --out is the folder "
                            "its runs go in: give a new or other folder")
-    hooks = {k: v for k, v in options.items() if k in HOOKS and k not in MATRIX_HOOKS}
+    # a plot process serves one run: the pairs draw their own plots
+    hooks = {k: v for k, v in options.items() if k in HOOKS and k not in (*MATRIX_HOOKS, "plotter")}
     if options.get("dry_run"):
         return await _dry_run(pairs, root, hooks)
     return await _run(pairs, root, hooks, options, views)
