@@ -68,15 +68,21 @@ class Claims(Protocol):
 
 class LocalClaims:
     """Claims in a cache folder, for processes on one machine (diskcache's add: an atomic insert). A claim
-    whose process is gone is taken over at once; one whose process hangs lapses after ttl_s."""
+    whose process is gone is taken over at once; one whose process hangs lapses after ttl_s. Closing
+    releases the claims still held (a run stopped mid-request in a process that lives on, a notebook's
+    kernel: the same call again must not wait for them to lapse)."""
 
     def __init__(self, folder: Path, ttl_s: float, executor: Any = None) -> None:
         """`executor`: the cache's own thread, where claims are made (its sqlite connection is closed there)."""
+        import threading
+
         self.ttl_s = ttl_s
         self.owner = owner_token()
         self._folder = folder / "claims"
         self._opened: Any = None  # made at the first claim: a run answered from the cache never needs it
         self._executor = executor
+        self._held: set[str] = set()  # claimed, neither released nor answered
+        self._lock = threading.Lock()
 
     @property
     def _db(self) -> Any:
@@ -87,6 +93,13 @@ class LocalClaims:
         return self._opened
 
     def claim(self, key: str) -> bool:
+        ours = self._claim(key)
+        if ours:
+            with self._lock:
+                self._held.add(key)
+        return ours
+
+    def _claim(self, key: str) -> bool:
         if self._db.add(key, self.owner, expire=self.ttl_s, retry=True):
             return True
         held = self._db.get(key, retry=True)
@@ -100,17 +113,33 @@ class LocalClaims:
         return False
 
     def release(self, key: str) -> None:
+        self.done(key)
         with self._db.transact(retry=True):
             if self._db.get(key) == self.owner:
                 self._db.delete(key)
 
     def done(self, key: str) -> None:
-        return None
+        with self._lock:  # its answer is stored: the claim may lapse
+            self._held.discard(key)
+
+    def _release_held(self) -> None:
+        with self._lock:
+            keys = sorted(self._held)
+        for key in keys:
+            with contextlib.suppress(Exception):  # best effort: a claim left lapses after ttl_s
+                self.release(key)
 
     def close(self) -> None:
         db = self._opened
         if db is None:
             return
+        released = False
+        if self._executor is not None:  # after any claim still being made there
+            with contextlib.suppress(Exception):
+                self._executor.submit(self._release_held).result()
+                released = True
+        if not released:
+            self._release_held()
         if self._executor is not None:  # sqlite connections are per thread: the cache thread's first
             with contextlib.suppress(Exception):
                 self._executor.submit(db.close).result()
@@ -185,7 +214,14 @@ class RedisClaims:
                     return
 
     def close(self) -> None:
+        """Stop renewing, and release the claims still held (a run stopped mid-request in a process that
+        lives on: the same call again must not wait for them to lapse)."""
         self._stop.set()
+        with self._lock:
+            keys = sorted(self._held)
+        for key in keys:
+            with contextlib.suppress(Exception):  # a lost Redis: they lapse
+                self.release(key)
 
 
 async def claim_or_wait(claims: Claims, key: str, *, look: Callable[[str], Awaitable[dict | None]],
