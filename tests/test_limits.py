@@ -38,7 +38,7 @@ def big_jpeg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def pipeline():
-    pipe = ImagePipeline()
+    pipe = ImagePipeline(max_image_bytes=2**30)  # the 80 MB photo is over the default cap (--max-image-mb 50)
     yield pipe
     pipe.close()
 
