@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 
 from cli_under_test import run_cli
@@ -59,7 +60,7 @@ def test_repair_moves_a_damaged_database_aside_keeping_what_it_can_read(tmp_path
     _fill(cache_dir, n=400)
     db = cache_dir / "cache.db"
     data = bytearray(db.read_bytes())
-    data[-2048:] = os.urandom(2048)  # the last page scrambled
+    data[-2048:] = random.Random(57).randbytes(2048)  # the last page scrambled, the same bytes every run
     db.write_bytes(bytes(data))
     found = run_cli(["cache", "verify", "--cache-dir", str(cache_dir)])
     assert found.returncode == 1 and "database damaged" in found.stdout, found.stdout + found.stderr
