@@ -7,7 +7,6 @@ are dropped anyway, so a hand-edited or future config cannot carry one to a trac
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -19,6 +18,7 @@ from typing import Any
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
 from evalkit.engine.records_read import damaged_note, read_records
+from evalkit.engine.rows import price_in
 from evalkit.engine.rundir import RECORDS, read_finished
 from evalkit.money.pricing import Price
 
@@ -65,14 +65,7 @@ class ExportRun:
     @property
     def price(self) -> Price | None:
         """The price the run's costs were computed at (None: unknown, so no cost per query)."""
-        given = self.config.get("price")
-        if not isinstance(given, dict):
-            return None
-        names = {f.name for f in dataclasses.fields(Price)}
-        try:
-            return Price(**{k: v for k, v in given.items() if k in names})
-        except TypeError:
-            return None
+        return price_in(self.config)
 
     def settings(self) -> dict[str, Any]:
         """The run's settings (summary.json's config), without anything named like a secret."""

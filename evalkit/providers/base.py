@@ -66,11 +66,20 @@ class ProviderSpec:
 
 def public_url(url: str) -> str:
     """`url` without `user:password@` (credentials never enter a record, config or report)."""
+    parts = _split(url)
+    if parts is None:
+        return url
+    scheme, host, path = parts
+    return f"{scheme}://{host.rpartition('@')[2]}{path}"
+
+
+def _split(url: str) -> tuple[str, str, str] | None:
+    """(scheme, host with any userinfo, "/path" or ""), or None for a URL without a scheme."""
     scheme, sep, rest = url.partition("://")
     if not sep:
-        return url
+        return None
     host, slash, path = rest.partition("/")
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+    return scheme, host, slash + path
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -94,11 +103,11 @@ def canonical_url(provider: str, url: str, *, fold_case: bool = True) -> str:
 
 def _lower_host(url: str) -> str:
     """`HTTP://GPU1:8000/V1` -> `http://gpu1:8000/V1`: ASCII letters only, as DNS folds them."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
+    parts = _split(url)
+    if parts is None:
         return url
-    host, slash, path = rest.partition("/")
-    return f"{scheme.translate(_ASCII_LOWER)}{sep}{host.translate(_ASCII_LOWER)}{slash}{path}"
+    scheme, host, path = parts
+    return f"{scheme.translate(_ASCII_LOWER)}://{host.translate(_ASCII_LOWER)}{path}"
 
 
 _AZURE_SUFFIXES = ("/openai/v1", "/openai")  # what users paste from the Azure portal after the resource URL
