@@ -53,8 +53,14 @@ def test_redis_claims_lapse_renew_and_are_taken_over_from_the_dead(tmp_path):
         a, b = RedisClaims(client, ttl_s=0.6), RedisClaims(client, ttl_s=0.6)
         try:
             assert a.claim("k1") and not b.claim("k1")
-            before = client.pttl(PREFIX + "k1")
-            _until(lambda: client.pttl(PREFIX + "k1") > before, "a renewal of the claim in flight")
+            seen = [client.pttl(PREFIX + "k1")]  # may read the full TTL (the same millisecond as the claim)
+
+            def renewed() -> bool:  # the TTL went up again after it was seen lower
+                now = client.pttl(PREFIX + "k1")
+                seen.append(now)
+                return now > min(seen[:-1])
+
+            _until(renewed, "a renewal of the claim in flight")
             a.done("k1")  # answered: no longer renewed, it lapses
             _until(lambda: client.get(PREFIX + "k1") is None, "the answered claim to lapse")
             assert b.claim("k1")
