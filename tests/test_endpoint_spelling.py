@@ -68,7 +68,7 @@ def test_an_answer_cached_under_the_url_as_typed_in_0_1_0_is_found(tmp_path):
     provider.spec = spec
     runner = Runner(provider, limiter=Limiter(concurrency=2), cache=cache, pipeline=pipeline, policy=RetryPolicy())
     try:
-        old_keys = [runner._key(runner.fit(q), spec.legacy_endpoint) for q in queries]  # 0.1.0 stored them so
+        old_keys = [runner.lookup.key(runner.lookup.fit(q), spec.legacy_endpoint) for q in queries]  # 0.1.0 stored them so
         assert old_keys[0] != runner.key_of(queries[0])
         for k in old_keys[:4]:
             cache.set(k, {"text": "B", "usage": {}, "finish_reason": "stop"})

@@ -1,4 +1,5 @@
-"""The asyncio runner: cache lookup, image preparation, limiter, retries, one place for all of it.
+"""The asyncio runner: cache lookup, image preparation, limiter, retries, one place for all of it
+(keys and lookups themselves: ask/lookup.py).
 
 Workers pull queries from one feed, so memory does not grow with the dataset and
 at most `concurrency` requests are in flight. The feed looks queries up in the cache a chunk
@@ -14,7 +15,6 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
-from dataclasses import replace
 from typing import TypeVar
 
 from evalkit.ask.breaker import Breaker
@@ -23,22 +23,15 @@ from evalkit.ask.cache_writes import CacheWrites
 from evalkit.ask.claims import Claims, claim_or_wait
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.feed import Feed, Looked
+from evalkit.ask.lookup import CacheLookup
 from evalkit.ask.outcome import NotSent, RunnerStats, unclassified, writable
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
-from evalkit.ask.request_key import request_key
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import DataError, EvalkitError, ProviderError, RunError
 from evalkit.core.surrogates import repaired
-from evalkit.core.types import ImagePart, Message, Outcome, Query, Response, is_cut_off
+from evalkit.core.types import Outcome, Query, Response, is_cut_off
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
-from evalkit.images.provider_limits import (
-    check_image_count,
-    check_request_bytes,
-    fit_transform,
-    prepare_within,
-)
 from evalkit.providers.base import Provider
-from evalkit.providers.registry import limits_for
 
 T = TypeVar("T")
 HALT_DRAIN_S = 2.0  # after the breaker trips, how long requests in flight may take to come back
@@ -67,131 +60,20 @@ class Runner:
         self._stop: Callable[[], bool] | None = None  # run()'s stop, checked again before a first attempt
         self.spend: Callable[[Callable[[], Awaitable[Response]], Query, Sequence[PreparedImage]],
                              Awaitable[Response]] | None = None  # sends each request (--max-cost reserves)
-        # the endpoint in request keys, spelled once (not per request), and earlier versions' spellings
-        # where they differ
-        self._endpoint = provider.spec.endpoint
-        self._earlier = provider.spec.earlier_endpoints
-        lim = limits_for(provider.spec.provider, provider.spec.model)  # none documented: images as they are
-        self.limits = lim if lim and (lim.max_side or lim.max_pixels or lim.max_bytes or lim.max_images) else None
+        self.lookup = CacheLookup(provider.spec, cache, pipeline, fingerprints=fingerprints)  # keys, cache lookups
 
     # ---- one query ---------------------------------------------------------------------
-    def fit(self, query: Query) -> Query:
-        """The query with each image's transform tightened to the provider's documented limits
-        (reads image headers only). Servers without limits get the query unchanged."""
-        parts = query.image_parts()
-        if self.limits is None or not parts:
-            return query
-        check_image_count(self.limits, len(parts), f"query {query.id}")
-
-        def fitted(part: ImagePart) -> ImagePart:
-            h = self.pipeline.header(part.ref)
-            t = fit_transform(self.limits, part.transform, h.width, h.height, mime=h.mime, nbytes=h.nbytes)
-            return part if t == part.transform else ImagePart(part.ref, t)
-
-        messages = tuple(Message(m.role, tuple(fitted(p) if isinstance(p, ImagePart) else p for p in m.parts))
-                         for m in query.messages)
-        return replace(query, messages=messages)
-
     def key_of(self, query: Query) -> str:
         """The cache key of a query as it will be sent (after fitting provider limits)."""
-        return self._key(self.fit(query))
+        return self.lookup.key_of(query)
 
     def keys_of(self, query: Query) -> tuple[str, ...]:
-        """Every key an answer to `query` may be stored under: today's, then 0.2's and 0.1.0's where the
-        endpoint was spelled differently then (see ProviderSpec.earlier_endpoints)."""
-        fitted = self.fit(query)
-        return (self._key(fitted), *(self._key(fitted, e) for e in self._earlier))
-
-    def _key(self, fitted: Query, endpoint: str | None = None) -> str:
-        spec = self.provider.spec
-        return request_key(provider=spec.provider, model=spec.model, endpoint=endpoint or self._endpoint,
-                           params=fitted.params, messages=fitted.messages, source_hash=self.pipeline.source_hash)
-
-    def _get_earlier(self, fitted: Query, key: str) -> tuple[str, dict | None]:
-        """A miss under today's key may be an earlier version's answer under the endpoint as spelled then."""
-        for endpoint in self._earlier:
-            old = self._key(fitted, endpoint)
-            hit = self.cache.get(old)
-            if hit is not None:
-                return old, hit
-        return key, None
-
-    def _prepare(self, query: Query) -> list[PreparedImage]:
-        """Encoded images within the provider's limits (stepping quality/size down for bytes)."""
-        parts = query.image_parts()
-        if self.limits is None:
-            return [self.pipeline.prepare(p) for p in parts]
-        out = [prepare_within(lambda t, p=p: self.pipeline.prepare(ImagePart(p.ref, t)), p.transform, self.limits,
-                              p.ref.describe(), n_images=len(parts))[0] for p in parts]
-        check_request_bytes(self.limits, sum(len(i.data) for i in out), f"query {query.id}")
-        return out
-
-    def _lookup(self, query: Query, missed: str | None = None) -> tuple[str, dict | None, list[str],
-                                                                       list[PreparedImage]]:
-        """Thread work: key, cache lookup, fingerprints, and (on a miss) the prepared images.
-        `missed` is the key of a query the feed already looked up and did not find."""
-        query = self.fit(query)
-        key = missed or self._key(query)
-        hit = self.cache.get(key) if missed is None or missed in self._stored else None
-        if hit is None and missed is None:
-            key, hit = self._get_earlier(query, key)
-        parts = query.image_parts()
-        if hit is not None:
-            return key, hit, self._hit_fps(parts, hit), []
-        prepared = self._prepare(query)  # first: its decode also fingerprints
-        fps = [self.pipeline.fingerprint(p) for p in parts] if self.fingerprints else []
-        return key, hit, fps, prepared
-
-    def _hit_fps(self, parts: Sequence[ImagePart], hit: dict) -> list[str]:
-        """Fingerprints of a cached query's images: stored with the answer, else computed (a decode)."""
-        if not self.fingerprints:
-            return []
-        stored = hit.get("image_fps")
-        if isinstance(stored, list) and len(stored) == len(parts) and all(isinstance(f, str) for f in stored):
-            return stored
-        return [self.pipeline.fingerprint(p) for p in parts]
-
-    def _get_many(self, keys: list[str]) -> dict[str, dict]:
-        get_many = getattr(self.cache, "get_many", None)
-        if get_many is not None:
-            return get_many(keys)
-        return {k: v for k in keys if (v := self.cache.get(k)) is not None}
+        """Every key an answer to `query` may be stored under (today's, then earlier versions')."""
+        return self.lookup.keys_of(query)
 
     def lookup_many(self, queries: Sequence[Query]) -> list[Looked]:
-        """Thread work for a chunk of queries: keys, one batched cache lookup, the hits' fingerprints.
-        A query whose lookup fails (an unreadable image) gets None: ask() reports its error."""
-        fitted: list[Query | None] = []
-        keys: list[str] = []
-        for q in queries:
-            try:
-                f = self.fit(q)
-                keys.append(self._key(f))
-                fitted.append(f)
-            except Exception:  # noqa: BLE001 - ask() raises it again, for this query alone
-                keys.append("")
-                fitted.append(None)
-        hits = self._get_many(list(dict.fromkeys(k for k in keys if k)))
-        for endpoint in self._earlier:  # misses may be earlier versions' answers, the endpoint spelled as then
-            old = {i: self._key(f, endpoint) for i, (f, k) in enumerate(zip(fitted, keys, strict=True))
-                   if f is not None and k not in hits}
-            if not old:
-                break
-            found = self._get_many(list(dict.fromkeys(old.values())))
-            for i, earlier in old.items():
-                if earlier in found:
-                    keys[i] = earlier
-                    hits[earlier] = found[earlier]
-        out: list[Looked] = []
-        for f, key in zip(fitted, keys, strict=True):
-            if f is None:
-                out.append(None)
-                continue
-            hit = hits.get(key)
-            try:
-                out.append((key, hit, self._hit_fps(f.image_parts(), hit) if hit is not None else []))
-            except Exception:  # noqa: BLE001 - as above
-                out.append(None)
-        return out
+        """The feed's thread work for a chunk of queries (CacheLookup.lookup_many)."""
+        return self.lookup.lookup_many(queries)
 
     async def in_cache_thread(self, fn: Callable[..., T], *args: object) -> T:
         """fn(*args) on the cache's own thread when it has one (see ResponseCache.executor)."""
@@ -234,11 +116,12 @@ class Runner:
 
     async def _ask_now(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
         store: tuple[str, dict] | None = None
-        in_memory = self.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
-        if (self.cache.blocking and (missed is None or missed in self._stored)) or not in_memory:
-            key, hit, fps, prepared = await asyncio.to_thread(self._lookup, query, missed)
+        in_memory = self.lookup.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
+        look_again = missed is None or missed in self._stored
+        if (self.cache.blocking and look_again) or not in_memory:
+            key, hit, fps, prepared = await asyncio.to_thread(self.lookup.lookup, query, missed, look_again)
         else:  # everything is in memory: a thread hop would cost more than the work
-            key, hit, fps, prepared = self._lookup(query, missed)
+            key, hit, fps, prepared = self.lookup.lookup(query, missed, look_again)
         if hit is not None:
             return self.cached_outcome(query, (key, hit, fps)), None
         if self.claims is not None:  # another process may be asking the same: its answer, or our turn
