@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.stream_io import tsv_rows
+from evalkit.benchmarks.stream_tsv import tsv_rows
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.image_files import not_a_file
@@ -140,7 +140,7 @@ def _csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any,
 
 
 def _streamed_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
-    """The rows as `_csv_rows` reads them, long image cells as spans of the file (stream_io)."""
+    """The rows as `_csv_rows` reads them, long image cells as spans of the file (stream_tsv)."""
     header, found = tsv_rows(path)
     rows: dict[int, Mapping[Any, Any]] = {}
     for row in found:

@@ -10,7 +10,7 @@ so the forms give identical prompts and metrics.
   'multi-choice options', answer, category ("Task/Subtask"), l2-category (the Category).
 * Base64 parts (`MME-RealWorld/MME_RealWorld_base64_{0..8}.json`, `MME-RealWorld-CN/
   MME_RealWorld_CN_base64_{0,1}.json`, ~4 GB each): lists of records with the TSV's fields, the
-  image as base64 and the options as a list. Read forward (stream_io), each image left in its part
+  image as base64 and the options as a list. Read forward (stream_json), each image left in its part
   as a span, read when its question is asked: loading holds the text, never the pictures.
 
 A snapshot folder (it holds MME-RealWorld/, MME-RealWorld-CN/ or mme_realworld_lite.tsv): `--mme-set
@@ -30,7 +30,7 @@ from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
-from evalkit.benchmarks.stream_io import JsonRecord, json_records
+from evalkit.benchmarks.stream_json import JsonRecord, json_records
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Item
