@@ -7,37 +7,29 @@ list), answer (letter), optional category and hint. Shared by the benchmarks tha
 VLMEvalKit TSVs (mcq, TDBench, MME-RealWorld).
 
 Every bad row is an EvalkitError naming the file and the row, never a silent skip: a
-benchmark quietly losing questions reports a wrong accuracy with full confidence.
+benchmark quietly losing questions reports a wrong accuracy with full confidence. The TSV rows
+themselves (csv rules, streamed images, row checks) are read by vlmeval_tsv.py.
 """
 
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import re
 import string
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.stream_tsv import tsv_rows
+from evalkit.benchmarks.vlmeval_tsv import clean_cell, csv_rows, streamed_rows
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.image_files import not_a_file
 from evalkit.core.types import ImageRef, Item
 
 _KNOWN_TSV = {"index", "image", "image_path", "question", "answer", "category", "hint"}
-_MISSING = {"", "nan", "NaN", "None"}  # how pandas-written TSVs spell an empty cell
 _MAX_EXTRA_CHARS = 1000  # extra columns longer than this (images, blobs) stay out of meta
-
-
-def _cell(value: Any) -> str:
-    """A TSV cell as clean text, with pandas' spellings of "missing" made empty."""
-    text = "" if value is None else str(value).strip()
-    return "" if text in _MISSING else text
 
 
 def _maybe_list(text: str) -> list[str] | None:
@@ -78,79 +70,6 @@ def resolve_data(data: Path) -> Path:
 # ---------------------------------------------------------------------------------------
 
 
-def _raise_field_limit() -> None:
-    """Base64 image cells are far over csv's default 128 KiB field limit: the line cap is the limit
-    (core.read_caps; a quoted field may run over lines)."""
-    limit = min(sys.maxsize, read_caps.caps().line_bytes)
-    while True:
-        try:
-            csv.field_size_limit(limit)
-            return
-        except OverflowError:
-            limit //= 2
-
-
-def csv_error(path: Path, exc: csv.Error) -> EvalkitError:
-    """csv's own error as one line; a field over the limit names the cap and its flag."""
-    if "field larger than field limit" in str(exc):
-        return EvalkitError(f"{path}: a field is {read_caps.over_line_cap()}")
-    return EvalkitError(f"{path}: cannot read TSV ({exc})")
-
-
-def _check_row_span(path: Path, k: int, last_line: int, row: Mapping[Any, Any]) -> None:
-    """A field that starts with a double quote runs to the next quote, across tabs and lines: one
-    stray quote silently swallows the rows that follow. A tab inside a field can only come from that
-    (a TSV field cannot hold a tab otherwise)."""
-    if any(isinstance(v, str) and "\t" in v for key, v in row.items() if key is not None):
-        raise EvalkitError(f"{path}: row {k} (ending on line {last_line}): a field runs over tabs or lines, so "
-                           "an unbalanced double quote (\") swallowed what follows; close or remove the quote")
-
-
-def check_extra_cells(path: Path, k: int, last_line: int, n_columns: int, extra: list[str]) -> None:
-    """A row with more cells than the header has columns: csv files the rest under no column, and the
-    cells were silently lost. Empty ones (a trailing tab) lose nothing and pass."""
-    filled = [c for c in extra if c.strip()]
-    if filled:
-        shown = ", ".join(repr(c.strip()[:40] + ("…" if len(c.strip()) > 40 else "")) for c in filled[:3])
-        raise EvalkitError(f"{path}: row {k} (ending on line {last_line}): {n_columns + len(extra)} cells for the "
-                           f"header's {n_columns} columns ({shown} beyond the last); a tab inside a cell, or a column "
-                           "with no name in the header")
-
-
-def _csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
-    _raise_field_limit()
-    rows: dict[int, Mapping[Any, Any]] = {}  # data row number (1-based) -> row
-    try:
-        with open(path, "rb") as fh:  # line by line, each under the cap
-            reader = csv.DictReader(read_caps.csv_lines(path, fh), delimiter="\t", restval="")
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            reader.fieldnames = header
-            for count, row in enumerate(reader, start=1):
-                with sink.guard(path, row=f"row {count}"):
-                    _check_row_span(path, count, reader.line_num, row)
-                    check_extra_cells(path, count, reader.line_num, len(header), row.pop(None, None) or [])
-                    rows[count] = row
-    except FileNotFoundError as exc:
-        raise EvalkitError(f"{path}: file not found") from exc
-    except csv.Error as exc:
-        raise csv_error(path, exc) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
-    return header, rows
-
-
-def _streamed_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
-    """The rows as `_csv_rows` reads them, long image cells as spans of the file (stream_tsv)."""
-    header, found = tsv_rows(path)
-    rows: dict[int, Mapping[Any, Any]] = {}
-    for row in found:
-        with sink.guard(path, row=f"row {row.number}"):
-            _check_row_span(path, row.number, row.line, row.cells)
-            check_extra_cells(path, row.number, row.line, len(header), list(row.extra))
-            rows[row.number] = row.cells
-    return header, rows
-
-
 _LISTED = re.compile(r"^\s*\(([A-Z])\)\s*")
 
 
@@ -158,7 +77,7 @@ def listed_options(where: str, cell: Any) -> dict[str, str]:
     """A cell holding the options as a list literal of "(A) text" strings (MME-RealWorld's
     'multi-choice options') -> letter -> text, every option kept (empty ones too); the letter comes
     from "(X)", else from the position."""
-    text = _cell(cell)
+    text = clean_cell(cell)
     try:
         value = ast.literal_eval(text) if text else None
     except (ValueError, SyntaxError):
@@ -182,7 +101,7 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
     `stream`: read forward with the base64 images left in the file (span refs, read when asked),
     for TSVs of gigabytes. `options_column`: a column holding the options as a list literal, read
     when there are no A, B, ... columns."""
-    header, rows = _streamed_rows(path, sink) if stream else _csv_rows(path, sink)
+    header, rows = streamed_rows(path, sink) if stream else csv_rows(path, sink)
     for column in ("index", "question", "answer"):
         if column not in header:
             raise EvalkitError(f"{path}: no '{column}' column (columns: {', '.join(header)})")
@@ -196,7 +115,7 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
 
     by_index: dict[str, int] = {}
     for k, row in list(rows.items()):
-        idx = _cell(row.get("index"))
+        idx = clean_cell(row.get("index"))
         if not idx:
             sink.add(f"{path}: row {k}: empty index", path, row=f"row {k}")
         elif idx in by_index:
@@ -214,11 +133,11 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
         """Row k's images, following index references (with cycle detection)."""
         if k in resolved:
             return resolved[k]
-        row, where = rows[k], f"{path}: row {k} (index {_cell(rows[k].get('index'))})"
+        row, where = rows[k], f"{path}: row {k} (index {clean_cell(rows[k].get('index'))})"
         if isinstance(row.get("image"), ImageRef):  # a streamed base64 cell, left in the file
             resolved[k] = (row["image"],)
             return resolved[k]
-        cell = _cell(row.get("image"))
+        cell = clean_cell(row.get("image"))
         if cell.isdigit() and len(cell) <= 32:
             target = by_index.get(cell)
             if target is None:
@@ -230,7 +149,7 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
             listed = _maybe_list(cell)
             refs = tuple(ImageRef.from_b64(v) for v in listed) if listed else (ImageRef.from_b64(cell),)
         else:
-            cell = _cell(row.get("image_path"))
+            cell = clean_cell(row.get("image_path"))
             if not cell:
                 raise EvalkitError(f"{where}: no image (empty 'image' and 'image_path')")
             paths = _maybe_list(cell) or [cell]
@@ -240,32 +159,32 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
 
     items = []
     for k, row in rows.items():
-        idx = _cell(row.get("index"))
+        idx = clean_cell(row.get("index"))
         where = f"{path}: row {k} (index {idx})"
         extra = {
-            h: _cell(row.get(h))
+            h: clean_cell(row.get(h))
             for h in header
             if h not in _KNOWN_TSV and h not in letters and not isinstance(row.get(h), ImageRef)
-            and 0 < len(_cell(row.get(h))) <= _MAX_EXTRA_CHARS
+            and 0 < len(clean_cell(row.get(h))) <= _MAX_EXTRA_CHARS
         }
         with sink.guard(path, row=f"row {k}", items=(idx,)):
-            cells = listed_options(where, row.get(listed)) if listed else {x: _cell(row.get(x)) for x in letters}
+            cells = listed_options(where, row.get(listed)) if listed else {x: clean_cell(row.get(x)) for x in letters}
             options = {x: v for x, v in cells.items() if v}
-            meta = {"hint": _cell(row.get("hint")), "source": str(path), "row": k, **extra}
+            meta = {"hint": clean_cell(row.get("hint")), "source": str(path), "row": k, **extra}
             if sink.lenient:  # what lint's option and image checks need beyond the item (not in a run's items)
                 meta["lint_option_cells"] = cells
-                ref = "" if isinstance(row.get("image"), ImageRef) else _cell(row.get("image"))
+                ref = "" if isinstance(row.get("image"), ImageRef) else clean_cell(row.get("image"))
                 if ref.isdigit() and len(ref) <= 32:
                     meta["lint_image_from"] = ref  # shares another row's image on purpose
             items.append(
                 _make_item(
                     where,
                     idx,
-                    question=_cell(row.get("question")),
+                    question=clean_cell(row.get("question")),
                     options=options,
-                    answer=_cell(row.get("answer")),
+                    answer=clean_cell(row.get("answer")),
                     images=images_of(k),
-                    category=_cell(row.get("category")),
+                    category=clean_cell(row.get("category")),
                     meta=meta,
                     sink=sink,
                 )

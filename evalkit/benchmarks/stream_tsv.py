@@ -157,7 +157,7 @@ def _rows(path: Path, fh: BinaryIO, lines: _Lines, header: list[str], image: str
                 number += 1
                 cells: dict[str, str | ImageRef] = dict.fromkeys(header, "")
                 for n, (s, e, v) in enumerate(fields[:len(header)]):
-                    if n == col and v is None and e - s > SHORT_IMAGE:  # trimmed as _cell would
+                    if n == col and v is None and e - s > SHORT_IMAGE:  # trimmed as clean_cell would
                         while s < e and rec[s] in b" \r\n":
                             s += 1
                         while e > s and rec[e - 1] in b" \r\n":

@@ -18,17 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.mcq_io import (
-    _cell,
-    _json_options,
-    _raise_field_limit,
-    _resolve_file,
-    check_extra_cells,
-    csv_error,
-    load_tsv,
-    option_cells,
-)
+from evalkit.benchmarks.mcq_io import _json_options, _resolve_file, load_tsv, option_cells
 from evalkit.benchmarks.tdbench_boxes import format_box, parse_gold_box, source_size
+from evalkit.benchmarks.vlmeval_tsv import check_extra_cells, clean_cell, csv_error, raise_field_limit
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.inline import inline_bytes
@@ -81,7 +73,7 @@ def official_files(folder: Path) -> dict[str, dict[int, Path]]:
 def _read_rows(path: Path) -> tuple[int, list[tuple[int, dict[Any, Any]]]]:
     """(the header's number of columns, each row with the line it ends on; cells past the header's
     columns are under the key None, as csv files them)."""
-    _raise_field_limit()
+    raise_field_limit()
     try:
         with open(path, "rb") as fh:  # line by line, each under the cap
             reader = csv.DictReader(read_caps.csv_lines(path, fh), delimiter="\t", restval="")
@@ -97,13 +89,13 @@ def _grounding_rows(path: Path, sink: Sink = STRICT) -> dict[str, dict[str, Any]
     columns, rows = _read_rows(path)
     out: dict[str, dict[str, Any]] = {}
     for k, (line, row) in enumerate(rows, start=1):
-        idx = _cell(row.get("index"))
+        idx = clean_cell(row.get("index"))
         where = f"{path}: row {k} (index {idx})"
         with sink.guard(path, row=f"row {k}", items=(idx,) if idx else ()):
             check_extra_cells(path, k, line, columns, row.pop(None, None) or [])
             if not idx or idx in out:
                 raise EvalkitError(f"{where}: empty or duplicate index")
-            b64 = _cell(row.get("image"))
+            b64 = clean_cell(row.get("image"))
             if not b64:
                 raise EvalkitError(f"{where}: no image")
             ref = ImageRef.from_b64(b64)
@@ -111,12 +103,12 @@ def _grounding_rows(path: Path, sink: Sink = STRICT) -> dict[str, dict[str, Any]
                 size = source_size(ref)
             except Exception as exc:  # noqa: BLE001 - any decode failure is a bad row
                 raise EvalkitError(f"{where}: image is not a decodable base64 picture ({exc})") from exc
-            obj = _cell(row.get("question"))
+            obj = clean_cell(row.get("question"))
             if not obj:
                 raise EvalkitError(f"{where}: empty question (the object name)")
-            box = parse_gold_box(_cell(row.get("answer")), where, size)
+            box = parse_gold_box(clean_cell(row.get("answer")), where, size)
             out[idx] = {"question": obj, "options": {}, "answer": format_box(box), "images": (ref,),
-                        "category": _cell(row.get("category")) or "Visual Grounding", "where": where}
+                        "category": clean_cell(row.get("category")) or "Visual Grounding", "where": where}
     return out
 
 
