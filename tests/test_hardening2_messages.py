@@ -79,12 +79,12 @@ def test_a_read_only_cache_folder_is_not_called_damaged(tmp_path, read_only):
 _REPORT_KILLED = """
 import os, signal, sys
 sys.path[:] = [p for p in sys.path if p not in ('', '.')]
-import evalkit.engine.evaluate as evaluate
-real = evaluate.publish
+import evalkit.engine.closing as closing
+real = closing.publish
 def publish(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGTERM)  # in the report phase, after every answer is in
     return real(*args, **kwargs)
-evaluate.publish = publish
+closing.publish = publish
 from evalkit.cli import main
 sys.exit(main(sys.argv[1:]))
 """

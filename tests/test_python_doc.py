@@ -46,7 +46,7 @@ def test_the_walkthrough_runs_in_a_running_loop(tmp_path, monkeypatch):
     if importlib.util.find_spec("pandas") is None:
         sources = [s for s in sources if not s.startswith("# needs pandas")]
     monkeypatch.chdir(tmp_path)  # runs/ and cache/ as the cells name them
-    monkeypatch.setattr("evalkit.engine.evaluate.draw_plots", lambda *a, **k: None)  # a run's plots: tested elsewhere
+    monkeypatch.setattr("evalkit.engine.closing.draw_plots", lambda *a, **k: None)  # a run's plots: tested elsewhere
     monkeypatch.delenv("EVALKIT_CACHE_DIR", raising=False)
     key = answer_key_for("mcq", {"data": "sample"})
     small = SimThread(SimConfig(answer_key=key, params=PLAUSIBLE, served_model_name="small-vlm"))
