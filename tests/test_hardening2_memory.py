@@ -33,7 +33,8 @@ from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.core import read_caps
 from evalkit.core.errors import DataError, EvalkitError
 from evalkit.core.types import ImagePart, ImageRef, Message, Query, Response, Usage
-from evalkit.images.pipeline import TEXT_KEPT_UP_TO, ImagePipeline, PreparedImage
+from evalkit.images.pipeline import ImagePipeline, PreparedImage
+from evalkit.images.prepared import TEXT_KEPT_UP_TO
 from evalkit.providers.base import ProviderSpec
 from evalkit.sim.server import SimConfig, SimThread
 

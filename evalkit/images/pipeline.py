@@ -4,12 +4,11 @@ Image work is the expensive part of asking a VLM, and the same image is sent man
 (circular shifts, languages, retries), so everything here is memoised by the sha256 of the
 source bytes plus the transform. Only encoded bytes are kept (never decoded pixels), the
 memo is bounded by bytes, and concurrent callers of the same key wait for one computation.
-Big JPEGs are decoded at reduced scale (Image.draft) when they will be downscaled anyway.
+Big JPEGs are decoded at reduced scale (Image.draft) when they will be downscaled anyway (region.py).
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import io
@@ -19,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalkit.core import read_caps
@@ -35,17 +34,17 @@ from evalkit.images.ops import (
     _FP_SIDE,
     _HASH_MEMO_BYTES,
     MIME,
-    Box,
     _decode,
     _decode_errors,
     _norm_fmt,
     _orientation,
-    _unrotate_box,
     encode,
-    fit_size,
-    rotate_image,
 )
-from evalkit.images.ops import to_rgb as to_rgb  # re-exported: part of the images API
+from evalkit.images.ops import fit_size as fit_size  # re-exported, with the two below: the images API
+from evalkit.images.ops import rotate_image as rotate_image
+from evalkit.images.ops import to_rgb as to_rgb
+from evalkit.images.prepared import PreparedImage as PreparedImage  # re-exported: where providers import it
+from evalkit.images.region import Plan, decode_region
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -54,54 +53,6 @@ T = TypeVar("T")
 
 
 MEMO_BYTES = 128 * 2**20  # prepared images kept for reuse (the same picture's other variants, asked next to it)
-TEXT_KEPT_UP_TO = 1 << 20  # bytes of image whose base64 text is kept with it (bigger: made per request)
-
-
-@dataclass(frozen=True)
-class PreparedImage:
-    """Encoded bytes ready to send; the base64 text of a small image is computed once and reused.
-
-    A big one's text (a 12 Mpx photo sent as it is: 4.4 MB) is made for each request instead: kept,
-    it more than doubled what every prepared image held while its request waited for a slot, and
-    encoding it again costs a few milliseconds beside sending it."""
-
-    data: bytes
-    mime: str
-    width: int
-    height: int
-    _b64: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
-    _uri: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
-
-    @property
-    def _keeps_text(self) -> bool:
-        return len(self.data) <= TEXT_KEPT_UP_TO
-
-    def b64(self) -> str:
-        if self._b64:
-            return self._b64[0]
-        text = base64.b64encode(self.data).decode("ascii")
-        if self._keeps_text:
-            self._b64.append(text)
-        return text
-
-    def data_uri(self) -> str:
-        if self._uri:
-            return self._uri[0]
-        uri = f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
-        if self._keeps_text:  # built directly: caching the bare base64 too would double the memory
-            self._uri.append(uri)
-        return uri
-
-    def data_uri_bytes(self) -> bytes:
-        """The data URI as ASCII bytes (a request body's), without a str copy of a big image's text."""
-        if self._keeps_text:
-            return self.data_uri().encode("ascii")
-        return b"data:" + self.mime.encode("ascii") + b";base64," + base64.b64encode(self.data)
-
-    @property
-    def nbytes(self) -> int:
-        """Memo weight: the bytes plus, for a small image, one base64 text form (providers ask for one of the two)."""
-        return len(self.data) + (4 * ((len(self.data) + 2) // 3) if self._keeps_text else 0) + 64
 
 
 @dataclass(frozen=True)
@@ -127,34 +78,6 @@ class ImageStats:
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """Where rotate/crop/resize land in the oriented, unrotated source (so we resize before rotating)."""
-
-    quarter: int  # CCW quarter turns
-    box: Box  # crop in unrotated full-resolution coordinates
-    target: tuple[int, int]  # output size in unrotated orientation
-
-    def draft(self, full: tuple[int, int]) -> tuple[int, int] | None:
-        """Smallest decode size that still gives the crop region at least the target resolution."""
-        bw, bh = self.box[2] - self.box[0], self.box[3] - self.box[1]
-        s = max(self.target[0] / bw, self.target[1] / bh)
-        return None if s >= 1 else (max(1, math.ceil(full[0] * s)), max(1, math.ceil(full[1] * s)))
-
-
-def _plan(full: tuple[int, int], t: Transform, what: str) -> _Plan:
-    w, h = full
-    quarter = (t.rotate % 360) // 90
-    rw, rh = (h, w) if quarter % 2 else (w, h)
-    x0, y0, x1, y1 = t.crop or (0, 0, rw, rh)
-    x0, y0, x1, y1 = max(0, x0), max(0, y0), min(rw, x1), min(rh, y1)
-    if x1 <= x0 or y1 <= y0:
-        raise EvalkitError(f"crop {t.crop} is outside image {what} ({rw}x{rh})")
-    tw, th = t.size or fit_size(x1 - x0, y1 - y0, t.max_side, t.max_pixels)
-    box = _unrotate_box((x0, y0, x1, y1), quarter, w, h)
-    return _Plan(quarter, box, (th, tw) if quarter % 2 else (tw, th))
 
 
 # ---------------------------------------------------------------- the pipeline
@@ -332,50 +255,12 @@ class ImagePipeline:
             if t.is_identity() and plain:
                 self._count(passthrough=1)
                 return PreparedImage(self.source_bytes(ref), MIME[img.format], img.width, img.height)
-            out, pixels = self._region(img, ref, t, None)
+            out, pixels = decode_region(img, ref.describe(), t, None)
         self._count(decodes=1, decoded_pixels=pixels)
         if min(out.size) >= 64:  # a free fingerprint: 16x16 thumbnails barely notice the resize
             self._fps.put((sha, t.rotate, t.crop), fingerprint_image(out))
         fmt = fmt or ("PNG" if alpha else "JPEG")
         return PreparedImage(encode(out, fmt, t.quality), MIME[fmt], out.width, out.height)
-
-    def _region(
-        self, img: Image.Image, ref: ImageRef, t: Transform, shrink: Callable[[_Plan], _Plan] | None
-    ) -> tuple[Image.Image, int]:
-        """Decode once and apply t's rotate/crop/resize -> (image, decoded pixels).
-
-        Quarter turns are applied last, to the small result: the crop+resize is one resampling
-        pass on the unrotated (possibly draft-reduced) decode.
-        """
-        what = ref.describe()
-        if t.rotate % 90:  # arbitrary angle: rotate at full resolution first (rare, no draft)
-            rgb, _, _ = _decode(img, lambda _f: None)
-            pixels = rgb.width * rgb.height
-            rgb = rotate_image(rgb, t.rotate)
-            plan = _plan(rgb.size, replace(t, rotate=0), what)
-            return self._crop_resize(rgb, shrink(plan) if shrink else plan, 1.0), pixels
-        plans: list[_Plan] = []
-
-        def want(full: tuple[int, int]) -> tuple[int, int] | None:
-            p = _plan(full, t, what)
-            plans.append(shrink(p) if shrink else p)
-            return plans[0].draft(full)
-
-        rgb, full, scale = _decode(img, want)
-        if not plans:
-            want(full)
-        out = self._crop_resize(rgb, plans[0], scale)
-        return rotate_image(out, plans[0].quarter * 90), rgb.width * rgb.height
-
-    @staticmethod
-    def _crop_resize(rgb: Image.Image, plan: _Plan, scale: float) -> Image.Image:
-        from PIL import Image
-
-        box = tuple(v / scale for v in plan.box)
-        bw, bh = box[2] - box[0], box[3] - box[1]
-        if scale == 1.0 and plan.target == (bw, bh):
-            return rgb if box == (0, 0, rgb.width, rgb.height) else rgb.crop(tuple(int(v) for v in box))
-        return rgb.resize(plan.target, Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
 
     def ready(self, part: ImagePart) -> bool:
         """True when hash, prepared bytes and fingerprint are all memo hits (no read, no decode),
@@ -402,14 +287,14 @@ class ImagePipeline:
     def _fingerprint(self, part: ImagePart) -> str:
         from evalkit.core.fingerprint import fingerprint_image
 
-        def shrink(p: _Plan) -> _Plan:  # only ~128 px of the region are needed for a 16x16 thumbnail
+        def shrink(p: Plan) -> Plan:  # only ~128 px of the region are needed for a 16x16 thumbnail
             bw, bh = p.box[2] - p.box[0], p.box[3] - p.box[1]
             s = min(1.0, max(_FP_SIDE / bw, _FP_SIDE / bh))
             return replace(p, target=(math.ceil(bw * s), math.ceil(bh * s)))
 
         t = Transform(rotate=part.transform.rotate, crop=part.transform.crop)
         with self._lazy(part.ref) as img:
-            out, _ = self._region(img, part.ref, t, shrink)
+            out, _ = decode_region(img, part.ref.describe(), t, shrink)
         self._count(fp_decodes=1)
         return fingerprint_image(out)
 

@@ -121,7 +121,7 @@ def _tighter(a: int | None, b: int | None) -> int | None:
 
 
 def _region(t: Transform, width: int, height: int) -> tuple[int, int]:
-    """Size of the region the pipeline resizes: after rotation and crop (as images._plan does)."""
+    """Size of the region the pipeline resizes: after rotation and crop (as images.region.plan does)."""
     angle = t.rotate % 360
     if angle % 90 == 0:
         w, h = (height, width) if (angle // 90) % 2 else (width, height)
