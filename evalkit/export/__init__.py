@@ -52,8 +52,7 @@ def export(run_dirs: Sequence[str | Path], to: str, *, out: str | Path | None = 
         for note in run.notes:
             tell(f"{run.path}: {note}")
     if to in ("csv", "jsonl"):
-        from evalkit.export.to_csv import write_csv
-        from evalkit.export.to_jsonl import write_jsonl
+        from evalkit.export.query_rows import write_csv, write_jsonl
 
         target = Path(out) if out is not None else default_out(paths, to)
         if target.is_dir():  # a folder: the file goes in it

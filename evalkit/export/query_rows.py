@@ -1,0 +1,77 @@
+"""`--to csv` and `--to jsonl`: one row per query, every run's rows in one file (the `run` column or key
+names the run directory): what was asked of which model, what it answered, how that was judged, and at
+what latency, tokens and cost, the same rows as `RunResult.to_rows()` gives in Python (engine/rows.py
+makes both).
+
+CSV: a variant is its JSON text ({"shift": 1}); true/false for flags and verdicts; an empty cell where a
+value is unknown (no answer, no price). JSON Lines: values keep their types (the variant an object,
+verdicts true/false/null, costs numbers). Each file is written under a temporary name and renamed, so a
+kill leaves no half file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from evalkit.engine.rows import COLUMNS, query_row
+from evalkit.export.runs import ExportRun
+
+
+def query_rows(runs: Iterable[ExportRun]) -> Iterator[dict[str, Any]]:
+    """Every run's queries, run by run, in the order of its records.jsonl."""
+    for run in runs:
+        price = run.price
+        for r in run.records:
+            yield query_row(r, price, run=run.name, benchmark=run.benchmark)
+
+
+def cell(value: Any) -> str:
+    """A value as CSV text."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def write_csv(runs: Iterable[ExportRun], out: Path) -> int:
+    """Write the rows to `out` as CSV (COLUMNS is the header's order); returns how many."""
+    def write(f: IO[str]) -> int:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        n = 0
+        for row in query_rows(runs):
+            writer.writerow([cell(row[c]) for c in COLUMNS])
+            n += 1
+        return n
+
+    return _replace(out, write, newline="")
+
+
+def write_jsonl(runs: Iterable[ExportRun], out: Path) -> int:
+    """Write the rows to `out` as JSON Lines (the keys are COLUMNS); returns how many."""
+    def write(f: IO[str]) -> int:
+        n = 0
+        for row in query_rows(runs):
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+        return n
+
+    return _replace(out, write)
+
+
+def _replace(out: Path, write: Callable[[IO[str]], int], newline: str | None = None) -> int:
+    """`write` into a temporary file beside `out`, then renamed to it; returns what `write` returned."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("w", encoding="utf-8", newline=newline) as f:
+        n = write(f)
+    os.replace(tmp, out)
+    return n
