@@ -6,7 +6,9 @@ columns; the bar, tokens and the label go first). Retries, rate limits and error
 they happen (from the runner's counters), not when a query finally ends, and the cost so far is
 shown when prices are known. When stderr is not a terminal (a log file, CI, `2>run.log`), a plain
 line is printed every 10 s or every 10% of the queries, and once at the end. In a Jupyter notebook
-it is one output line under the cell, rewritten in place (report/notebook_line.py).
+it is one output line under the cell, rewritten in place (NotebookLine: rich's live display needs
+ipywidgets there, and IPython's display with a display id replaces one output's text with nothing
+more installed).
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class RunProgress:
         self._samples: deque[tuple[float, int]] = deque()  # (time, answered-not-from-cache) for the rate
         self._sent = 0
         self._live: Any = None
-        self._notebook: Any = None  # the notebook's line (report/notebook_line.py)
+        self._notebook: NotebookLine | None = None  # the notebook's line
 
     # ---- what is shown -------------------------------------------------------------------
     def rate(self) -> float | None:
@@ -165,8 +167,6 @@ class RunProgress:
             self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
             self._live.start()
         elif self.mode == "notebook":
-            from evalkit.report.notebook_line import notebook_line
-
             self._notebook = notebook_line(self._notebook_text())
             if self._notebook is None:  # no IPython to show it with: plain lines, as in a log
                 self.mode = "plain"
@@ -182,3 +182,23 @@ class RunProgress:
             self._notebook = None
         elif self.mode == "plain" and self.done:
             self._print_plain(self.clock(), 10)
+
+
+class NotebookLine:
+    """A text output under the running notebook cell; `update` replaces its text."""
+
+    def __init__(self, text: str) -> None:
+        from IPython.display import display  # present wherever a notebook runs
+
+        self._handle: Any = display({"text/plain": text}, raw=True, display_id=True)
+
+    def update(self, text: str) -> None:
+        self._handle.update({"text/plain": text}, raw=True)
+
+
+def notebook_line(text: str) -> NotebookLine | None:
+    """The line, or None where IPython cannot be imported (a console told it is Jupyter elsewhere)."""
+    try:
+        return NotebookLine(text)
+    except ImportError:
+        return None
