@@ -20,7 +20,7 @@ import pytest
 from evalkit.benchmarks import list_benchmarks
 
 FORBIDDEN = ("scipy", "numpy", "matplotlib", "PIL", "pandas", "aiohttp", "openai", "anthropic", "google",
-             "diskcache", "huggingface_hub", "httpx", "mlflow", "wandb")
+             "diskcache", "huggingface_hub", "httpx", "mlflow", "wandb", "botocore", "boto3")
 
 # Runs a command through evalkit.cli.main in a fresh interpreter, then prints the forbidden
 # top-level modules it has loaded as the last line of stdout.

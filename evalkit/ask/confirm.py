@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 from evalkit.core.errors import ProviderError, RunError
 
-REFUSING_STATUSES = (400, 404)  # vLLM and Ollama answer an unknown name with 404; LiteLLM with 400
+REFUSING_STATUSES = (400, 403, 404)  # vLLM and Ollama answer an unknown name with 404; LiteLLM with 400;
+#                                   Bedrock a model the account may not use with 403
 _NAME_EDGE = r"[\w.:/@-]"  # characters a model name may hold: a match must not continue into more of them
 
 
@@ -82,8 +83,9 @@ class Confirmation:
         self._confirming = False
         if error is not None and error.status in REFUSING_STATUSES and names_model(error.message, self.model):
             shown = ", ".join(self._listed[:5]) + (", …" if len(self._listed) > 5 else "")
+            lists = f"; it lists: {shown}" if shown else ""  # nothing listed: no list was asked for (bedrock/)
             self._refused = ModelNotServed(f"{self._who}: the server does not serve model '{self.model}' "
-                                           f"({error.message[:200]}); it lists: {shown or 'nothing'}")
+                                           f"({error.message[:200]}){lists}")
         else:
             self._needed = False
         self._wake()

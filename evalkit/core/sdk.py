@@ -37,6 +37,8 @@ SDKS: dict[str, Sdk] = {
     "huggingface_hub": Sdk("huggingface_hub", None),
     "redis": Sdk("redis", "redis"),
     "azure.identity": Sdk("azure-identity", "azure-entra"),
+    "botocore": Sdk("botocore", "bedrock"),  # bedrock/: SigV4 signing and the AWS credential chain
+    "boto3": Sdk("boto3", "bedrock"),  # bedrock/ Claude: the anthropic SDK's Bedrock client signs through it
     "mlflow": Sdk("mlflow-skinny", "mlflow"),  # `mlflow` itself installs mlflow-skinny too
     "wandb": Sdk("wandb", "wandb"),
 }

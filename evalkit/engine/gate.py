@@ -44,8 +44,9 @@ class Preflight:
         listed = reached.unlisted()
         if listed is not None:
             whose = "" if flag == "--model" else "the judge's "
-            self._say(f"{whose}model '{spec.model}' is not listed by the server (it lists: {', '.join(listed[:5])}"
-                      f"{', …' if len(listed) > 5 else ''}); asking anyway")
+            if listed:  # an empty list: no metadata call (bedrock/), the first request confirms quietly
+                self._say(f"{whose}model '{spec.model}' is not listed by the server (it lists: "
+                          f"{', '.join(listed[:5])}{', …' if len(listed) > 5 else ''}); asking anyway")
             self.confirms[flag].require(listed)
         for url in reached.simulator_urls:
             self._unkeyed_before[url] = await sim_unkeyed(url) or 0

@@ -31,7 +31,8 @@ class Heard:
     route: str  # the route pattern that matched (`/openai/deployments/{deployment}/chat/completions`), else the path
     path: str
     query: dict[str, str]  # credential parameters (`?key=`) with their values withheld
-    auth: tuple[str, ...]  # the credential forms present: api-key, bearer, authorization, x-api-key, x-goog-api-key, key-query
+    auth: tuple[str, ...]  # the credential forms present: api-key, bearer, sigv4, authorization, x-api-key, x-goog-api-key,
+    #                       x-amz-security-token, key-query
     headers: dict[str, str]  # the attribution headers present (ATTRIBUTION), nothing else
     provider: Any = None  # OpenRouter's `provider` body field (routing preferences), as sent
 
@@ -43,8 +44,9 @@ def auth_forms(request: web.Request) -> tuple[str, ...]:
         forms.append("api-key")
     authorization = request.headers.get("Authorization", "")
     if authorization:
-        forms.append("bearer" if authorization[:7].lower() == "bearer " else "authorization")
-    forms += [name for name in ("x-api-key", "x-goog-api-key") if request.headers.get(name)]
+        forms.append("bearer" if authorization[:7].lower() == "bearer " else
+                     "sigv4" if authorization.startswith("AWS4-HMAC-SHA256 ") else "authorization")
+    forms += [name for name in ("x-api-key", "x-goog-api-key", "x-amz-security-token") if request.headers.get(name)]
     if "key" in request.query:
         forms.append("key-query")
     return tuple(forms)
