@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.mcq_io import _json_options, _resolve_file, load_tsv, option_cells
 from evalkit.benchmarks.tdbench_boxes import format_box, parse_gold_box, source_size
-from evalkit.benchmarks.vlmeval_tsv import check_extra_cells, clean_cell, csv_error, raise_field_limit
+from evalkit.benchmarks.vlmeval_tsv import check_extra_cells, clean_cell, dict_reader
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.inline import inline_bytes
@@ -73,16 +73,8 @@ def official_files(folder: Path) -> dict[str, dict[int, Path]]:
 def _read_rows(path: Path) -> tuple[int, list[tuple[int, dict[Any, Any]]]]:
     """(the header's number of columns, each row with the line it ends on; cells past the header's
     columns are under the key None, as csv files them)."""
-    raise_field_limit()
-    try:
-        with open(path, "rb") as fh:  # line by line, each under the cap
-            reader = csv.DictReader(read_caps.csv_lines(path, fh), delimiter="\t", restval="")
-            reader.fieldnames = [h.strip() for h in (reader.fieldnames or [])]
-            return len(reader.fieldnames), [(reader.line_num, row) for row in reader]
-    except csv.Error as exc:
-        raise csv_error(path, exc) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
+    with dict_reader(path) as reader:
+        return len(reader.fieldnames or []), [(reader.line_num, row) for row in reader]
 
 
 def _grounding_rows(path: Path, sink: Sink = STRICT) -> dict[str, dict[str, Any]]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ def clean_cell(value: Any) -> str:
     return "" if text in _MISSING else text
 
 
-def raise_field_limit() -> None:
+def _raise_field_limit() -> None:
     """Base64 image cells are far over csv's default 128 KiB field limit: the line cap is the limit
     (core.read_caps; a quoted field may run over lines)."""
     limit = min(sys.maxsize, read_caps.caps().line_bytes)
@@ -38,7 +39,7 @@ def raise_field_limit() -> None:
             limit //= 2
 
 
-def csv_error(path: Path, exc: csv.Error) -> EvalkitError:
+def _csv_error(path: Path, exc: csv.Error) -> EvalkitError:
     """csv's own error as one line; a field over the limit names the cap and its flag."""
     if "field larger than field limit" in str(exc):
         return EvalkitError(f"{path}: a field is {read_caps.over_line_cap()}")
@@ -65,25 +66,35 @@ def check_extra_cells(path: Path, k: int, last_line: int, n_columns: int, extra:
                            "with no name in the header")
 
 
-def csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
-    raise_field_limit()
-    rows: dict[int, Mapping[Any, Any]] = {}  # data row number (1-based) -> row
+@contextmanager
+def dict_reader(path: Path) -> Iterator[csv.DictReader[str]]:
+    """csv's reader over the TSV, line by line (each under the cap), its header's names stripped; a
+    failure to read it, csv's own error included, is one line naming the file."""
+    _raise_field_limit()
     try:
-        with open(path, "rb") as fh:  # line by line, each under the cap
+        with open(path, "rb") as fh:
             reader = csv.DictReader(read_caps.csv_lines(path, fh), delimiter="\t", restval="")
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            reader.fieldnames = header
-            for count, row in enumerate(reader, start=1):
-                with sink.guard(path, row=f"row {count}"):
-                    check_row_span(path, count, reader.line_num, row)
-                    check_extra_cells(path, count, reader.line_num, len(header), row.pop(None, None) or [])
-                    rows[count] = row
+            reader.fieldnames = [h.strip() for h in (reader.fieldnames or [])]
+            yield reader
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
     except csv.Error as exc:
-        raise csv_error(path, exc) from exc
+        raise _csv_error(path, exc) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
+
+
+def csv_rows(path: Path, sink: Sink) -> tuple[list[str], dict[int, Mapping[Any, Any]]]:
+    """The header and the rows by data row number (1-based); a bad row is the sink's (see check_row_span,
+    check_extra_cells)."""
+    rows: dict[int, Mapping[Any, Any]] = {}
+    with dict_reader(path) as reader:
+        header = list(reader.fieldnames or [])
+        for count, row in enumerate(reader, start=1):
+            with sink.guard(path, row=f"row {count}"):
+                check_row_span(path, count, reader.line_num, row)
+                check_extra_cells(path, count, reader.line_num, len(header), row.pop(None, None) or [])
+                rows[count] = row
     return header, rows
 
 
