@@ -10,9 +10,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalkit.ask.runner import Runner
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import Record
@@ -20,6 +19,9 @@ from evalkit.money.budget import Budget
 from evalkit.money.costs import record_cost, records_cost
 from evalkit.money.pricing import Price
 from evalkit.money.spending import Ledger, Spending
+
+if TYPE_CHECKING:
+    from evalkit.ask.runner import Runner
 
 
 def check_budget_flags(cfg: RunConfig, env: Mapping[str, str]) -> None:

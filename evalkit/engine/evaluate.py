@@ -27,19 +27,16 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams
 from evalkit.data.source import data_headline, describe
-from evalkit.engine.asking import ask
 from evalkit.engine.budgeting import check_budget_flags
-from evalkit.engine.closing import close
 from evalkit.engine.cutoffs import split_options
-from evalkit.engine.dry_run import dry_run, scaled_from_sample
 from evalkit.engine.in_thread import run_blocking
 from evalkit.engine.job import Job, Talk
 from evalkit.engine.location import forget_created, locate, locate_cut_off_run
 from evalkit.engine.lock import hold_run_dir
-from evalkit.engine.repeats import with_repeats
 from evalkit.engine.result import RunResult
+from evalkit.engine.reuse import forget_stamp, reuse, stampable, write_stamp
 from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
-from evalkit.engine.wiring import specs_for
+from evalkit.engine.specs import specs_for
 from evalkit.engine.write_stop import WriteStopped
 from evalkit.lint import lint_at_start
 from evalkit.money.pricing import load_prices
@@ -76,6 +73,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     spec, judge_spec = await specs_for(cfg, env)
     plan = download_plan(s, env) if cfg.dry_run else None
     if plan is not None:  # priced before anything is downloaded: the listing's sizes, the published count
+        from evalkit.engine.dry_run import scaled_from_sample
+
         if plan.get("questions"):
             price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
             sample = prepare_sample(s, env)
@@ -86,7 +85,11 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     with read_caps.using(cfg.max_line_mb, cfg.max_image_mb):  # no data line or image read past its cap
         prepared = prepare_data(s, spec, env, lambda line: console.print(f"evalkit: {line}", markup=False,
                                                                          highlight=False, soft_wrap=True))
-    prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats, spec.provider if cfg.batch else None))
+    if cfg.repeats > 1:  # (the repeats' module imports the analysis: only when it is needed)
+        from evalkit.engine.repeats import with_repeats
+
+        prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats,
+                                                          spec.provider if cfg.batch else None))
     queries = prepared.queries
     price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None and not info(spec.provider).reports_cost:
@@ -111,6 +114,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
               **({"repeats": cfg.repeats} if cfg.repeats > 1 else {}),
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
+        from evalkit.engine.dry_run import dry_run
+
         summary = await dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
         summary["dry_run"]["data"] = describe(source, len(prepared.items))
         if cfg.limit and source.kind in ("hub", "archive"):
@@ -131,23 +136,37 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
 
 
 async def _evaluate(job: Job) -> RunResult:
-    """The run's steps, the run directory locked: open it, ask (engine/asking.py), close (engine/closing.py)."""
+    """The run's steps, the run directory locked: open it, ask (engine/asking.py), close (engine/closing.py).
+    Unless nothing changed since a full evaluation left it complete: then its outputs stand (engine/reuse.py)."""
     cfg, rundir = job.s.config, job.where.rundir
-    rundir.immediate = cfg.no_cache  # --no-cache: nothing else keeps an answer; write each record as it arrives
     talk = Talk(job.console)
-    _open(job, talk)
+    reused = reuse(job, talk, lambda t: _say_opening(job, t))
+    if reused is not None:
+        return reused
+    # imported here: a run whose outputs stand (above) never loads the providers, the runner, grading or analysis
+    from evalkit.engine.asking import ask
+    from evalkit.engine.closing import close
+
+    forget_stamp(rundir.path)
+    rundir.immediate = cfg.no_cache  # --no-cache: nothing else keeps an answer; write each record as it arrives
+    bound = rundir.bind(job.where.identity, job.config, legacy=job.where.legacy, data=job.where.data.to_dict(),
+                        reask_changed=cfg.reask_changed)
+    _say_opening(job, talk, bound)
+    said_before = len(talk.messages)
     existing = rundir.load_records()
     damaged = list(rundir.damaged)
     async with contextlib.AsyncExitStack() as stack:
         asked = await ask(job, stack, talk, existing, damaged)
-    return close(job, asked, talk)
+    result = close(job, asked, talk)
+    plain = not (damaged or asked.resume.outside or asked.resume.changed or asked.older or asked.budget)
+    if stampable(job, result, said_before=said_before, plain=plain):
+        write_stamp(job, len(result.records))
+    return result
 
 
-def _open(job: Job, talk: Talk) -> None:
-    """Bind the run directory to this run, say what data it runs on, and write the data's lint."""
+def _say_opening(job: Job, talk: Talk, bound: str | None = None) -> None:
+    """What data the run is on, what binding the run directory found, the shard; the data's lint (lint.json)."""
     cfg, items, queries = job.s.config, job.prepared.items, job.prepared.queries
-    bound = job.where.rundir.bind(job.where.identity, job.config, legacy=job.where.legacy,
-                                  data=job.where.data.to_dict(), reask_changed=cfg.reask_changed)
     talk.say(data_headline(job.prepared.source, len(items)))  # first: a score on the sample is not the benchmark's
     talk.say(job.where.note or bound)
     if cfg.shard:

@@ -35,8 +35,9 @@ from evalkit.engine.dry_run import matrix_dry_run
 from evalkit.engine.evaluate import RunResult, run_async
 from evalkit.engine.in_thread import run_blocking
 from evalkit.engine.pairs import Pair, plan_pairs
+from evalkit.engine.specs import specs_for
 from evalkit.engine.suite import BenchEntry, ModelEntry
-from evalkit.engine.wiring import EndpointLimiters, specs_for
+from evalkit.engine.wiring import EndpointLimiters
 from evalkit.report.matrix_progress import MatrixDisplay, pair_console
 
 RUN_FILES = ("config.json", "records.jsonl")  # an --out holding one of these is a run directory

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
@@ -22,13 +21,8 @@ from evalkit.money.pricing import Price
 from evalkit.providers import (
     ProviderSpec,
     api_key_for,
-    check_batch,
     create_provider,
-    parse_spec,
-    resolve_auto,
 )
-from evalkit.providers.preflight import check_setup
-from evalkit.providers.registry import info
 
 
 def open_cache(cfg: RunConfig, env: Mapping[str, str],
@@ -44,30 +38,6 @@ def open_cache(cfg: RunConfig, env: Mapping[str, str],
                                               fallback=cfg.cache_fallback == "local", say=say))
     cache: CacheLike = NullCache() if cfg.no_cache else ResponseCache(Path(cfg.cache_path(env)))
     return contextlib.closing(cache)
-
-
-async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
-    """The model's and the judge's specs; missing keys are errors before any work starts (but a dry run,
-    which sends nothing, needs none)."""
-    spec = parse_spec(cfg.model, cfg.base_url, env)
-    if cfg.provider_routing is not None and not info(spec.provider).routes_vendors:
-        raise EvalkitError(f"--provider-routing is for openrouter/ models, not --model {spec.label}")
-    if cfg.cache_tag:
-        spec = replace(spec, cache_tag=cfg.cache_tag)
-    check_setup(spec, sdk=not cfg.dry_run)
-    if cfg.batch:
-        check_batch(spec)
-    judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
-    judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
-    if cfg.api_version and "azure" not in (spec.provider, judge_spec.provider if judge_spec else None):
-        raise EvalkitError(f"--api-version is for azure/ models, not --model {spec.label}")
-    if judge_spec:
-        check_setup(judge_spec, "--judge", sdk=not cfg.dry_run)
-    if not cfg.dry_run:
-        api_key_for(spec, env)
-        if judge_spec:
-            api_key_for(judge_spec, env, flag="--judge")
-    return await resolve_auto(spec, env), judge_spec
 
 
 class EndpointLimiters:

@@ -1,0 +1,131 @@
+"""The same command on a complete run directory: reuse what the last full evaluation wrote.
+
+A full evaluation of a run that has every answer re-grades every record, re-analyses them (with
+its bootstrap) and rewrites summary.json, report.md, records.jsonl and manifest.json with the same
+bytes; only summary.json's `this_run` (what this command did) changes. A run that ended complete
+leaves a stamp (STAMP) of what it was computed from: a hash of the evalkit version, the run's
+identity, settings, data fingerprint (the data's and images' sha256, memoised in the cache folder by
+size, mtime, inode and ctime) and lint, and the size, mtime, inode and ctime of every file it wrote.
+When all of them are unchanged the next run of the same command says what a full evaluation would
+say, sets `this_run`, and returns. Any difference (a record edited, a setting, the data, the version, a
+plot removed) takes the full path, which writes a new stamp.
+
+Only the plainest runs are stamped: no failed, judged, batched, budgeted or re-asked query, no record
+outside the run, no line said after the results; anything else always takes the full path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from evalkit.core.files import write_json_atomic
+from evalkit.core.types import Record
+from evalkit.core.version import __version__
+from evalkit.engine.job import Job, Talk
+from evalkit.engine.records_read import read_records
+from evalkit.engine.result import RunResult
+from evalkit.engine.rundir import CONFIG, RECORDS, SUMMARY
+
+STAMP = ".reuse.json"
+_WRITTEN = (CONFIG, RECORDS, SUMMARY, "report.md", "manifest.json")  # what a full evaluation rewrites
+
+
+def inputs_key(job: Job) -> str:
+    """sha256 of everything a full evaluation's outputs are computed from, but the records (the config
+    without `generation_sent`, which the provider adds once it is open: it follows from the rest)."""
+    cfg = job.s.config
+    basis = {"evalkit": __version__, "identity": job.where.identity, "legacy": job.where.legacy,
+             "config": {k: v for k, v in job.config.items() if k != "generation_sent"}, "data": job.where.data.to_dict(), "settings": job.s.bench_dict(),
+             "judge": job.judge_spec.label if job.judge_spec else None, "lint": job.lint.to_summary(),
+             "plots": cfg.plots, "cutoff": job.cutoff_budget}
+    text = json.dumps(basis, sort_keys=True, default=repr, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def _files(run_dir: Path) -> dict[str, list[int] | None]:
+    """The stat of every file a full evaluation writes, and of the plots (removing one must redraw it)."""
+    found = {name: _stat(run_dir / name) for name in _WRITTEN}
+    plots = run_dir / "plots"
+    if plots.is_dir():
+        found.update({f"plots/{p.name}": _stat(p) for p in sorted(plots.iterdir())})
+    return found
+
+
+def stampable(job: Job, result: RunResult, *, said_before: int, plain: bool) -> bool:
+    """Whether a full evaluation's outcome is one the next same command may reuse: complete, exit 0,
+    every record answered without error, and no line said after the results (`said_before`: how many
+    were said before the asking); `plain`: nothing judged, batched, budgeted, re-asked or outside."""
+    cfg = job.s.config
+    return (plain and result.exit_code == 0 and bool(result.summary.get("complete"))
+            and len(result.messages) == said_before and not cfg.batch and not cfg.shard and cfg.repeats == 1
+            and job.judge_spec is None and job.cutoff_budget is None and job.where.note is None
+            and not job.where.rundir.data_changed and not job.where.rundir.v010_config
+            and all(r.error is None for r in result.records))
+
+
+def write_stamp(job: Job, n_records: int) -> None:
+    """Record what the run's files were computed from, once they are all written."""
+    path = job.where.rundir.path
+    stamp = {"key": inputs_key(job), "records": n_records, "files": _files(path)}
+    with contextlib.suppress(OSError):  # a stamp that cannot be written only costs the next run the full path
+        write_json_atomic(path / STAMP, stamp)
+
+
+def forget_stamp(run_dir: Path) -> None:
+    """The run directory is about to change: no stamp may describe it."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(run_dir / STAMP)
+
+
+class _Reused(RunResult):
+    """A RunResult whose records are read from records.jsonl when first asked for (the CLI never asks:
+    reading 5,000 records costs more than the rest of such a run)."""
+
+    _records: list[Record] | None = None
+
+    @property  # type: ignore[override]
+    def records(self) -> list[Record]:
+        if self._records is None:
+            self._records = list(read_records(self.out_dir / RECORDS).records.values())
+        return self._records
+
+    @records.setter
+    def records(self, value: list[Record] | None) -> None:
+        self._records = value
+
+
+def reuse(job: Job, talk: Talk, say_opening: Callable[[Talk], None]) -> RunResult | None:
+    """The result of a full evaluation of this job, from the run directory, when its stamp says nothing
+    changed (else None). `say_opening(talk)` says the lines a full evaluation says first."""
+    path = job.where.rundir.path
+    try:
+        stamp = json.loads((path / STAMP).read_text(encoding="utf-8"))
+        n = stamp["records"]
+        if stamp["files"] != _files(path) or stamp["key"] != inputs_key(job):
+            return None
+        summary = json.loads((path / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(summary, dict) or not isinstance(n, int):
+        return None
+    say_opening(talk)
+    talk.tell(f"all {n:,} queries already answered: nothing to ask")
+    this_run = {"sent": 0, "from_cache": 0, "already": n}
+    if summary.get("this_run") != this_run:
+        summary["this_run"] = this_run
+        job.where.rundir.write_summary(summary)
+        write_stamp(job, n)
+    return _Reused(summary, None, path, 0, talk.messages)  # type: ignore[arg-type]

@@ -1,0 +1,110 @@
+"""The same command on a complete run directory reuses what the last full evaluation wrote (issue 35
+item 16; engine/reuse.py): every file byte-identical to a full re-evaluation, the same result, and any
+change to the records, the data, a setting or evalkit's version takes the full path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import make_mcq_jsonl
+
+import evalkit.engine.asking as asking
+import evalkit.engine.reuse as reuse
+from evalkit.core.errors import EvalkitError
+from evalkit.engine.evaluate import run
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+N = 8
+WRITTEN = ("summary.json", "report.md", "records.jsonl", "manifest.json", "config.json", "lint.json")
+
+
+@pytest.fixture(scope="module")
+def sim_data(tmp_path_factory):
+    data = make_mcq_jsonl(tmp_path_factory.mktemp("ds"), N, seed=5)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        yield sim, data
+
+
+@pytest.fixture
+def full_paths(monkeypatch):
+    """How many runs took the full path (asked through engine/asking.py)."""
+    count = [0]
+    real = asking.ask
+
+    async def counted(*args, **kwargs):
+        count[0] += 1
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(asking, "ask", counted)
+    return count
+
+
+def _run(sim, data: Path, out: Path, **extra):
+    return run("mcq", "vllm/sim-model", data=str(data), base_url=sim.url, out=str(out),
+               cache_dir=str(out.parent / "cache"), quiet=True, **extra)
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {name: (out / name).read_bytes() for name in WRITTEN}
+
+
+def test_the_same_command_reuses_the_outputs_byte_for_byte(tmp_path, sim_data, full_paths, no_plots):
+    sim, data = sim_data
+    out = tmp_path / "run"
+    cold = _run(sim, data, out)
+    assert cold.exit_code == 0 and cold.summary["this_run"]["sent"] == N and full_paths[0] == 1
+    assert (out / reuse.STAMP).is_file()
+
+    fast = _run(sim, data, out)  # nothing changed since: the outputs stand
+    assert full_paths[0] == 1
+    reused = _files(out)
+    (out / reuse.STAMP).unlink()  # the same command again, made to take the full path
+    full = _run(sim, data, out)
+    assert full_paths[0] == 2
+    assert _files(out) == reused  # what the full re-evaluation writes is what was reused, byte for byte
+    assert fast.summary == full.summary and fast.summary["this_run"] == {"sent": 0, "from_cache": 0, "already": N}
+    assert fast.exit_code == full.exit_code == 0 and fast.messages == full.messages
+    assert fast.to_rows() == full.to_rows() and len(fast.records) == N
+    again = _run(sim, data, out)  # the full path stamped it again
+    assert full_paths[0] == 2 and again.summary == full.summary
+    assert sim.counters.snapshot()["completions"] >= N
+
+
+def test_any_change_takes_the_full_path(tmp_path, sim_data, no_plots, full_paths, monkeypatch):
+    sim, _ = sim_data
+    data = make_mcq_jsonl(tmp_path / "ds", N, seed=5)  # the module's data, a copy this test may edit
+    out = tmp_path / "run"
+    _run(sim, data, out)
+    assert full_paths[0] == 1
+
+    lines = (out / "records.jsonl").read_text().splitlines(keepends=True)
+    (out / "records.jsonl").write_text("".join(lines[:-1]))  # a record gone: asked again
+    res = _run(sim, data, out)
+    assert full_paths[0] == 2 and res.summary["this_run"] == {"sent": 0, "from_cache": 1, "already": N - 1}
+
+    res = _run(sim, data, out, concurrency=3)  # a setting (not of the run's identity)
+    assert full_paths[0] == 3 and res.summary["config"]["concurrency"] == 3
+    _run(sim, data, out, concurrency=3)
+    assert full_paths[0] == 3  # ... reused once it is the one that ran
+
+    with monkeypatch.context() as m:
+        m.setattr(reuse, "__version__", "9.9.9")  # another evalkit
+        _run(sim, data, out, concurrency=3)
+    assert full_paths[0] == 4
+
+    summary = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").write_text(json.dumps({**summary, "complete": False}))  # an output edited
+    res = _run(sim, data, out, concurrency=3)
+    assert full_paths[0] == 5 and res.summary["complete"] is True  # rewritten by the full path
+
+    items = [json.loads(line) for line in data.read_text().splitlines()]
+    items[0]["answer"] = "ABCD"[("ABCD".index(items[0]["answer"]) + 1) % 4]  # a gold answer edited
+    data.write_text("".join(json.dumps(x) + "\n" for x in items))
+    with pytest.raises(EvalkitError, match="changed"):  # refused, as the full path refuses other data
+        _run(sim, data, out, concurrency=3)
+    before = res.summary["counts"]["correct"]
+    res = _run(sim, data, out, concurrency=3, reask_changed=True)
+    assert abs(res.summary["counts"]["correct"] - before) == 1  # graded against the new gold
