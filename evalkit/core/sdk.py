@@ -37,6 +37,7 @@ SDKS: dict[str, Sdk] = {
     "huggingface_hub": Sdk("huggingface_hub", None),
     "redis": Sdk("redis", "redis"),
     "azure.identity": Sdk("azure-identity", "azure-entra"),
+    "google.auth": Sdk("google-auth", "vertex"),
     "botocore": Sdk("botocore", "bedrock"),  # bedrock/: SigV4 signing and the AWS credential chain
     "boto3": Sdk("boto3", "bedrock"),  # bedrock/ Claude: the anthropic SDK's Bedrock client signs through it
     "mlflow": Sdk("mlflow-skinny", "mlflow"),  # `mlflow` itself installs mlflow-skinny too

@@ -109,6 +109,11 @@ COMPAT_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-spe
 # vendor's limits (evalkit.providers.registry.limits_for); others go as they are.
 ROUTED_IMAGES = ImageLimits(None, None, None, None, (), source="none: the serving vendor's", read_on=READ_ON,
                             name="openrouter")
+# Vertex AI serves Gemini and Claude: a vertex/ model gets its vendor's limits (registry.limits_for); these,
+# Gemini's on Vertex AI (the 7 MB inline figure above is Vertex's), stand for the provider as a whole.
+VERTEX_IMAGES = replace(GOOGLE_IMAGES, name="vertex", read_on="2026-11-27",
+                        source="https://docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/image-understanding"
+                               "; Claude on Vertex AI: Anthropic's limits")
 
 
 def encoded_size(nbytes: int) -> int:

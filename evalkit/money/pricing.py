@@ -89,6 +89,15 @@ _GOOGLE_SRC = (
     "hivebook.wiki Gemini 2.5, aifreeapi.com gemini-api-pricing-2026"
 )
 _READ_ON = "2026-11-22"
+_READ_ON_BY = {"vertex": "2026-11-27"}
+# Vertex AI, read 2026-11-27: cloud.google.com/vertex-ai/generative-ai/pricing itself could not be read from this
+# session. Claude on Vertex at Anthropic's rates: "Global endpoints ... no pricing premium" (docs.claude.com
+# claude-on-vertex-ai, Global vs regional endpoints); regional endpoints cost more for Sonnet 4.5 and later
+# (not modelled: the table holds the global price). Gemini 2.5 at the Gemini API's list prices (the google
+# table above), which third-party copies of the Vertex page give alike; 2.0 models are left out (their
+# Vertex prices differ from the Gemini API's and were not verified).
+_VERTEX_SRC = ("https://cloud.google.com/vertex-ai/generative-ai/pricing (not readable 2026-11-27); Claude at "
+               "platform.claude.com/docs/en/about-claude/pricing (global endpoint), Gemini at the Gemini API's prices")
 
 # provider -> [(name, input, cached input or None, output, note)]
 _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]] = {
@@ -125,13 +134,25 @@ _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]]
         ("gemini-2.5-flash-lite", 0.10, None, 0.40, "cached rate not verified: billed at the input rate"),
         ("gemini-2.0-flash", 0.10, None, 0.40, "cached rate not verified: billed at the input rate"),
     ]),
+    "vertex": (_VERTEX_SRC, [
+        ("gemini-2.5-pro", 1.25, None, 10.00, "prompts <= 200k tokens; cached rate not verified"),
+        ("gemini-2.5-flash", 0.30, None, 2.50, "cached rate not verified: billed at the input rate"),
+        ("gemini-2.5-flash-lite", 0.10, None, 0.40, "cached rate not verified: billed at the input rate"),
+        ("claude-opus-4-5", 5.00, 0.50, 25.00, "global endpoint price (regional endpoints cost more)"),
+        ("claude-sonnet-4-5", 3.00, 0.30, 15.00, "global endpoint price (regional endpoints cost more)"),
+        ("claude-haiku-4-5", 1.00, 0.10, 5.00, "global endpoint price (regional endpoints cost more)"),
+        ("claude-opus-4-1", 15.00, 1.50, 75.00, ""),
+        ("claude-sonnet-4", 3.00, 0.30, 15.00, ""),
+        ("claude-3-5-haiku", 0.80, 0.08, 4.00, ""),
+    ]),
 }
 
 
 def _builtin() -> dict[str, dict[str, Price]]:
     out: dict[str, dict[str, Price]] = {}
     for provider, (source, rows) in _TABLE.items():
-        out[provider] = {name: Price(i, o, c, source, _READ_ON, provider, note) for name, i, c, o, note in rows}
+        read_on = _READ_ON_BY.get(provider, _READ_ON)
+        out[provider] = {name: Price(i, o, c, source, read_on, provider, note) for name, i, c, o, note in rows}
     return out
 
 

@@ -37,6 +37,8 @@ def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] 
             raise EvalkitError(f"--model '{text}' needs --base-url (or {record.base_url_env})")
         elif record.default_in_endpoint:
             urls = (record.default_url,)
+    if record.locate is not None:  # where the model runs enters the spec (Vertex AI's project and location)
+        urls = load(record.locate)(urls, env, text)  # type: ignore[assignment]
     return ProviderSpec(provider, model, urls)
 
 

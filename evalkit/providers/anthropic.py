@@ -154,6 +154,8 @@ def response_from_anthropic(d: Any) -> Response:
 class AnthropicProvider:
     """One AsyncAnthropic client (aiohttp transport when the SDK ships it) shared by all requests."""
 
+    body_fields: dict[str, Any] = {}  # noqa: RUF012 - read only: fields every request body carries
+
     def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0, cache_marker: bool = True,
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
         anthropic = import_sdk("anthropic", spec.label)  # lazy: only when this provider is used
@@ -165,11 +167,15 @@ class AnthropicProvider:
         self._redact = Redactor([api_key, *(s for u in spec.base_urls for s in url_credentials(u))])
         kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s,
                                   "http_client": guarded_sdk_client(anthropic, timeout_s, max_response_bytes)}
-        if spec.base_urls:
-            kwargs["base_url"] = spec.base_urls[0]
-        self._client = anthropic.AsyncAnthropic(**kwargs)
+        self._client = self._make_client(anthropic, kwargs)
         # SDKs before 1.0 (API 2023-06-01) still take sampling parameters; 2.x rejects them
         self.sampling = "temperature" in inspect.signature(self._client.messages.create).parameters
+
+    def _make_client(self, anthropic: Any, kwargs: dict[str, Any]) -> Any:
+        """The Anthropic API's client (Vertex AI's: providers/vertex.py)."""
+        if self.spec.base_urls:
+            kwargs["base_url"] = self.spec.base_urls[0]
+        return anthropic.AsyncAnthropic(**kwargs)
 
     def describe_params(self, params: GenParams) -> dict:
         d = params.to_dict()
@@ -206,6 +212,8 @@ class AnthropicProvider:
                        images: Sequence[PreparedImage]) -> Response:
         args = request_args(self.spec.model, messages, params, images, cache_marker=self.cache_marker,
                             sampling=self.sampling)
+        if self.body_fields:  # a platform's own body fields (Vertex AI's anthropic_version)
+            args["extra_body"] = {**self.body_fields, **args.get("extra_body", {})}
         start = time.perf_counter()
         try:
             raw = await self._client.messages.with_raw_response.create(**args)

@@ -166,9 +166,13 @@ class GoogleProvider:
                                        **guarded_client_kwargs(httpx, max_response_bytes))
         options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1),
                                     httpx_async_client=self._http)
-        if spec.base_urls:
-            options.base_url = spec.base_urls[0]
-        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+        self._client = self._make_client(genai, options, api_key)
+
+    def _make_client(self, genai: Any, options: Any, api_key: str) -> Any:
+        """The Gemini API's client (Vertex AI's: providers/vertex.py)."""
+        if self.spec.base_urls:
+            options.base_url = self.spec.base_urls[0]
+        return genai.Client(api_key=api_key, vertexai=False, http_options=options)
 
     def describe_params(self, params: GenParams) -> dict:
         d = params.to_dict()

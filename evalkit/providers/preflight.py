@@ -221,6 +221,11 @@ def _credit_left(status: int, body: object) -> str | None:
 async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float = PROBE_TIMEOUT_S,
                 env: Mapping[str, str] | None = None) -> Probe:
     """One endpoint's metadata call; every failure becomes a cause (never an exception)."""
+    if info(spec.provider).wire == "vertex":  # a token first, then the model's lookup (vertex_preflight)
+        from evalkit.providers.vertex_preflight import probe_vertex
+
+        cause, body = await probe_vertex(spec, base, env or {}, timeout_s)
+        return Probe(public_url(base), cause, isinstance(body, dict) and body.get("owned_by") == SIM_OWNER)
     import aiohttp
 
     from evalkit.providers.openai_compat import proxy_for

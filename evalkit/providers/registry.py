@@ -25,12 +25,13 @@ from evalkit.images.provider_limits import (
     GOOGLE_IMAGES,
     OPENAI_IMAGES,
     ROUTED_IMAGES,
+    VERTEX_IMAGES,
     VLLM_IMAGES,
     ImageLimits,
 )
 from evalkit.providers.batch_api import BatchLimits
 
-Wire = Literal["chat-completions", "azure", "anthropic", "gemini"]  # "azure": chat completions on Azure's routes
+Wire = Literal["chat-completions", "azure", "anthropic", "gemini", "vertex"]  # "azure": chat completions on Azure's routes
 RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.rate_headers reads them (and the simulator speaks)
 
 
@@ -57,6 +58,11 @@ def gemini_image_tokens(width: int, height: int) -> int:
     if width <= 384 and height <= 384:
         return 258
     return 258 * math.ceil(width / 768) * math.ceil(height / 768)
+
+
+def vertex_vendor(model: str) -> str:
+    """Whose model a `vertex/` name is: Claude is Anthropic's, every other name is asked as Gemini."""
+    return "anthropic" if model.startswith("claude-") else "google"
 
 
 # ---------------------------------------------------------------- the record
@@ -94,6 +100,10 @@ class ProviderInfo:
     #                               listing models: it checks the key and says what credit is left (OpenRouter)
     routes_vendors: bool = False  # its models are VENDOR/MODEL served by that vendor: a known vendor's image
     #                               limits apply, and its prices estimate a dry run
+    model_vendor: Callable[[str], str | None] | None = None  # optional: the known provider whose model a name is
+    #                               (a cloud serving several vendors' models): its image limits and prices apply
+    locate: str | None = None  # optional: "module:function" f(urls, env, label, flag) -> the spec's base URLs,
+    #                            naming where the model runs (Vertex AI's project and location)
 
     @property
     def optional(self) -> frozenset[str]:
@@ -112,7 +122,7 @@ class ProviderInfo:
 
 _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
                        "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
-                       "reports_cost", "routes_vendors", "key_check"})
+                       "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -208,6 +218,21 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         default_url="https://openrouter.ai/api/v1", image_limits=ROUTED_IMAGES, rate_headers="openrouter",
         reasoning="reasoning.effort", image_tokens=openai_image_tokens, price_key="openrouter",
         reports_cost=True, routes_vendors=True, key_check="/key"),
+    # Vertex AI, read 2026-11-27 (docs.claude.com/en/docs/build-with-claude/claude-on-vertex-ai; google-genai
+    # 3.6 and anthropic 2.14's Vertex clients): an OAuth token from application-default credentials, the
+    # project and location in the path; Gemini through generateContent, Claude through rawPredict.
+    ProviderInfo(
+        name="vertex",
+        description="Google Cloud Vertex AI: Gemini (vertex/gemini-…) and Claude (vertex/claude-…) "
+                    "(GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION, application-default credentials: "
+                    "GOOGLE_APPLICATION_CREDENTIALS or gcloud; GOOGLE_VERTEX_BASE_URL optional; evalkit[vertex])",
+        client="evalkit.providers.vertex:vertex_provider", wire="vertex",
+        key_env=("GOOGLE_APPLICATION_CREDENTIALS",), key_required=False, base_url_env="GOOGLE_VERTEX_BASE_URL",
+        default_url="https://aiplatform.googleapis.com", sdk=("google.auth", "vertex"),
+        image_limits=VERTEX_IMAGES, rate_headers="none",
+        reasoning="thinking_config.thinking_budget (Gemini); thinking.budget_tokens (Claude)",
+        image_tokens=gemini_image_tokens, price_key="vertex", reasoning_in_output=False,
+        model_vendor=vertex_vendor, locate="evalkit.providers.vertex_auth:locate"),
 )}
 
 
@@ -256,6 +281,8 @@ def limits_for(provider: str, model: str = "") -> ImageLimits | None:
 def vendor_of(provider: str, model: str) -> str | None:
     """The provider evalkit knows that serves a router's VENDOR/MODEL (openrouter/anthropic/… -> anthropic)."""
     record = RECORDS.get(provider)
+    if record is not None and record.model_vendor is not None:
+        return record.model_vendor(model)
     vendor = model.partition("/")[0] if record is not None and record.routes_vendors and "/" in model else None
     return vendor if vendor in RECORDS and not RECORDS[vendor].routes_vendors else None
 

@@ -16,6 +16,7 @@ from evalkit.sim.azure_wire import AzureDialect
 from evalkit.sim.gemini_wire import GeminiDialect
 from evalkit.sim.openai_wire import OpenAIDialect
 from evalkit.sim.openrouter_wire import OpenRouterDialect
+from evalkit.sim.vertex_wire import VertexClaudeDialect, VertexGeminiDialect
 from evalkit.sim.wire import ParsedRequest, Usage
 
 if TYPE_CHECKING:
@@ -51,5 +52,5 @@ class Dialect(Protocol):
 
 
 DIALECTS: tuple[Dialect, ...] = (OpenAIDialect(), AnthropicDialect(), GeminiDialect(), AzureDialect(),
-                                 OpenRouterDialect())
+                                 OpenRouterDialect(), VertexGeminiDialect(), VertexClaudeDialect())
 __all__ = ["DIALECTS", "Dialect", "OpenAIDialect"]

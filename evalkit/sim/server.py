@@ -37,6 +37,8 @@ from evalkit.sim.openrouter_routes import add_openrouter_routes, openrouter_gate
 from evalkit.sim.openrouter_routes import owns as openrouter_owns
 from evalkit.sim.state import STATE, SimConfig, SimState
 from evalkit.sim.thinking import think, think_length, thinking_style
+from evalkit.sim.vertex_routes import add_vertex_routes, vertex_gate
+from evalkit.sim.vertex_routes import owns as vertex_owns
 from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
 
 
@@ -164,7 +166,8 @@ def key_check(key: str) -> Any:
 
     @web.middleware
     async def check(request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path.startswith(("/sim/", "/health")) or azure_owns(request) or openrouter_owns(request):
+        if (request.path.startswith(("/sim/", "/health")) or azure_owns(request) or openrouter_owns(request)
+                or vertex_owns(request)):
             return await handler(request)
         given = {request.headers.get("Authorization", ""), request.headers.get("api-key", ""),
                  request.headers.get("x-api-key", ""), request.headers.get("x-goog-api-key", "")}
@@ -184,7 +187,7 @@ def build_app(config: SimConfig, routes: Routes | None = None) -> web.Applicatio
     adds routes of its own (evalkit.sim.extension)."""
     state = SimState(config)
     middlewares = [listen(state.heard), *([key_check(config.api_key)] if config.api_key else []),
-                   azure_gate(config), openrouter_gate]
+                   azure_gate(config), openrouter_gate, vertex_gate(config)]
     app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
     app[STATE] = state
     model_routes: dict[str, tuple[Dialect, Handler]] = {}
@@ -196,6 +199,7 @@ def build_app(config: SimConfig, routes: Routes | None = None) -> web.Applicatio
     add_metadata_routes(app)
     add_azure_routes(app)
     add_openrouter_routes(app)
+    add_vertex_routes(app)
     add_batch_routes(app, model_reply)
     app.router.add_get("/sim/counters", handle_counters)
     app.router.add_post("/sim/reset", handle_reset)

@@ -30,6 +30,7 @@ from evalkit.sim.heard import HeardLog
 from evalkit.sim.limits import HiddenLimits
 from evalkit.sim.model import SimModel, SimParams
 from evalkit.sim.prompt_cache import PrefixCache
+from evalkit.sim.vertex_accounts import ServiceAccount
 from evalkit.sim.wire import BadRequest
 
 SIM_OWNER = "evalkit-sim"  # what the model list and lookups say in owned_by: the simulator, by name
@@ -55,6 +56,7 @@ class SimConfig:
     entra_token: str | None = None  # a Microsoft Entra ID token Azure routes take as a bearer token (None: none)
     credits: float | None = None  # OpenRouter credits in USD that answers spend (None: unlimited); 402 at 0
     openrouter_price: tuple[float, float] = (2.5, 10.0)  # OpenRouter's price, USD per million input, output tokens
+    google_accounts: tuple[ServiceAccount, ...] = ()  # Vertex AI: service accounts the token endpoint signs in
 
     def __post_init__(self) -> None:
         if self.lenient and self.strict_model:
