@@ -71,3 +71,35 @@ def test_repair_moves_a_damaged_database_aside_keeping_what_it_can_read(tmp_path
         kept = len(cache)
         assert 300 <= kept < 400 and cache.get("k5") == {"text": "answer 5"}
     assert run_cli(["cache", "verify", "--cache-dir", str(cache_dir)]).returncode == 0
+
+
+def _point_root_back_at_its_first_leaf(db_path):
+    """Damage the Cache table's b-tree so that it goes round in circles: the root (an interior page)
+    sends every rowid above its last key to its first leaf, which holds rowids 1, 2, … again."""
+    con = sqlite3.connect(db_path)
+    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'Cache'").fetchone()
+    con.close()
+    data = bytearray(db_path.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    at = (root - 1) * page_size + (100 if root == 1 else 0)
+    assert data[at] == 0x05, "the table's root should be an interior page: fill more rows"
+    first_cell = int.from_bytes(data[at + 12:at + 14], "big")
+    first_leaf = data[(root - 1) * page_size + first_cell:(root - 1) * page_size + first_cell + 4]
+    data[at + 8:at + 12] = first_leaf  # the right-most child: now the first leaf
+    db_path.write_bytes(bytes(data))
+
+
+def test_repair_of_a_tree_that_goes_round_in_circles_ends_keeping_the_rows_it_can_reach(tmp_path):
+    # Seen once in CI: --repair ran past 120 s on a damaged database. Counting rowids up one by one
+    # never ended on a tree whose "next rowid above 300" is 78; salvage now walks strictly upwards.
+    cache_dir = tmp_path / "cache"
+    with ResponseCache(cache_dir) as cache:
+        cache.set_many([(f"k{i}", {"text": f"answer {i}"}) for i in range(400)])
+    _point_root_back_at_its_first_leaf(cache_dir / "cache.db")
+    fixed = run_cli(["cache", "verify", "--repair", "--cache-dir", str(cache_dir)], timeout=60)
+    assert fixed.returncode == 0 and "moved the damaged database to cache.db.damaged-" in fixed.stdout, (
+        fixed.stdout + fixed.stderr)
+    with ResponseCache(cache_dir) as cache:
+        kept = len(cache)
+        assert 0 < kept < 400 and cache.get("k1") == {"text": "answer 1"}
+    assert run_cli(["cache", "verify", "--cache-dir", str(cache_dir)]).returncode == 0

@@ -90,26 +90,32 @@ def _rows(db: Path) -> list[tuple]:
 
 
 def _salvage(db: Path) -> list[tuple]:
-    """Whatever rows a damaged database still yields, one at a time."""
+    """Whatever rows a damaged database still yields, one at a time, from rowid to next rowid.
+
+    Each step asks for the next rowid above the last one read, never counts rowids up one by one:
+    a damaged page can claim a rowid in the billions, and counting up to it took for ever. A damaged
+    tree can also answer "the next rowid above 300" with 78, round and round: that is where it ends.
+    """
     out: list[tuple] = []
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     except sqlite3.Error:
         return out
+    last = 0
     try:
-        for rowid in range(1, 10_000_000):
+        while True:
             try:
+                found = con.execute("SELECT rowid FROM Cache WHERE rowid > ? ORDER BY rowid LIMIT 1",
+                                    (last,)).fetchone()
+                if found is None or found[0] <= last:  # the end, or a damaged tree going round in circles
+                    break
+                last = found[0]
                 row = con.execute("SELECT rowid, key, raw, mode, filename, value FROM Cache WHERE rowid = ?",
-                                  (rowid,)).fetchone()
+                                  (last,)).fetchone()
             except sqlite3.Error:
                 break
-            if row is None:
-                if con.execute("SELECT 1 FROM Cache WHERE rowid > ? LIMIT 1", (rowid,)).fetchone() is None:
-                    break
-                continue
-            out.append(row)
-    except sqlite3.Error:
-        pass
+            if row is not None:
+                out.append(row)
     finally:
         con.close()
     return out
