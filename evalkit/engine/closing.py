@@ -23,6 +23,7 @@ from evalkit.engine.repeats import add_repeats, first_repeat
 from evalkit.engine.result import RunResult
 from evalkit.engine.resume import OLDER_REQUESTS
 from evalkit.grading.grade import summarize
+from evalkit.metrics.fit_store import fits_kept_in
 from evalkit.money.costs import records_cost
 from evalkit.report.outputs import draw_plots, publish
 
@@ -76,10 +77,11 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
 def close(job: Job, asked: Asked, talk: Talk) -> RunResult:
     """Summarize, then write summary.json and report.md, the records in query order, and the plots."""
     cfg, rundir, bench = job.s.config, job.where.rundir, job.prepared.bench
-    summary, data_only = summary_of(job, asked, talk)
-    first, _ = first_repeat(asked.ordered, asked.by_id)
-    analysis = publish(rundir, summary, bench, first, job.s.bench_dict(), plots=False,  # summary.json, report.md
-                       figures=cfg.plots)
+    with fits_kept_in(rundir.path):  # the reliability fits of unchanged records are not computed again
+        summary, data_only = summary_of(job, asked, talk)
+        first, _ = first_repeat(asked.ordered, asked.by_id)
+        analysis = publish(rundir, summary, bench, first, job.s.bench_dict(), plots=False,  # summary.json, report.md
+                           figures=cfg.plots)
     rundir.rewrite_records(asked.resume.final_lines(asked.by_id, asked.ordered))  # then the records in query order
     # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)

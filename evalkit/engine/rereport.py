@@ -40,6 +40,7 @@ from evalkit.engine.resume import (
 from evalkit.engine.rundir import RunDir, other_data
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
+from evalkit.metrics.fit_store import fits_kept_in
 from evalkit.providers import api_key_for, create_provider, parse_spec
 from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import publish
@@ -97,19 +98,20 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
     rundir.rewrite_records(resume.final_lines(by_id, ordered))  # damaged lines go to records.damaged.jsonl
     first, first_ids = first_repeat(ordered, by_id)  # the scores are repeat 0's
-    summary = summarize(bench, first, model=identity["model"], mode=mode, n_items=len(items),
-                        n_queries=len(first_ids), options=bench_opts, config=config,
-                        judge=judge_spec.label if judge_spec else config.get("judge"), queries=first_ids,
-                        not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
-    if repeats > 1:
-        add_repeats(summary, bench, ordered, bench_opts, repeats, len(queries))
-    if older:
-        summary["requests"] = OLDER_REQUESTS
-        summary["older_requests"] = {"queries": len(older)}
-    with contextlib.suppress(Exception):  # what the run found in its data (lint.json) still stands
-        if isinstance(lint := rundir.read_summary().get("lint"), dict):
-            summary["lint"] = lint
-    publish(rundir, summary, bench, first, bench_opts)
+    with fits_kept_in(rundir.path):  # the reliability fits of unchanged records are not computed again
+        summary = summarize(bench, first, model=identity["model"], mode=mode, n_items=len(items),
+                            n_queries=len(first_ids), options=bench_opts, config=config,
+                            judge=judge_spec.label if judge_spec else config.get("judge"), queries=first_ids,
+                            not_in_run=len(resume.outside), unscored=resume.unscored(ordered))
+        if repeats > 1:
+            add_repeats(summary, bench, ordered, bench_opts, repeats, len(queries))
+        if older:
+            summary["requests"] = OLDER_REQUESTS
+            summary["older_requests"] = {"queries": len(older)}
+        with contextlib.suppress(Exception):  # what the run found in its data (lint.json) still stands
+            if isinstance(lint := rundir.read_summary().get("lint"), dict):
+                summary["lint"] = lint
+        publish(rundir, summary, bench, first, bench_opts)
     return summary
 
 

@@ -21,6 +21,7 @@ A_adj = θ·r: single-pass accuracy with the lucky guesses taken out.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections import Counter, defaultdict
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # numpy and scipy are imported where used: scipy takes seconds to import
     import numpy as np
 
+from evalkit.metrics import fit_store
 from evalkit.metrics.moments import decompose
 
 # ---------------------------------------------------------------------------------------
@@ -150,9 +152,29 @@ def fit_histogram(hist: Sequence[int] | np.ndarray, *, n_boot: int = 200, seed: 
 
     Confidence intervals: percentile bootstrap over groups (multinomial resampling of the
     histogram), seeded so a report is reproducible. n_boot = 0 skips them. The fit is a pure
-    function of its arguments, so it is memoised: aggregate, report and compare ask for the same one.
+    function of its arguments, so it is memoised: aggregate, report and compare ask for the same one,
+    and a re-run finds it in the run directory (metrics/fit_store.py).
     """
-    return _fit_memo(tuple(int(x) for x in hist), n_boot, seed, level)
+    inputs = (tuple(int(x) for x in hist), n_boot, seed, level)
+    store = fit_store.current()  # the run directory's kept fits (metrics/fit_store.py), when the engine opened them
+    kept = _kept_fit(store.get(inputs)) if store is not None else None
+    if kept is not None:
+        return kept
+    fit = _fit_memo(*inputs)
+    if store is not None:
+        store.put(inputs, dataclasses.asdict(fit))
+    return fit
+
+
+def _kept_fit(kept: dict[str, Any] | None) -> MixtureFit | None:
+    """A kept fit's fields back as a MixtureFit; None when they are not a fit's (a damaged memo: refit)."""
+    try:
+        fit = MixtureFit(**{**kept, "ci": {str(name): (float(lo), float(hi)) for name, (lo, hi) in kept["ci"].items()}})
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    numbers = (fit.theta, fit.r, fit.g, fit.a_adj, fit.log_likelihood)
+    return fit if all(isinstance(x, float) for x in numbers) and isinstance(fit.k, int) and isinstance(fit.n, int) \
+        else None
 
 
 @functools.lru_cache(maxsize=256)

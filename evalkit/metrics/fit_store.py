@@ -1,0 +1,96 @@
+"""Reliability fits kept in the run directory, so a re-run does not refit them (issue 35 item 8).
+
+The known/guess mixture's fit with its bootstrap (metrics/reliability.py `fit_histogram`) costs seconds
+of CPU, most of it importing scipy.optimize and refitting 200 resampled histograms, yet it is a pure
+function of the histogram it is fitted on, the resample count, seed and level. Within a
+`fits_kept_in(run_dir)` block (the engine opens one around a run's summary and report) each fit is
+looked up in run_dir/FITS by a sha256 of those inputs and of the versions that compute it (evalkit,
+numpy, scipy) before it is computed, and kept there after. A fit of other records has another key:
+a kept fit is never used for inputs it was not computed from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from evalkit.core.files import write_json_atomic
+from evalkit.core.version import __version__
+
+FITS = "reliability-fits.json"
+
+_CURRENT: contextvars.ContextVar[FitStore | None] = contextvars.ContextVar("evalkit_fit_store", default=None)
+
+
+def _versions() -> str:
+    found = [__version__]
+    for package in ("numpy", "scipy"):
+        try:
+            found.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{package} -")
+    return "; ".join(found)
+
+
+class FitStore:
+    """One run directory's kept fits: key -> the fit's fields (JSON)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._versions: str | None = None
+        self._dirty = False
+        self._used: set[str] = set()  # what this block asked for: all a save keeps
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # none yet, or damaged: computed again
+            kept = {}
+        self.fits: dict[str, dict[str, Any]] = kept if isinstance(kept, dict) else {}
+
+    def key(self, inputs: tuple[Any, ...]) -> str:
+        if self._versions is None:
+            self._versions = _versions()
+        text = json.dumps([list(inputs), self._versions])
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get(self, inputs: tuple[Any, ...]) -> dict[str, Any] | None:
+        key = self.key(inputs)
+        self._used.add(key)
+        found = self.fits.get(key)
+        return found if isinstance(found, dict) else None
+
+    def put(self, inputs: tuple[Any, ...], fields: dict[str, Any]) -> None:
+        key = self.key(inputs)
+        self._used.add(key)
+        self.fits[key] = fields
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write the fits this block used (those of earlier records go), when one was computed."""
+        if self._dirty or set(self.fits) - self._used:
+            self.fits = {k: v for k, v in self.fits.items() if k in self._used}
+            with contextlib.suppress(OSError):  # a memo that cannot be written costs the next run a refit
+                write_json_atomic(self.path, self.fits)
+            self._dirty = False
+
+
+def current() -> FitStore | None:
+    """The store of the `fits_kept_in` block this code runs in, if any."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def fits_kept_in(run_dir: Path) -> Iterator[FitStore]:
+    """Fits computed in this block are looked up in, and kept in, run_dir's FITS."""
+    store = FitStore(Path(run_dir) / FITS)
+    token = _CURRENT.set(store)
+    try:
+        yield store
+    finally:
+        _CURRENT.reset(token)
+        store.save()
