@@ -150,3 +150,13 @@ def test_a_refused_key_or_a_missing_role_or_model_stops_before_anything_is_asked
     assert len(cloud.asked(GEMINI)) == before and len(cloud.asked(CLAUDE)) == claude_before
     secrets = [*_key_secrets(cloud.outsider), *_key_secrets(cloud.denied)]
     assert _files_with(tmp_path, secrets) == []
+
+
+def test_the_thinking_switch_reaches_gemini_and_claude_on_vertex(cloud, tmp_path):
+    for model in (GEMINI, CLAUDE):
+        res = cloud.run(model, tmp_path / model, thinking_budget=2048, limit=2, no_cache=True)
+        assert res.exit_code == 0, res.messages
+        sent = res.summary["config"]["generation"]
+        assert sent.get("thinking_budget") == 2048 or sent.get("thinking") == {"type": "enabled", "budget_tokens": 2048}
+    with pytest.raises(EvalkitError, match="needs at least 1024 tokens"):
+        cloud.run(CLAUDE, tmp_path / "small", thinking_budget=500)

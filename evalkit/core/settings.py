@@ -54,9 +54,10 @@ def reasoning_problem(provider: str, model: str, effort: str | None, budget: int
         if provider in ("vllm", "openai-compatible"):
             return (f"--thinking-budget: {provider}/ servers take no thinking budget (chat templates switch "
                     f"thinking on or off); use --reasoning-effort")
-        if provider == "anthropic" and 0 < budget < ANTHROPIC_MIN_BUDGET:
-            return (f"--thinking-budget: anthropic/ needs at least {ANTHROPIC_MIN_BUDGET} tokens "
-                    f"(0 for no thinking), not {budget}")
+        claude = provider == "anthropic" or (provider == "vertex" and model.startswith("claude-"))
+        if claude and 0 < budget < ANTHROPIC_MIN_BUDGET:
+            return (f"--thinking-budget: {provider}/{'' if provider == 'anthropic' else model} needs at least "
+                    f"{ANTHROPIC_MIN_BUDGET} tokens (0 for no thinking), not {budget}")
     if provider == "openai" and effort == "none" and _O_SERIES.match(model):
         return f"--reasoning-effort none: openai/{model} cannot switch reasoning off (its lowest is low)"
     return None
