@@ -69,8 +69,9 @@ def cloud(tmp_path_factory):
 
 @pytest.fixture
 def stormy(tmp_path_factory):
-    # seed 28: the first request draws a 429 (RESOURCE_EXHAUSTED), the fourth a 503, then more
-    faults = SimFaults(rate=0.4, kinds=("429", "500", "503"), retry_after=0.01, seed=28)
+    # seed 28: the first request draws a 429 (RESOURCE_EXHAUSTED), the fourth a 503, then more; and a
+    # requests-per-second limit that throttles a burst (its 429s come with the wait)
+    faults = SimFaults(rate=0.4, kinds=("429", "500", "503"), retry_after=0.01, seed=28, rps=30.0)
     c = Cloud(tmp_path_factory.mktemp("stormy"), faults=faults)
     yield c
     c.sim.close()

@@ -31,11 +31,11 @@ class FakeAccount:
 
 
 def fake_account(name: str = "evalkit-test", allowed: bool = True) -> FakeAccount:
-    """A service account with a fresh 2048-bit RSA key."""
+    """A service account with a fresh RSA key (1024 bits: a test key, made fast; google-auth signs with any size)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption()).decode()
     public = key.public_key().public_bytes(serialization.Encoding.PEM,
