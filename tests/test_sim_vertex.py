@@ -137,7 +137,9 @@ def test_the_spec_names_project_and_location_and_the_preflight_reads_vertex_verd
                                     "claude-haiku-4-5@20251001")
     assert judge(200, {}, spec, "my-proj") is None and judge(500, None, spec, "my-proj") is None
     assert "roles/aiplatform.user" in judge(403, {"error": {"message": "denied"}}, spec, "my-proj")
-    assert "unknown model" in judge(404, None, spec, "my-proj")
+    missing = {"error": {"message": "Publisher Model `publishers/anthropic/models/claude-haiku-4-5@20251001` not found."}}
+    assert "unknown model" in judge(404, missing, spec, "my-proj")
+    assert judge(404, None, spec, "my-proj") is None  # a proxy without the lookup: the first requests tell
 
 
 def test_the_redactor_masks_tokens_bearer_values_private_keys_and_key_ids():

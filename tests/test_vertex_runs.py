@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_mcq_jsonl
+from hostile_routes import HostileRoutes
 from vertex_account import FakeAccount, fake_account
 
 from evalkit.core.errors import EvalkitError
@@ -39,8 +40,13 @@ class Cloud:
         config = SimConfig(answer_key=answer_key_for("mcq", {"data": str(self.data)}), faults=faults or SimFaults(),
                            google_accounts=(self.account.public, self.denied.public), strict_model=strict,
                            served_model_name=GEMINI)
-        self.sim = SimThread(config, routes=lambda r: self.apps.append(r.app)).start()
+        self.hostile = HostileRoutes()
+        self.sim = SimThread(config, routes=self._routes).start()
         self.key_file = self.account.key_file(root / "sa.json", self.sim.url + "/token", PROJECT)
+
+    def _routes(self, routes) -> None:
+        self.apps.append(routes.app)
+        self.hostile(routes)
 
     @property
     def tokens(self) -> list[str]:
@@ -55,8 +61,8 @@ class Cloud:
     def asked(self, model: str) -> list:
         return [h for h in self.sim.heard if h.path.endswith(model + ROUTES[model])]
 
-    def run(self, model: str, out: Path, env: dict[str, str] | None = None, **kw):
-        return run("mcq", f"vertex/{model}", data=str(self.data), base_url=self.sim.url, env=env or self.env(),
+    def run(self, model: str, out: Path, env: dict[str, str] | None = None, base_url: str = "", **kw):
+        return run("mcq", f"vertex/{model}", data=str(self.data), base_url=base_url or self.sim.url, env=env or self.env(),
                    out=str(out), cache_dir=str(out.parent / "cache"), progress=False, plots=False, **kw)
 
 
@@ -69,9 +75,10 @@ def cloud(tmp_path_factory):
 
 @pytest.fixture
 def stormy(tmp_path_factory):
-    # seed 28: the first request draws a 429 (RESOURCE_EXHAUSTED), the fourth a 503, then more; and a
-    # requests-per-second limit that throttles a burst (its 429s come with the wait)
-    faults = SimFaults(rate=0.4, kinds=("429", "500", "503"), retry_after=0.01, seed=28, rps=30.0)
+    # seed 213: the first request draws a 429 (RESOURCE_EXHAUSTED: Vertex's throttling), the third a 503 (a 529
+    # overloaded_error on Claude's route), none of the next eleven: two faults, each retried (every fault a
+    # retry's wait: the test stays short)
+    faults = SimFaults(rate=0.2, kinds=("429", "500", "503"), retry_after=0.01, seed=213)
     c = Cloud(tmp_path_factory.mktemp("stormy"), faults=faults)
     yield c
     c.sim.close()
@@ -161,3 +168,26 @@ def test_the_thinking_switch_reaches_gemini_and_claude_on_vertex(cloud, tmp_path
         assert sent.get("thinking_budget") == 2048 or sent.get("thinking") == {"type": "enabled", "budget_tokens": 2048}
     with pytest.raises(EvalkitError, match="needs at least 1024 tokens"):
         cloud.run(CLAUDE, tmp_path / "small", thinking_budget=500)
+
+
+@pytest.mark.parametrize("model", [GEMINI, CLAUDE])
+def test_a_server_echoing_the_bearer_token_gets_it_masked_everywhere(cloud, model, tmp_path, capsys):
+    res = cloud.run(model, tmp_path / "run", base_url=f"{cloud.sim.url}/hostile/echo-key", limit=2, no_cache=True)
+    assert res.exit_code == 1 and {r.error for r in res.records} == {"permanent"}
+    assert all("API key not valid" in r.error_message and "***" in r.error_message for r in res.records)
+    printed = capsys.readouterr()
+    secrets = cloud.tokens
+    assert _files_with(tmp_path, secrets) == []
+    assert not [s for s in secrets if s in printed.out + printed.err + " ".join(r.error_message for r in res.records)]
+
+
+def test_a_safety_block_and_a_claude_refusal_are_refusals(tmp_path_factory):
+    c = Cloud(tmp_path_factory.mktemp("refusing"), faults=SimFaults(rate=1.0, kinds=("refusal",)))
+    try:
+        for model in (GEMINI, CLAUDE):
+            res = c.run(model, c.key_file.parent / model, limit=2, no_cache=True)
+            assert res.summary["error_kinds"] == {"refused": 2} and len(c.asked(model)) == 2  # never asked again
+        messages = {r.error_message for r in res.records}
+        assert messages == {"content refused (stop_reason refusal)"}
+    finally:
+        c.sim.close()

@@ -56,7 +56,7 @@ def judge(status: int, body: object, spec: ProviderSpec, project: str) -> str | 
     if status == 403:
         return (f"HTTP 403: PERMISSION_DENIED on project {project}: the account needs roles/aiplatform.user "
                 f"({' '.join(words.split())[:160]})")
-    if status == 404:
+    if status == 404 and spec.model in words:  # Vertex's own "Publisher Model … not found"; else a proxy: go on
         return f"HTTP 404: unknown model '{spec.model}' (not a Vertex AI publisher model here)"
     return None
 
