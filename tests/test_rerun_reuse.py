@@ -11,6 +11,7 @@ import pytest
 from conftest import make_mcq_jsonl
 
 import evalkit.engine.asking as asking
+import evalkit.engine.evaluate as evaluate
 import evalkit.engine.reuse as reuse
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.evaluate import run
@@ -30,15 +31,20 @@ def sim_data(tmp_path_factory):
 
 @pytest.fixture
 def full_paths(monkeypatch):
-    """How many runs took the full path (asked through engine/asking.py)."""
-    count = [0]
-    real = asking.ask
+    """How many runs took the full path (asked through engine/asking.py); [1]: how many read the data."""
+    count = [0, 0]
+    real_ask, real_prepare = asking.ask, evaluate.prepare_data
 
     async def counted(*args, **kwargs):
         count[0] += 1
-        return await real(*args, **kwargs)
+        return await real_ask(*args, **kwargs)
+
+    def prepared(*args, **kwargs):
+        count[1] += 1
+        return real_prepare(*args, **kwargs)
 
     monkeypatch.setattr(asking, "ask", counted)
+    monkeypatch.setattr(evaluate, "prepare_data", prepared)
     return count
 
 
@@ -58,8 +64,8 @@ def test_the_same_command_reuses_the_outputs_byte_for_byte(tmp_path, sim_data, f
     assert cold.exit_code == 0 and cold.summary["this_run"]["sent"] == N and full_paths[0] == 1
     assert (out / reuse.STAMP).is_file()
 
-    fast = _run(sim, data, out)  # nothing changed since: the outputs stand
-    assert full_paths[0] == 1
+    fast = _run(sim, data, out)  # nothing changed since: the outputs stand, the data is not even read
+    assert full_paths == [1, 1]
     reused = _files(out)
     (out / reuse.STAMP).unlink()  # the same command again, made to take the full path
     full = _run(sim, data, out)
@@ -69,8 +75,27 @@ def test_the_same_command_reuses_the_outputs_byte_for_byte(tmp_path, sim_data, f
     assert fast.exit_code == full.exit_code == 0 and fast.messages == full.messages
     assert fast.to_rows() == full.to_rows() and len(fast.records) == N
     again = _run(sim, data, out)  # the full path stamped it again
-    assert full_paths[0] == 2 and again.summary == full.summary
-    assert sim.counters.snapshot()["completions"] >= N
+    assert full_paths == [2, 2] and again.summary == full.summary
+    image = sorted((data.parent / "images").iterdir())[0]
+    image.write_bytes(image.read_bytes())  # rewritten, the same bytes: the data is read, its fingerprint equal
+    same = _run(sim, data, out)
+    assert full_paths == [2, 3] and same.summary == full.summary and _files(out) == reused
+
+
+def test_without_out_the_data_is_read_first(tmp_path, sim_data, full_paths, no_plots, monkeypatch):
+    """The default run directory follows from the data's fingerprint: the check comes after reading it."""
+    sim, data = sim_data
+    monkeypatch.chdir(tmp_path)
+    args = dict(data=str(data), base_url=sim.url, cache_dir=str(tmp_path / "cache"), quiet=True)
+    cold = run("mcq", "vllm/sim-model", **args)
+    fast = run("mcq", "vllm/sim-model", **args)
+    assert full_paths == [1, 2] and fast.out_dir == cold.out_dir and str(fast.out_dir).startswith("runs")
+    assert fast.summary["this_run"] == {"sent": 0, "from_cache": 0, "already": N}
+    assert fast.messages == cold.messages and fast.to_rows() == cold.to_rows()
+    lines = (fast.out_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    (fast.out_dir / "records.jsonl").write_text("".join(lines[1:]))
+    again = run("mcq", "vllm/sim-model", **args)
+    assert full_paths == [2, 3] and again.summary["this_run"] == {"sent": 0, "from_cache": 1, "already": N - 1}
 
 
 def test_any_change_takes_the_full_path(tmp_path, sim_data, no_plots, full_paths, monkeypatch):

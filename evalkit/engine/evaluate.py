@@ -24,6 +24,7 @@ from rich.console import Console
 from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
+from evalkit.core.settings import MATRIX_HOOKS
 from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams
 from evalkit.data.source import data_headline, describe
@@ -34,7 +35,7 @@ from evalkit.engine.job import Job, Talk
 from evalkit.engine.location import forget_created, locate, locate_cut_off_run
 from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.result import RunResult
-from evalkit.engine.reuse import forget_stamp, reuse, stampable, write_stamp
+from evalkit.engine.reuse import command_key, forget_stamp, reuse, reuse_command, stampable, write_stamp
 from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
 from evalkit.engine.specs import specs_for
 from evalkit.engine.write_stop import WriteStopped
@@ -82,6 +83,14 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
             estimate = await scaled_from_sample(sample.queries, len(sample.items), n_items, spec, env, cfg, price)
             plan = {**plan, **estimate, "notes": plan["notes"] + estimate["notes"]}
         return RunResult({"benchmark": bench_name, "model": spec.label, "dry_run": plan}, [], Path(cfg.out or "runs"), 0)
+    price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
+    # a matrix's pair shows its progress line and meets the others at the start line: always the full path
+    reusable = cutoff_budget is None and not any(s.hooks.get(k) for k in MATRIX_HOOKS)
+    command = command_key(s, spec, judge_spec, price, env) if reusable else None
+    if command is not None and cfg.out:  # nothing changed since this command's last full evaluation
+        reused = reuse_command(s, command, console)
+        if reused is not None:
+            return reused
     with read_caps.using(cfg.max_line_mb, cfg.max_image_mb):  # no data line or image read past its cap
         prepared = prepare_data(s, spec, env, lambda line: console.print(f"evalkit: {line}", markup=False,
                                                                          highlight=False, soft_wrap=True))
@@ -91,7 +100,6 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats,
                                                           spec.provider if cfg.batch else None))
     queries = prepared.queries
-    price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
     if cfg.max_cost is not None and price is None and not info(spec.provider).reports_cost:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
     where = locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
@@ -126,7 +134,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     try:
         with hold_run_dir(where.rundir.path):  # one process per run directory, until its last write
             return await _evaluate(Job(s, spec, judge_spec, prepared, price, where, config, env, console,
-                                        lint, cutoff_budget))
+                                        lint, cutoff_budget, command))
     except EvalkitError as e:
         # e.g. the endpoint cannot be reached: a run that received nothing leaves nothing, not even the
         # folders it made (one stopped by a full disk did receive: the cache may hold its answers)
@@ -140,7 +148,7 @@ async def _evaluate(job: Job) -> RunResult:
     Unless nothing changed since a full evaluation left it complete: then its outputs stand (engine/reuse.py)."""
     cfg, rundir = job.s.config, job.where.rundir
     talk = Talk(job.console)
-    reused = reuse(job, talk, lambda t: _say_opening(job, t))
+    reused = reuse(job, talk, lambda t: _say_opening(job, t)) if job.command is not None else None
     if reused is not None:
         return reused
     # imported here: a run whose outputs stand (above) never loads the providers, the runner, grading or analysis
@@ -152,15 +160,15 @@ async def _evaluate(job: Job) -> RunResult:
     bound = rundir.bind(job.where.identity, job.config, legacy=job.where.legacy, data=job.where.data.to_dict(),
                         reask_changed=cfg.reask_changed)
     _say_opening(job, talk, bound)
-    said_before = len(talk.messages)
+    said_before, opening = len(talk.messages), list(talk.lines)
     existing = rundir.load_records()
     damaged = list(rundir.damaged)
     async with contextlib.AsyncExitStack() as stack:
         asked = await ask(job, stack, talk, existing, damaged)
     result = close(job, asked, talk)
     plain = not (damaged or asked.resume.outside or asked.resume.changed or asked.older or asked.budget)
-    if stampable(job, result, said_before=said_before, plain=plain):
-        write_stamp(job, len(result.records))
+    if job.command is not None and stampable(job, result, said_before=said_before, plain=plain):
+        write_stamp(job, len(result.records), opening, job.command)
     return result
 
 

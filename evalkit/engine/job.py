@@ -35,6 +35,7 @@ class Job:
     console: Console
     lint: LintSummary
     cutoff_budget: int | None = None  # --reask-cutoffs: the budget cut-off answers are asked again with
+    command: str | None = None  # engine/reuse.py command_key: this command, as resolved before its data was read
 
 
 @dataclass
@@ -44,12 +45,19 @@ class Talk:
 
     console: Console
     messages: list[str] = field(default_factory=list)
+    lines: list[tuple[bool, str]] = field(default_factory=list)  # every line, in order; True: also a message
 
-    def tell(self, message: str | None) -> None:
+    def tell(self, message: str | None, *, kept: bool = False) -> None:
         if message:
+            self.lines.append((kept, message))
             self.console.print(f"evalkit: {message}", markup=False, highlight=False, soft_wrap=True)
 
     def say(self, message: str | None) -> None:
         if message:
             self.messages.append(message)
-            self.tell(message)
+            self.tell(message, kept=True)
+
+    def replay(self, lines: list[tuple[bool, str]]) -> None:
+        """Say again what another Talk said (a reused run's opening lines)."""
+        for kept, line in lines:
+            (self.say if kept else self.tell)(line)

@@ -12,6 +12,12 @@ plot removed) takes the full path, which writes a new stamp.
 
 Only the plainest runs are stamped: no failed, judged, batched, budgeted or re-asked query, no record
 outside the run, no line said after the results; anything else always takes the full path.
+
+With --out and local data (a file or folder, or the bundled sample) the check comes before the data is
+even read (`reuse_command`): the stamp also holds a hash of the command (every setting, the endpoints,
+the price, the working directory, the cache folder) and the size, mtime, inode and ctime of every
+data file and image the run read; all unchanged, the items the data would give are the ones the
+stamp was computed from. A run whose benchmark skipped items (missing images) is not checked early.
 """
 
 from __future__ import annotations
@@ -20,16 +26,23 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
+from rich.console import Console
+
+from evalkit.benchmarks.run_settings import RunSettings
 from evalkit.core.files import write_json_atomic
 from evalkit.core.types import Record
 from evalkit.core.version import __version__
 from evalkit.engine.job import Job, Talk
+from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.records_read import read_records
 from evalkit.engine.result import RunResult
 from evalkit.engine.rundir import CONFIG, RECORDS, SUMMARY
+from evalkit.money.pricing import Price
+from evalkit.providers import ProviderSpec
 
 STAMP = ".reuse.json"
 _WRITTEN = (CONFIG, RECORDS, SUMMARY, "report.md", "manifest.json")  # what a full evaluation rewrites
@@ -76,10 +89,35 @@ def stampable(job: Job, result: RunResult, *, said_before: int, plain: bool) -> 
             and all(r.error is None for r in result.records))
 
 
-def write_stamp(job: Job, n_records: int) -> None:
-    """Record what the run's files were computed from, once they are all written."""
+def command_key(s: RunSettings, spec: ProviderSpec, judge: ProviderSpec | None, price: Price | None,
+                env: Mapping[str, str]) -> str:
+    """sha256 of the command as resolved before its data is read: what, with the data's files, decides
+    everything the run computes."""
+    basis = {"evalkit": __version__, "bench": s.bench_name, "settings": s.bench_dict(), "given": s.given,
+             "model": [spec.label, spec.endpoint, spec.legacy_endpoint, spec.case_kept_endpoint],
+             "judge": [judge.label, judge.endpoint] if judge else None, "price": price.__dict__ if price else None,
+             "cwd": os.getcwd(), "cache": s.config.cache_path(env), "runs_root": str(s.hooks.get("runs_root"))}
+    text = json.dumps(basis, sort_keys=True, default=repr, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read(job: Job) -> list[str] | None:
+    """The data files and images the run read (None: not local data, or items were skipped)."""
+    prepared = job.prepared
+    if prepared.source.kind not in ("local", "sample") or getattr(prepared.bench, "skipped", None):
+        return None
+    return sorted({str(prepared.data), *(str(p) for p in prepared.files), *job.where.known})
+
+
+def write_stamp(job: Job, n_records: int, opening: list[tuple[bool, str]], command: str) -> None:
+    """Record what the run's files were computed from, once they are all written. `opening`: the lines
+    said before the asking; `command`: command_key (checked before the data is read, with --out)."""
     path = job.where.rundir.path
-    stamp = {"key": inputs_key(job), "records": n_records, "files": _files(path)}
+    stamp: dict[str, Any] = {"key": inputs_key(job), "records": n_records, "files": _files(path),
+                             "opening": opening}
+    read = _read(job) if job.s.config.out else None
+    if read is not None:
+        stamp.update({"command": command, "read": {p: _stat(Path(p)) for p in read}})
     with contextlib.suppress(OSError):  # a stamp that cannot be written only costs the next run the full path
         write_json_atomic(path / STAMP, stamp)
 
@@ -113,19 +151,49 @@ def reuse(job: Job, talk: Talk, say_opening: Callable[[Talk], None]) -> RunResul
     path = job.where.rundir.path
     try:
         stamp = json.loads((path / STAMP).read_text(encoding="utf-8"))
-        n = stamp["records"]
         if stamp["files"] != _files(path) or stamp["key"] != inputs_key(job):
             return None
         summary = json.loads((path / SUMMARY).read_text(encoding="utf-8"))
     except (OSError, ValueError, TypeError, KeyError):
         return None
+    say_opening(talk)
+    return _reused(path, stamp, summary, talk)
+
+
+def reuse_command(s: RunSettings, command: str, console: Console) -> RunResult | None:
+    """`reuse` before the data is read: --out's stamp names this command, and no data file or image it
+    read, nor any file the run wrote, changed since (None: read the data and take the usual way)."""
+    path = Path(s.config.out or "")
+    try:
+        stamp = json.loads((path / STAMP).read_text(encoding="utf-8"))
+        if stamp.get("command") != command or not isinstance(stamp["read"], dict):
+            return None
+        if any(_stat(Path(p)) != st for p, st in stamp["read"].items()):
+            return None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    with hold_run_dir(path):  # one process per run directory, until its last write
+        try:
+            if stamp != json.loads((path / STAMP).read_text(encoding="utf-8")) or stamp["files"] != _files(path):
+                return None
+            summary = json.loads((path / SUMMARY).read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        talk = Talk(console)
+        talk.replay([(bool(kept), str(line)) for kept, line in stamp.get("opening", [])])
+        return _reused(path, stamp, summary, talk)
+
+
+def _reused(path: Path, stamp: dict[str, Any], summary: Any, talk: Talk) -> RunResult | None:
+    """What the full evaluation would return: its summary with this command's `this_run`."""
+    n = stamp.get("records")
     if not isinstance(summary, dict) or not isinstance(n, int):
         return None
-    say_opening(talk)
     talk.tell(f"all {n:,} queries already answered: nothing to ask")
     this_run = {"sent": 0, "from_cache": 0, "already": n}
     if summary.get("this_run") != this_run:
         summary["this_run"] = this_run
-        job.where.rundir.write_summary(summary)
-        write_stamp(job, n)
+        write_json_atomic(path / SUMMARY, summary)
+        with contextlib.suppress(OSError):  # summary.json is the only file that changed
+            write_json_atomic(path / STAMP, {**stamp, "files": _files(path)})
     return _Reused(summary, None, path, 0, talk.messages)  # type: ignore[arg-type]
