@@ -73,6 +73,7 @@ def test_the_same_command_reuses_the_outputs_byte_for_byte(tmp_path, sim_data, f
     assert _files(out) == reused  # what the full re-evaluation writes is what was reused, byte for byte
     assert fast.summary == full.summary and fast.summary["this_run"] == {"sent": 0, "from_cache": 0, "already": N}
     assert fast.exit_code == full.exit_code == 0 and fast.messages == full.messages
+    assert repr(fast) == repr(full) and fast._records is None  # (repr reads no record)
     assert fast.to_rows() == full.to_rows() and len(fast.records) == N
     again = _run(sim, data, out)  # the full path stamped it again
     assert full_paths == [2, 2] and again.summary == full.summary

@@ -133,6 +133,12 @@ class _Reused(RunResult):
     reading 5,000 records costs more than the rest of such a run)."""
 
     _records: list[Record] | None = None
+    n_records: int = 0
+
+    def __repr__(self) -> str:  # without reading the records (asyncio.run formats the result it returns)
+        s = self.summary
+        return (f"RunResult({s.get('benchmark')!r}, {s.get('model')!r}, {self.n_records} records, "
+                f"exit_code={self.exit_code}, out_dir={str(self.out_dir)!r})")
 
     @property  # type: ignore[override]
     def records(self) -> list[Record]:
@@ -196,4 +202,6 @@ def _reused(path: Path, stamp: dict[str, Any], summary: Any, talk: Talk) -> RunR
         write_json_atomic(path / SUMMARY, summary)
         with contextlib.suppress(OSError):  # summary.json is the only file that changed
             write_json_atomic(path / STAMP, {**stamp, "files": _files(path)})
-    return _Reused(summary, None, path, 0, talk.messages)  # type: ignore[arg-type]
+    result = _Reused(summary, None, path, 0, talk.messages)  # type: ignore[arg-type]
+    result.n_records = n
+    return result
