@@ -102,6 +102,16 @@ AZURE_IMAGES = replace(OPENAI_IMAGES, max_bytes=20 * MB, max_images=10, name="az
                        source="https://learn.microsoft.com/azure/ai-services/openai/how-to/gpt-with-vision "
                               "and the 20971520-byte refusal of Azure OpenAI (read 2026-11-26)",
                        read_on="2026-11-26")
+# Amazon Bedrock's Converse API (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ImageBlock.html
+# and the Converse user guide, read 2026-11-27): png, jpeg, gif or webp sent as bytes, "The maximum image
+# size is 3.75 MB", "The maximum height and width of an image is 8000 px", "You can include up to 20
+# images". No working size is documented across its vendors: images go up to the refusal size. Claude on
+# Bedrock gets Anthropic's limits (registry.limits_for).
+BEDROCK_IMAGES = ImageLimits(
+    max_bytes=3_750_000, max_side=8000, max_pixels=None, max_images=20,
+    formats=("image/png", "image/jpeg", "image/webp"),
+    source="https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ImageBlock.html",
+    read_on="2026-11-27", name="bedrock", reject_side=8000)
 VLLM_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON, name="vllm")
 COMPAT_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON,
                             name="openai-compatible")

@@ -89,7 +89,18 @@ _GOOGLE_SRC = (
     "hivebook.wiki Gemini 2.5, aifreeapi.com gemini-api-pricing-2026"
 )
 _READ_ON = "2026-11-22"
-_READ_ON_BY = {"vertex": "2026-11-27"}
+# Amazon Bedrock, read 2026-11-27: aws.amazon.com/bedrock/pricing itself is not in the search index; Claude
+# on Bedrock at Anthropic's rates (platform.claude.com/docs/en/about-claude/pricing, the model ids of
+# platform.claude.com/docs/en/build-with-claude/claude-on-amazon-bedrock), Amazon Nova, Llama and Pixtral
+# (us-east-1, on-demand) cross-checked in copies citing the page (tokenmix.ai/blog/aws-bedrock-pricing,
+# swfte.com amazon-nova-pro-pricing, metaltoad.com aws-bedrock-pricing). Cross-region (geographic)
+# inference profiles: "no additional charge ... calculated basis the region you made the request in";
+# Claude 4.5 and later: global profiles "approximately 10% savings ... compared to geographic"
+# (docs.aws.amazon.com/bedrock/latest/userguide/global-cross-region-inference.html): the table holds the
+# global price, a geographic profile or an in-region call pays 1.1x (bedrock_price).
+_BEDROCK_SRC = ("https://aws.amazon.com/bedrock/pricing (via tokenmix.ai/blog/aws-bedrock-pricing, swfte.com "
+                "amazon-nova-pro-pricing); Claude at platform.claude.com/docs/en/about-claude/pricing")
+_READ_ON_BY = {"bedrock": "2026-11-27", "vertex": "2026-11-27"}
 # Vertex AI, read 2026-11-27: cloud.google.com/vertex-ai/generative-ai/pricing itself could not be read from this
 # session. Claude on Vertex at Anthropic's rates: "Global endpoints ... no pricing premium" (docs.claude.com
 # claude-on-vertex-ai, Global vs regional endpoints); regional endpoints cost more for Sonnet 4.5 and later
@@ -98,6 +109,8 @@ _READ_ON_BY = {"vertex": "2026-11-27"}
 # Vertex prices differ from the Gemini API's and were not verified).
 _VERTEX_SRC = ("https://cloud.google.com/vertex-ai/generative-ai/pricing (not readable 2026-11-27); Claude at "
                "platform.claude.com/docs/en/about-claude/pricing (global endpoint), Gemini at the Gemini API's prices")
+_GEO_PREMIUM = 1.1
+_BEDROCK_GEO = re.compile(r"^(us-gov|us|eu|apac|jp|au|ca|global)\.")
 
 # provider -> [(name, input, cached input or None, output, note)]
 _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]] = {
@@ -134,6 +147,22 @@ _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]]
         ("gemini-2.5-flash-lite", 0.10, None, 0.40, "cached rate not verified: billed at the input rate"),
         ("gemini-2.0-flash", 0.10, None, 0.40, "cached rate not verified: billed at the input rate"),
     ]),
+    "bedrock": (_BEDROCK_SRC, [
+        ("anthropic.claude-opus-4-6-v1", 5.00, 0.50, 25.00, "global price (+10% geographic or in-region)"),
+        ("anthropic.claude-sonnet-4-6", 3.00, 0.30, 15.00, "global price (+10% geographic or in-region)"),
+        ("anthropic.claude-opus-4-5-20251101-v1:0", 5.00, 0.50, 25.00, "global price (+10% geographic or in-region)"),
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", 3.00, 0.30, 15.00,
+         "global price (+10% geographic or in-region)"),
+        ("anthropic.claude-haiku-4-5-20251001-v1:0", 1.00, 0.10, 5.00, "global price (+10% geographic or in-region)"),
+        ("anthropic.claude-sonnet-4-20250514-v1:0", 3.00, 0.30, 15.00, ""),
+        ("anthropic.claude-opus-4-1-20250805-v1:0", 15.00, 1.50, 75.00, ""),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", 0.80, 0.08, 4.00, ""),
+        ("amazon.nova-lite-v1:0", 0.06, 0.015, 0.24, ""),
+        ("amazon.nova-pro-v1:0", 0.80, 0.20, 3.20, ""),
+        ("meta.llama3-2-11b-instruct-v1:0", 0.16, None, 0.16, "no prompt cache"),
+        ("meta.llama3-2-90b-instruct-v1:0", 0.72, None, 0.72, "no prompt cache"),
+        ("mistral.pixtral-large-2502-v1:0", 2.00, None, 6.00, "no prompt cache"),
+    ]),
     "vertex": (_VERTEX_SRC, [
         ("gemini-2.5-pro", 1.25, None, 10.00, "prompts <= 200k tokens; cached rate not verified"),
         ("gemini-2.5-flash", 0.30, None, 2.50, "cached rate not verified: billed at the input rate"),
@@ -146,6 +175,7 @@ _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]]
         ("claude-3-5-haiku", 0.80, 0.08, 4.00, ""),
     ]),
 }
+_PREMIUM_IDS = frozenset(name for name, *_rest, note in _TABLE["bedrock"][1] if note.startswith("global price"))
 
 
 def _builtin() -> dict[str, dict[str, Price]]:
@@ -154,6 +184,20 @@ def _builtin() -> dict[str, dict[str, Price]]:
         read_on = _READ_ON_BY.get(provider, _READ_ON)
         out[provider] = {name: Price(i, o, c, source, read_on, provider, note) for name, i, c, o, note in rows}
     return out
+
+
+def bedrock_price(table: PriceTable, model: str) -> Price | None:
+    """A Bedrock id's price: an inference profile (`us.`, `global.`, …) at its model's, and Claude 4.5 and later
+    10% above the global price unless asked through a `global.` profile."""
+    geo = _BEDROCK_GEO.match(model)
+    base = model[geo.end():] if geo else model
+    price = table.lookup("bedrock", model) or table.lookup("bedrock", base)
+    if price is None or base not in _PREMIUM_IDS or (geo and geo.group(1) == "global") or price.provider != "bedrock":
+        return price
+    c = price.cached_input_per_m
+    return replace(price, input_per_m=price.input_per_m * _GEO_PREMIUM, output_per_m=price.output_per_m * _GEO_PREMIUM,
+                   cached_input_per_m=None if c is None else c * _GEO_PREMIUM,
+                   note="geographic or in-region: 1.1x the global price")
 
 
 # ---------------------------------------------------------------- lookup
@@ -183,7 +227,8 @@ class PriceTable:
         """The price of PROVIDER/MODEL: under the provider's price-table key (its record's); for a router's
         VENDOR/MODEL without its own entry, the vendor's price ("OpenRouter passes through the pricing of
         the underlying providers", openrouter.ai/docs/faq, read 2026-11-26)."""
-        found = self.lookup(price_key(provider), model)
+        key = price_key(provider)
+        found = bedrock_price(self, model) if key == "bedrock" else self.lookup(key, model)
         vendor = vendor_of(provider, model) if found is None else None
         if vendor is None:
             return found

@@ -18,7 +18,6 @@ switches it off); other Converse models take their own fields through `--extra a
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import time
 import uuid
@@ -27,6 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import yarl
 
 from evalkit.core.errors import ProviderError, retry_after_from_headers
 from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Message, Response, Usage
@@ -141,6 +141,7 @@ class ConverseProvider:
         base = spec.base_urls[0].rstrip("/")
         self._base = base
         self.url = f"{base}/model/{quote(spec.model, safe='')}/converse"
+        self._yarl = yarl.URL(self.url, encoded=True)  # sent as signed: the `%3A` of `…v1%3A0` stays encoded
         self._redact: AwsRedactor = (credentials.redactor([bearer]) if credentials is not None
                                      else AwsRedactor([bearer]))
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
@@ -179,7 +180,7 @@ class ConverseProvider:
             block["format"] = FORMATS.get(img.mime, "jpeg")
         payload = json.dumps(body, ensure_ascii=False).encode()
         for mark, img in zip(marks, images, strict=True):
-            payload = payload.replace(mark.encode(), base64.b64encode(img.data), 1)
+            payload = payload.replace(mark.encode(), img.b64().encode("ascii"), 1)  # a small image's text is kept
         return payload
 
     def _headers(self, payload: bytes) -> dict[str, str]:
@@ -199,11 +200,9 @@ class ConverseProvider:
         return out
 
     async def _post(self, payload: bytes) -> Response:
-        import yarl
-
         start = time.perf_counter()
         try:
-            async with self._get_session().post(yarl.URL(self.url, encoded=True), data=payload,
+            async with self._get_session().post(self._yarl, data=payload,
                                                 headers=self._headers(payload), proxy=self._proxy,
                                                 allow_redirects=False) as resp:
                 if is_redirect(resp.status):

@@ -26,6 +26,9 @@ Azure's metadata call (`GET /openai/models?api-version=…`, or `/openai/v1/mode
 never deployments: it checks the endpoint and the key only (a run on a Microsoft Entra ID token, which the
 probe does not carry, checks reachability only). OpenRouter's is its key check (`GET /api/v1/key`, read
 2026-11-26): a refused key, or a key whose credit limit is spent, is exit 2 before anything is sent.
+Bedrock's runtime has no free metadata call (listing models is the control plane's, under another
+permission): a `bedrock/` model is not probed, and its first request confirms it, alone (a model the
+account cannot use, an unknown id or refused credentials stop the run there, exit 2).
 
 The probe also learns whether the endpoint is evalkit's simulated server (its model list says
 `owned_by: evalkit-sim`), so the run can read the simulator's mismatch counter at the end.
@@ -225,7 +228,8 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
         from evalkit.providers.vertex_preflight import probe_vertex
 
         cause, body = await probe_vertex(spec, base, env or {}, timeout_s)
-        return Probe(public_url(base), cause, isinstance(body, dict) and body.get("owned_by") == SIM_OWNER)
+        return Probe(public_url(base), cause, isinstance(body, dict) and body.get("owned_by") == SIM_OWNER,
+                     unlisted=cause is None)  # the lookup does not say the project may use it: the first request does
     import aiohttp
 
     from evalkit.providers.openai_compat import proxy_for
@@ -277,6 +281,8 @@ async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model",
                     env: Mapping[str, str] | None = None) -> Reachable:
     """Probe every replica at once; EvalkitError when none answers."""
     bases: Sequence[str] = spec.base_urls or (info(spec.provider).default_url or "",)
+    if info(spec.provider).wire == "bedrock":  # no free metadata call: the first request confirms the model
+        return Reachable(spec, tuple(Probe(public_url(b), None, unlisted=True) for b in bases))
     probes = tuple(await asyncio.gather(*(probe(spec, b, key, env=env) for b in bases)))
     if not any(p.ok for p in probes):
         detail = "; ".join(f"{p.url}: {p.cause}" for p in probes)

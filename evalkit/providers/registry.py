@@ -13,6 +13,7 @@ Light on import: no SDK, no aiohttp; clients are named as "module:attribute" and
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Literal
@@ -21,6 +22,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.images.provider_limits import (
     ANTHROPIC_IMAGES,
     AZURE_IMAGES,
+    BEDROCK_IMAGES,
     COMPAT_IMAGES,
     GOOGLE_IMAGES,
     OPENAI_IMAGES,
@@ -31,7 +33,7 @@ from evalkit.images.provider_limits import (
 )
 from evalkit.providers.batch_api import BatchLimits
 
-Wire = Literal["chat-completions", "azure", "anthropic", "gemini", "vertex"]  # "azure": chat completions on Azure's routes
+Wire = Literal["chat-completions", "azure", "anthropic", "gemini", "vertex", "bedrock"]  # "azure": chat completions on Azure's routes
 RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.rate_headers reads them (and the simulator speaks)
 
 
@@ -63,6 +65,15 @@ def gemini_image_tokens(width: int, height: int) -> int:
 def vertex_vendor(model: str) -> str:
     """Whose model a `vertex/` name is: Claude is Anthropic's, every other name is asked as Gemini."""
     return "anthropic" if model.startswith("claude-") else "google"
+
+
+_BEDROCK_CLAUDE = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")  # an inference profile's geography, then the vendor
+
+
+def bedrock_vendor(model: str) -> str | None:
+    """Whose model a `bedrock/` id is: Claude's (`anthropic.…`, `us.anthropic.…`) is Anthropic's; other ids are
+    asked through Converse, under Bedrock's own limits."""
+    return "anthropic" if _BEDROCK_CLAUDE.match(model) else None
 
 
 # ---------------------------------------------------------------- the record
@@ -233,6 +244,23 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         reasoning="thinking_config.thinking_budget (Gemini); thinking.budget_tokens (Claude)",
         image_tokens=gemini_image_tokens, price_key="vertex", reasoning_in_output=False,
         model_vendor=vertex_vendor, locate="evalkit.providers.vertex_auth:locate"),
+    # Amazon Bedrock, read 2026-11-27 (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html,
+    # /userguide/inference-profiles-support.html; anthropic 2.14's Bedrock client): requests signed with SigV4
+    # (service bedrock) from the AWS credential chain, or a Bedrock API key as a bearer token; Claude on its
+    # invoke route, every other model through Converse. Bedrock runtime has no free metadata call: no probe,
+    # the first request confirms the model (evalkit.ask.confirm).
+    ProviderInfo(
+        name="bedrock",
+        description="Amazon Bedrock, bedrock/MODEL_ID: Claude or, through Converse, Nova, Llama, Pixtral "
+                    "(AWS_REGION; the AWS credential chain: AWS_ACCESS_KEY_ID, AWS_PROFILE, …, or "
+                    "AWS_BEARER_TOKEN_BEDROCK; AWS_ENDPOINT_URL_BEDROCK_RUNTIME optional; evalkit[bedrock])",
+        client="evalkit.providers.bedrock:bedrock_provider", wire="bedrock",
+        key_env=("AWS_BEARER_TOKEN_BEDROCK",), key_required=False, base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+        default_url="https://bedrock-runtime.{AWS_REGION}.amazonaws.com", sdk=("botocore", "bedrock"),
+        image_limits=BEDROCK_IMAGES, rate_headers="none",
+        reasoning="thinking.budget_tokens (Claude); additionalModelRequestFields.reasoningConfig (Amazon Nova)",
+        image_tokens=anthropic_image_tokens, price_key="bedrock",
+        model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock:locate"),
 )}
 
 

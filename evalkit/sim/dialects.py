@@ -13,6 +13,7 @@ from aiohttp import web
 
 from evalkit.sim.anthropic_wire import AnthropicDialect
 from evalkit.sim.azure_wire import AzureDialect
+from evalkit.sim.bedrock_wire import BedrockClaudeDialect, ConverseDialect
 from evalkit.sim.gemini_wire import GeminiDialect
 from evalkit.sim.openai_wire import OpenAIDialect
 from evalkit.sim.openrouter_wire import OpenRouterDialect
@@ -52,5 +53,6 @@ class Dialect(Protocol):
 
 
 DIALECTS: tuple[Dialect, ...] = (OpenAIDialect(), AnthropicDialect(), GeminiDialect(), AzureDialect(),
-                                 OpenRouterDialect(), VertexGeminiDialect(), VertexClaudeDialect())
+                                 OpenRouterDialect(), VertexGeminiDialect(), VertexClaudeDialect(),
+                                 ConverseDialect(), BedrockClaudeDialect())
 __all__ = ["DIALECTS", "Dialect", "OpenAIDialect"]

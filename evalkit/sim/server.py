@@ -24,6 +24,8 @@ from evalkit.sim.azure_routes import add_azure_routes, azure_gate
 from evalkit.sim.azure_routes import owns as azure_owns
 from evalkit.sim.batch_routes import BATCHES, add_batch_routes
 from evalkit.sim.batches import BatchStore
+from evalkit.sim.bedrock_auth import bedrock_gate
+from evalkit.sim.bedrock_auth import owns as bedrock_owns
 from evalkit.sim.counters import SimCounters, request_key
 from evalkit.sim.dialects import DIALECTS, Dialect
 from evalkit.sim.edits import handle_image_edit
@@ -169,6 +171,8 @@ def key_check(key: str) -> Any:
         if (request.path.startswith(("/sim/", "/health")) or azure_owns(request) or openrouter_owns(request)
                 or vertex_owns(request)):
             return await handler(request)
+        if bedrock_owns(request):  # checked as AWS checks them (evalkit.sim.bedrock_auth)
+            return await handler(request)
         given = {request.headers.get("Authorization", ""), request.headers.get("api-key", ""),
                  request.headers.get("x-api-key", ""), request.headers.get("x-goog-api-key", "")}
         if f"Bearer {key}" not in given and key not in given:
@@ -188,6 +192,7 @@ def build_app(config: SimConfig, routes: Routes | None = None) -> web.Applicatio
     state = SimState(config)
     middlewares = [listen(state.heard), *([key_check(config.api_key)] if config.api_key else []),
                    azure_gate(config), openrouter_gate, vertex_gate(config)]
+    middlewares.append(bedrock_gate(config.aws_keys, config.aws_region, config.api_key))
     app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
     app[STATE] = state
     model_routes: dict[str, tuple[Dialect, Handler]] = {}

@@ -22,6 +22,7 @@ from PIL import Image
 
 from evalkit.core import fingerprint
 from evalkit.sim.answerkey import AnswerKey
+from evalkit.sim.aws_shapes import AwsTestKeys
 from evalkit.sim.counters import SimCounters
 from evalkit.sim.credits import Credits
 from evalkit.sim.faults import FaultDice, SimFaults
@@ -57,6 +58,8 @@ class SimConfig:
     credits: float | None = None  # OpenRouter credits in USD that answers spend (None: unlimited); 402 at 0
     openrouter_price: tuple[float, float] = (2.5, 10.0)  # OpenRouter's price, USD per million input, output tokens
     google_accounts: tuple[ServiceAccount, ...] = ()  # Vertex AI: service accounts the token endpoint signs in
+    aws_keys: AwsTestKeys | None = None  # Bedrock: the credentials its routes check SigV4 signatures against
+    aws_region: str = "us-east-1"  # Bedrock: the region a signature must be scoped to
 
     def __post_init__(self) -> None:
         if self.lenient and self.strict_model:

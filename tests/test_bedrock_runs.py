@@ -1,0 +1,160 @@
+"""`bedrock/MODEL_ID` end to end against the simulator's Bedrock routes, which recompute every SigV4 signature
+with botocore's signer from fixed test credentials (issue 34): Claude through the anthropic SDK's Bedrock
+client on `/model/{id}/invoke`, Amazon Nova through the Converse API signed by botocore over aiohttp. Each
+answers, resumes without a request, is found in the cache from a fresh --out, costs what the price table
+says, gets through faults and Bedrock's throttling, and writes no credential anywhere (canary)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_under_test import run_cli
+from conftest import make_mcq_jsonl
+
+from evalkit.core.errors import EvalkitError
+from evalkit.engine.evaluate import run
+from evalkit.sim.aws_shapes import AwsTestKeys, aws_error
+from evalkit.sim.extension import SimRoutes
+from evalkit.sim.faults import SimFaults
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+# canaries: none of these may appear in anything the run writes or prints
+KEYS = AwsTestKeys("AKIAEVALKITCANARY0001", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYCANARYKEY1", "FwoGZXIvYXdzEJr//CANARY+token==")
+ENV = {"AWS_ACCESS_KEY_ID": KEYS.access_key, "AWS_SECRET_ACCESS_KEY": KEYS.secret_key,
+       "AWS_SESSION_TOKEN": KEYS.token or "", "AWS_REGION": "us-east-1"}
+NOVA = "us.amazon.nova-lite-v1:0"
+CLAUDE = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+ROUTES = {NOVA: "/model/{model_id}/converse", CLAUDE: "/model/{model_id}/invoke"}
+# USD per million (input, output): Nova Lite's on-demand price; Haiku 4.5 through a geographic profile, 1.1x
+PRICES = {NOVA: (0.06, 0.24), CLAUDE: (1.1, 5.5)}
+N = 6
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return make_mcq_jsonl(tmp_path_factory.mktemp("bedrock-data"), N, seed=34)
+
+
+def _config(data: Path, **kw) -> SimConfig:
+    return SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), aws_keys=KEYS, **kw)
+
+
+class LeakyRoutes:
+    """A twin of every route under /leak that answers with a ValidationException quoting the request's
+    Authorization and X-Amz-Security-Token headers, as a careless proxy might; the signatures it saw are kept."""
+
+    def __init__(self) -> None:
+        self.signatures: list[str] = []
+
+    def __call__(self, routes: SimRoutes) -> None:
+        def wrap(dialect, normal):
+            async def leak(request):
+                auth = request.headers.get("Authorization", "")
+                signature = auth.rpartition("Signature=")[2]
+                self.signatures.append(signature)
+                words = (f"bad request: X-Amz-Security-Token: {request.headers.get('X-Amz-Security-Token')} "
+                         f"Signature={signature} from {auth}")
+                return aws_error(400, "ValidationException", words)
+            return leak
+        routes.add_twins("/leak", wrap)
+
+
+@pytest.fixture(scope="module")
+def leaks() -> LeakyRoutes:
+    return LeakyRoutes()
+
+
+@pytest.fixture(scope="module")
+def sim(data, leaks):
+    with SimThread(_config(data), routes=leaks) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def faulty(data):
+    # 30% injected 500/503, and a request rate low enough that Bedrock's ThrottlingException refuses some
+    with SimThread(_config(data, faults=SimFaults(rate=0.3, kinds=("500", "503"), rps=20, seed=7))) as server:
+        yield server
+
+
+def _run(url: str, data: Path, model: str, out: Path, **kw):
+    return run("mcq", f"bedrock/{model}", data=str(data), base_url=url, env=ENV, out=str(out),
+               cache_dir=str(out.parent / "cache"), progress=False, plots=False, **kw)
+
+
+def _asked(sim: SimThread, model: str) -> list:
+    return [h for h in sim.heard if h.route == ROUTES[model] and model in h.path.replace("%3A", ":")]
+
+
+def _holding(root: Path, secrets: list[str]) -> list[str]:
+    return [f"{p}: {s[:6]}…" for p in root.rglob("*") if p.is_file() for s in secrets if s.encode() in p.read_bytes()]
+
+
+@pytest.mark.parametrize("model", [NOVA, CLAUDE])
+def test_answers_resumes_for_free_is_cached_and_costs_the_table_price(model, sim, data, tmp_path):
+    first = _run(sim.url, data, model, tmp_path / "run")
+    asked = _asked(sim, model)
+    assert first.exit_code == 0, first.messages
+    assert first.summary["metrics"]["accuracy"] == 100.0 and len(first.records) == N
+    assert len(asked) == N and all(h.auth == ("sigv4", "x-amz-security-token") for h in asked)
+    usage = first.summary["usage"]
+    price_in, price_out = PRICES[model]
+    expected = (usage["input_tokens"] * price_in + usage["output_tokens"] * price_out) / 1e6
+    assert usage["cost_usd"] > 0 and usage["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert first.summary["config"]["price"]["read_on"] == "2026-11-27"
+    again = _run(sim.url, data, model, tmp_path / "run")  # the same command: every answer is already there
+    assert again.exit_code == 0 and len(_asked(sim, model)) == N and again.summary["this_run"]["sent"] == 0
+    fresh = _run(sim.url, data, model, tmp_path / "fresh")  # a new run directory: answered from the cache
+    assert fresh.exit_code == 0 and fresh.summary["cache"]["hits"] == N and len(_asked(sim, model)) == N
+    identity = json.loads((tmp_path / "run" / "config.json").read_text())["identity"]
+    assert identity["endpoint"] == sim.url and identity["model"] == f"bedrock/{model}"
+
+
+@pytest.mark.parametrize("model", [NOVA, CLAUDE])
+def test_faults_and_throttling_are_waited_out(model, faulty, data, tmp_path):
+    res = _run(faulty.url, data, model, tmp_path / "run", no_cache=True)
+    assert res.exit_code == 0, res.messages
+    assert res.summary["metrics"]["accuracy"] == 100.0 and res.summary["counts"]["errors"] == 0
+    thru = res.summary["throughput"]
+    assert thru["rate_limited"] > 0 and thru["retries"] >= thru["rate_limited"]  # ThrottlingException: a rate limit
+
+
+def test_wrong_credentials_stop_at_the_first_request_with_exit_2(sim, data, tmp_path):
+    before = len(_asked(sim, NOVA))
+    done = run_cli(["run", "mcq", "--model", f"bedrock/{NOVA}", "--base-url", sim.url, "--data", str(data),
+                    "--no-progress", "--no-cache", "--out", str(tmp_path / "run")],
+                   env={**ENV, "AWS_SECRET_ACCESS_KEY": "wrong" + KEYS.secret_key[5:]}, cwd=tmp_path, timeout=120)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in out, out[-2000:]
+    assert "InvalidSignatureException" in out and len(_asked(sim, NOVA)) == before + 1  # the confirming request only
+    assert KEYS.secret_key[5:] not in out
+
+
+def test_an_unknown_model_id_is_exit_2_after_one_request(data, tmp_path):
+    with SimThread(_config(data, strict_model=True, served_model_name=NOVA)) as strict:
+        with pytest.raises(EvalkitError, match="The provided model identifier is invalid") as stopped:
+            _run(strict.url, data, "us.amazon.nova-nope-v1:0", tmp_path / "run")
+        assert len(strict.heard) == 1  # the confirming request only
+    assert stopped.value.exit_code == 2
+
+
+@pytest.mark.parametrize("model", [NOVA, CLAUDE])
+def test_no_credential_is_written_or_printed_even_when_a_server_echoes_them(model, sim, leaks, data, tmp_path):
+    done = run_cli(["run", "mcq", "--model", f"bedrock/{model}", "--base-url", sim.url + "/leak", "--data", str(data),
+                    "--no-progress", "--no-cache", "--out", str(tmp_path / "run")], env=ENV, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stderr[-2000:]
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert len(records) == N and all("ValidationException" in r["error_message"] for r in records)
+    shown = [r["error_message"] for r in records]  # the message kept, the secrets in it masked
+    assert all("X-Amz-Security-Token: *** Signature=***" in m for m in shown), shown[0]
+    ok = run_cli(["run", "mcq", "--model", f"bedrock/{model}", "--base-url", sim.url, "--data", str(data),
+                  "--no-progress", "--out", str(tmp_path / "good"), "--cache-dir", str(tmp_path / "cache")],
+                 env=ENV, cwd=tmp_path, timeout=120)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    secrets = [KEYS.access_key, KEYS.secret_key, KEYS.token or "", *(s for s in leaks.signatures if s)]
+    assert leaks.signatures and _holding(tmp_path, secrets) == []
+    for shown in (done.stdout + done.stderr, ok.stdout + ok.stderr):
+        assert not [s for s in secrets if s in shown]

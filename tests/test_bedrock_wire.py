@@ -1,0 +1,119 @@
+"""Bedrock's pieces one at a time (issue 34): the simulator refuses what AWS refuses (a signature by another key,
+for another region, over another body, an unknown token) with AWS's own error shapes; Bedrock's error names
+become evalkit's kinds; credentials are masked in every form; and the endpoint's identity is the region's URL
+and the model id, never a credential."""
+
+from __future__ import annotations
+
+import json
+
+import aiohttp
+import pytest
+
+from evalkit.core.errors import EvalkitError
+from evalkit.providers import parse_spec
+from evalkit.providers.aws_sign import AwsKeys, AwsRedactor, sign
+from evalkit.providers.bedrock import is_claude
+from evalkit.providers.bedrock_converse import response_from_converse
+from evalkit.providers.bedrock_errors import bedrock_error
+from evalkit.sim.aws_shapes import AwsTestKeys
+from evalkit.sim.server import SimConfig, start_sim
+
+KEYS = AwsTestKeys("AKIAWIRETEST00000001", "wire/secret+KEY0123456789abcdefABCDEFGH", "wire-session-token/+=")
+GOOD = AwsKeys(KEYS.access_key, KEYS.secret_key, KEYS.token)
+MODEL = "amazon.nova-pro-v1:0"
+ROUTE = "/model/amazon.nova-pro-v1%3A0/converse"
+BODY = json.dumps({"messages": [{"role": "user", "content": [{"text": "Which? A. x B. y. Answer with the letter."}]}],
+                   "inferenceConfig": {"maxTokens": 16}}).encode()
+HEADERS = {"Content-Type": "application/json"}
+
+
+@pytest.fixture
+async def sim():
+    async with await start_sim(SimConfig(aws_keys=KEYS, aws_region="eu-west-1")) as server:
+        yield server
+
+
+async def post(url: str, headers: dict[str, str], body: bytes = BODY) -> tuple[int, dict, dict]:
+    import yarl
+
+    async with aiohttp.ClientSession() as s, s.post(yarl.URL(url, encoded=True), data=body, headers=headers) as r:
+        return r.status, dict(r.headers), json.loads(await r.text())
+
+
+async def test_a_request_signed_as_aws_signs_it_is_answered_in_converse_shape(sim):
+    url = sim.url + ROUTE
+    status, _, reply = await post(url, sign(GOOD, "eu-west-1", "POST", url, BODY, HEADERS))
+    assert status == 200, reply
+    assert reply["stopReason"] == "end_turn" and reply["output"]["message"]["role"] == "assistant"
+    assert reply["output"]["message"]["content"][0]["text"] in "AB"
+    assert reply["usage"]["inputTokens"] > 0 and reply["usage"]["outputTokens"] > 0
+
+
+@pytest.mark.parametrize("case, error", [
+    ("another region", "InvalidSignatureException"), ("another secret", "InvalidSignatureException"),
+    ("body changed after signing", "InvalidSignatureException"), ("another access key", "UnrecognizedClientException"),
+    ("another session token", "UnrecognizedClientException"), ("no signature", "MissingAuthenticationTokenException")])
+async def test_the_simulator_refuses_what_aws_refuses(sim, case, error):
+    url = sim.url + ROUTE
+    keys, region, body = GOOD, "eu-west-1", BODY
+    if case == "another region":
+        region = "us-east-1"
+    elif case == "another secret":
+        keys = AwsKeys(KEYS.access_key, "x" + KEYS.secret_key[1:], KEYS.token)
+    elif case == "another access key":
+        keys = AwsKeys("AKIAOTHER00000000001", KEYS.secret_key, KEYS.token)
+    elif case == "another session token":
+        keys = AwsKeys(KEYS.access_key, KEYS.secret_key, "other-token")
+    headers = {} if case == "no signature" else sign(keys, region, "POST", url, body, HEADERS)
+    if case == "body changed after signing":
+        body = body.replace(b"Which?", b"Whose?")
+    status, headers_back, reply = await post(url, headers, body)
+    assert status == 403 and headers_back["x-amzn-ErrorType"].partition(":")[0] == error, reply
+    assert set(reply) == {"message"} and KEYS.secret_key not in json.dumps(reply)
+    assert sim.counters.snapshot()["requests"] == 0  # refused before the model saw it
+
+
+@pytest.mark.parametrize("name, status, kind", [
+    ("ThrottlingException", 429, "rate_limit"), ("ModelNotReadyException", 429, "transient"),
+    ("ServiceUnavailableException", 503, "transient"), ("InternalServerException", 500, "transient"),
+    ("ModelTimeoutException", 408, "timeout"), ("ValidationException", 400, "permanent"),
+    ("AccessDeniedException", 403, "permanent"), ("ResourceNotFoundException", 404, "permanent")])
+def test_bedrock_error_names_become_kinds(name, status, kind):
+    err = bedrock_error(status, {"x-amzn-ErrorType": f"{name}:http://internal.amazon.com/coral/com.amazon.bedrock/"},
+                        b'{"message": "words"}', MODEL)
+    assert err.kind == kind and err.status == status and err.message.startswith(f"HTTP {status}: {name}: words")
+    assert (f"(model '{MODEL}')" in err.message) == (name in ("AccessDeniedException", "ResourceNotFoundException"))
+
+
+def test_a_guardrail_stop_is_a_refusal_and_usage_counts_the_prompt_cache():
+    with pytest.raises(Exception, match="guardrail_intervened") as refused:
+        response_from_converse({"output": {"message": {"content": [{"text": "blocked"}]}},
+                                "stopReason": "guardrail_intervened", "usage": {}})
+    assert refused.value.kind == "refused"
+    out = response_from_converse({"output": {"message": {"content": [
+        {"reasoningContent": {"reasoningText": {"text": "think"}}}, {"text": "B"}]}}, "stopReason": "end_turn",
+        "usage": {"inputTokens": 10, "cacheReadInputTokens": 90, "cacheWriteInputTokens": 5, "outputTokens": 3}})
+    assert (out.text, out.reasoning, out.usage.input_tokens, out.usage.cached_input_tokens) == ("B", "think", 105, 90)
+
+
+def test_every_credential_form_is_masked():
+    signed = sign(GOOD, "eu-west-1", "POST", "https://bedrock-runtime.eu-west-1.amazonaws.com" + ROUTE, BODY, HEADERS)
+    redact = AwsRedactor([KEYS.access_key, KEYS.secret_key, KEYS.token])
+    text = redact(f"echo: {signed} secret={KEYS.secret_key} X-Amz-Security-Token={KEYS.token}")
+    signature = signed["Authorization"].rpartition("Signature=")[2]
+    assert not [s for s in (KEYS.access_key, KEYS.secret_key, KEYS.token, signature) if s in text]
+    assert "Signature=***" in text and "X-Amz-Security-Token=***" in text
+
+
+def test_the_endpoint_is_the_regions_url_and_the_model_id_never_a_credential():
+    env = {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": KEYS.access_key, "AWS_SECRET_ACCESS_KEY": KEYS.secret_key}
+    spec = parse_spec("bedrock/eu.amazon.nova-pro-v1:0", env=env)
+    assert spec.endpoint == "https://bedrock-runtime.eu-west-1.amazonaws.com" and spec.model == "eu.amazon.nova-pro-v1:0"
+    assert parse_spec("bedrock/x", env={**env, "AWS_REGION": "us-east-1"}).endpoint != spec.endpoint
+    moved = parse_spec("bedrock/x", env={**env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": "http://127.0.0.1:9/"})
+    assert moved.endpoint == "http://127.0.0.1:9"
+    with pytest.raises(EvalkitError, match="AWS_REGION is not set"):
+        parse_spec("bedrock/amazon.nova-pro-v1:0", env={})
+    assert is_claude("us.anthropic.claude-sonnet-4-5-20250929-v1:0") and is_claude("anthropic.claude-3-5-haiku")
+    assert not is_claude("amazon.nova-pro-v1:0") and not is_claude("meta.llama3-2-11b-instruct-v1:0")
