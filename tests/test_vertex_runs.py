@@ -191,3 +191,15 @@ def test_a_safety_block_and_a_claude_refusal_are_refusals(tmp_path_factory):
         assert messages == {"content refused (stop_reason refusal)"}
     finally:
         c.sim.close()
+
+
+def test_a_model_the_project_may_not_use_stops_the_run_at_its_first_request(tmp_path_factory):
+    """The lookup passes (a proxy without it here), the predict route answers 404 for a model not served:
+    the first request, alone, stops the run (exit 2) and nothing else is sent."""
+    c = Cloud(tmp_path_factory.mktemp("unserved"), strict=True)
+    try:
+        with pytest.raises(EvalkitError, match="does not serve model 'claude-sonnet-4-5@20250929'.*HTTP 404"):
+            c.run(CLAUDE, c.key_file.parent / "run", base_url=f"{c.sim.url}/hostile/echo-key:1000", no_cache=True)
+        assert len([h for h in c.sim.heard if h.path.endswith(":rawPredict")]) == 1
+    finally:
+        c.sim.close()

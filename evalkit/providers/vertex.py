@@ -101,6 +101,20 @@ class FreshToken:
             raise ProviderError("transient", f"cannot reach the token endpoint ({type(e).__name__})") from None
 
 
+def needs_the_user(error: ProviderError, model: str, place: Place) -> ProviderError:
+    """A 403 or 404 on the model's route said as what the user must fix, naming the model (so the run's
+    first request, which confirms the model, stops the run on it: exit 2, nothing else sent)."""
+    if error.status == 403:
+        error.message = (f"HTTP 403 PERMISSION_DENIED: project {place.project} may not use model '{model}' in "
+                         f"{place.location} (the account needs roles/aiplatform.user; a Claude model must be "
+                         f"enabled in Model Garden): {error.message}")
+    elif error.status == 404:
+        error.message = f"HTTP 404: model '{model}' is not served to project {place.project} in {place.location}: " \
+                        f"{error.message}"
+    error.args = (error.message,)
+    return error
+
+
 class VertexGemini(GoogleProvider):
     """Gemini on Vertex AI: the Gemini adapter with google-genai's Vertex client."""
 
@@ -114,7 +128,10 @@ class VertexGemini(GoogleProvider):
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
         await self._fresh()
-        return await super().complete(messages, params, images)
+        try:
+            return await super().complete(messages, params, images)
+        except ProviderError as e:
+            raise needs_the_user(e, self.spec.model, self.place) from e.__cause__
 
     def _make_client(self, genai: Any, options: Any, api_key: str) -> Any:
         del api_key  # Vertex AI takes an OAuth token, never a key
@@ -138,7 +155,10 @@ class VertexClaude(AnthropicProvider):
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
         await self._fresh()
-        return await super().complete(messages, params, images)
+        try:
+            return await super().complete(messages, params, images)
+        except ProviderError as e:
+            raise needs_the_user(e, self.spec.model, self.place) from e.__cause__
 
     def _make_client(self, anthropic: Any, kwargs: dict[str, Any]) -> Any:
         kwargs.pop("api_key", None)
