@@ -113,6 +113,21 @@ def test_answers_resumes_for_free_is_cached_and_costs_the_table_price(model, sim
     assert identity["endpoint"] == sim.url and identity["model"] == f"bedrock/{model}"
 
 
+async def test_claudes_signature_holds_when_httpx_would_ask_for_other_encodings(sim, data):
+    """The guarded client's request hook sets Accept-Encoding after the SDK has signed: with brotli installed,
+    httpx's own default (`gzip, deflate, br`) would be signed and then changed (InvalidSignatureException)."""
+    from evalkit.core.types import GenParams, Message
+    from evalkit.providers import create_provider, parse_spec
+
+    provider = create_provider(parse_spec(f"bedrock/{CLAUDE}", [sim.url], ENV), ENV)
+    try:
+        provider._client._client.headers["Accept-Encoding"] = "gzip, deflate, br"  # as with brotli installed
+        reply = await provider.complete([Message.user("Which? A. x B. y. Answer with the letter.")], GenParams(), [])
+    finally:
+        await provider.close()
+    assert reply.text and reply.usage.output_tokens > 0
+
+
 @pytest.mark.parametrize("model", [NOVA, CLAUDE])
 def test_faults_and_throttling_are_waited_out(model, faulty, data, tmp_path):
     res = _run(faulty.url, data, model, tmp_path / "run", no_cache=True)

@@ -84,7 +84,9 @@ class Confirmation:
         if error is not None and error.status in REFUSING_STATUSES and names_model(error.message, self.model):
             shown = ", ".join(self._listed[:5]) + (", …" if len(self._listed) > 5 else "")
             lists = f"; it lists: {shown}" if shown else ""  # nothing listed: no list was asked for (bedrock/)
-            self._refused = ModelNotServed(f"{self._who}: the server does not serve model '{self.model}' "
+            verdict = ("refuses these credentials for" if error.status == 403  # Bedrock's AccessDenied, a bad key
+                       else "does not serve")
+            self._refused = ModelNotServed(f"{self._who}: the server {verdict} model '{self.model}' "
                                            f"({error.message[:200]}){lists}")
         else:
             self._needed = False

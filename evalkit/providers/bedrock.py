@@ -66,8 +66,9 @@ class BedrockClaude(AnthropicProvider):
         self._redact = credentials.redactor([bearer]) if credentials is not None else AwsRedactor([bearer])
 
     def _make_client(self, anthropic: Any, kwargs: dict[str, Any]) -> Any:
-        """anthropic.AsyncAnthropicBedrock on the guarded HTTP client. Accept-Encoding is set before the
-        SDK signs: the guard's own value would otherwise change a signed header after the signature."""
+        """anthropic.AsyncAnthropicBedrock on the guarded HTTP client. Accept-Encoding is set before the SDK
+        signs: the guard's request hook runs after the signature and would otherwise change a signed header
+        wherever httpx's own default differs (brotli or zstandard installed: AWS's InvalidSignatureException)."""
         auth: dict[str, Any] = {"api_key": self._bearer} if self._bearer else {"aws_profile": self._profile}
         if not self._bearer and self._credentials is not None and self._credentials.from_env:
             keys = self._credentials.keys()
