@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 from hostile_routes import HostileRoutes
 from vertex_account import FakeAccount, fake_account
@@ -42,7 +43,9 @@ class Cloud:
                            served_model_name=GEMINI)
         self.hostile = HostileRoutes()
         self.sim = SimThread(config, routes=self._routes).start()
-        self.key_file = self.account.key_file(root / "sa.json", self.sim.url + "/token", PROJECT)
+        (root / "keys").mkdir()
+        self.key_file = self.account.key_file(root / "keys" / "sa.json", self.sim.url + "/token", PROJECT)
+        self.root = root
 
     def _routes(self, routes) -> None:
         self.apps.append(routes.app)
@@ -54,7 +57,7 @@ class Cloud:
 
     def env(self, key_file: Path | None = None, **changes: str | None) -> dict[str, str]:
         env = {"GOOGLE_APPLICATION_CREDENTIALS": str(key_file or self.key_file), "GOOGLE_CLOUD_PROJECT": PROJECT,
-               "GOOGLE_CLOUD_LOCATION": LOCATION, "NO_PROXY": "127.0.0.1", "HOME": str(self.key_file.parent)}
+               "GOOGLE_CLOUD_LOCATION": LOCATION, "NO_PROXY": "127.0.0.1", "HOME": str(self.root / "home")}
         env.update(changes)
         return {k: v for k, v in env.items() if v is not None}
 
@@ -116,13 +119,18 @@ def test_a_model_on_vertex_answers_resumes_free_is_cached_and_costs(cloud, model
     fresh = cloud.run(model, tmp_path / "fresh")
     assert again.exit_code == 0 and fresh.exit_code == 0
     assert len(cloud.asked(model)) == N and fresh.summary["cache"]["hits"] == N
-    # another project is another endpoint: asked again
-    other = cloud.run(model, tmp_path / "other", env=cloud.env(GOOGLE_CLOUD_PROJECT="other-project"), limit=1)
-    assert other.exit_code == 0 and len(cloud.asked(model)) == N + 1
+    # another project is another endpoint: asked again (by the command line: its console is checked too)
+    other = run_cli(["run", "mcq", "--model", f"vertex/{model}", "--data", str(cloud.data), "--base-url",
+                     cloud.sim.url, "--limit", "1", "--out", str(tmp_path / "other"), "--cache-dir",
+                     str(tmp_path / "cache"), "--no-progress"], env=cloud.env(GOOGLE_CLOUD_PROJECT="other-project"),
+                    cwd=tmp_path)
+    assert other.returncode == 0, other.stderr[-2000:]
+    assert len(cloud.asked(model)) == N + 1 and "accuracy" in other.stdout
     printed = capsys.readouterr()
+    shown = other.stdout + other.stderr + printed.out + printed.err + json.dumps(first.messages)
     secrets = [*_key_secrets(cloud.account), *cloud.tokens]
-    assert cloud.tokens and _files_with(tmp_path, secrets) == []
-    assert not [s for s in secrets if s in printed.out + printed.err + json.dumps(first.messages)]
+    assert cloud.tokens and _files_with(tmp_path, secrets) == [] and _files_with(cloud.root, secrets) == []
+    assert not [s for s in secrets if s in shown]
 
 
 @pytest.mark.parametrize("model", [GEMINI, CLAUDE])
@@ -185,7 +193,7 @@ def test_a_safety_block_and_a_claude_refusal_are_refusals(tmp_path_factory):
     c = Cloud(tmp_path_factory.mktemp("refusing"), faults=SimFaults(rate=1.0, kinds=("refusal",)))
     try:
         for model in (GEMINI, CLAUDE):
-            res = c.run(model, c.key_file.parent / model, limit=2, no_cache=True)
+            res = c.run(model, c.root / model, limit=2, no_cache=True)
             assert res.summary["error_kinds"] == {"refused": 2} and len(c.asked(model)) == 2  # never asked again
         messages = {r.error_message for r in res.records}
         assert messages == {"content refused (stop_reason refusal)"}
@@ -199,7 +207,7 @@ def test_a_model_the_project_may_not_use_stops_the_run_at_its_first_request(tmp_
     c = Cloud(tmp_path_factory.mktemp("unserved"), strict=True)
     try:
         with pytest.raises(EvalkitError, match="does not serve model 'claude-sonnet-4-5@20250929'.*HTTP 404"):
-            c.run(CLAUDE, c.key_file.parent / "run", base_url=f"{c.sim.url}/hostile/echo-key:1000", no_cache=True)
+            c.run(CLAUDE, c.root / "run", base_url=f"{c.sim.url}/hostile/echo-key:1000", no_cache=True)
         assert len([h for h in c.sim.heard if h.path.endswith(":rawPredict")]) == 1
     finally:
         c.sim.close()
