@@ -179,9 +179,9 @@ class _Asking:
         if already:
             self.talk.tell(f"{already:,} already answered, {len(todo):,} to ask" if todo
                            else f"all {already:,} queries already answered: nothing to ask")
-        plotter = job.s.hooks.get("plotter") if cfg.plots else None  # the CLI's plot process: it imports
-        if todo and plotter is not None:  # matplotlib while we ask
-            plotter.start()
+        # the CLI's plot process imports matplotlib while we ask: started with the first answer not from the
+        # cache (answers that all are may show figures the cache folder holds: closing.py)
+        plotter = job.s.hooks.get("plotter") if cfg.plots and todo else None
         if cfg.group_images:
             todo = list(group_by_image(todo, window=cfg.concurrency))
         meter = self.meter
@@ -193,6 +193,10 @@ class _Asking:
         on_record: Callable[[], None] | None = job.s.hooks.get("on_record")  # for tests and embedding tools
 
         def sink(outcome: Outcome) -> None:
+            nonlocal plotter
+            if plotter is not None and not outcome.cached:
+                plotter.start()
+                plotter = None
             rec = mark(make_record(outcome, spec.label), outcome.query)
             if rec.query_id in again:
                 rec = replace(rec, max_tokens=job.cutoff_budget)

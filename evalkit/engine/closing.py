@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from evalkit.ask.batch_journal import JOURNAL, BatchJournal
@@ -25,6 +26,7 @@ from evalkit.engine.resume import OLDER_REQUESTS
 from evalkit.grading.grade import summarize
 from evalkit.metrics.fit_store import fits_kept_in
 from evalkit.money.costs import records_cost
+from evalkit.report.figure_memo import FIGURES
 from evalkit.report.outputs import draw_plots, publish
 
 
@@ -86,7 +88,8 @@ def close(job: Job, asked: Asked, talk: Talk) -> RunResult:
     # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
     if cfg.plots:
-        draw_plots(rundir, summary, analysis, job.s.hooks.get("plotter"))
+        memo = None if cfg.no_cache else Path(cfg.cache_path(job.env)) / FIGURES  # figures drawn before
+        draw_plots(rundir, summary, analysis, job.s.hooks.get("plotter"), memo)
     runner = asked.runner
     code = 0 if summary["complete"] else runner.breaker.exit_code if runner.breaker.tripped else 2 if data_only else 1
     return RunResult(summary, asked.ordered, rundir.path, code, talk.messages)

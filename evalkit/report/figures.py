@@ -30,6 +30,7 @@ from evalkit.analysis.views import Confusion
 from evalkit.report import category_chart as category_chart_module
 from evalkit.report import plots, plots_common
 from evalkit.report.category_chart import category_chart
+from evalkit.report.figure_memo import FigureMemo
 from evalkit.report.plots_common import Chance
 
 STAMP = ".inputs.sha256"
@@ -153,10 +154,12 @@ def inputs_digest(results: Sequence[ModelResult]) -> str:
 
 
 def draw_all(plot_dir: Path, results: Sequence[ModelResult], *, skip_unchanged: bool = True,
-             plotter: Plotter | None = None) -> list[tuple[str, Path]]:
+             plotter: Plotter | None = None, memo: Path | None = None) -> list[tuple[str, Path]]:
     """Draw every applicable figure into plot_dir; (title, path) for each. With skip_unchanged, nothing
     is drawn when plot_dir's stamp matches these inputs and every figure's file exists. `plotter`: a
-    child process that draws them (see plot_process); without one, or if it fails, they are drawn here."""
+    child process that draws them (see plot_process); without one, or if it fails, they are drawn here.
+    `memo`: a folder of figures drawn before (the cache folder's, report/figure_memo.py), by the digest
+    of what they show: the same figures for another run directory are copied, not drawn."""
     plot_dir = Path(plot_dir)
     planned = plan_figures(plot_dir, results)
     stamp = plot_dir / STAMP
@@ -168,11 +171,17 @@ def draw_all(plot_dir: Path, results: Sequence[ModelResult], *, skip_unchanged: 
         except (OSError, ValueError):
             pass
     stamp.unlink(missing_ok=True)  # drawing may stop half way: no stamp then
+    kept = FigureMemo(memo) if memo is not None and planned else None
+    if kept is not None and kept.copy_out(digest, [f.path for f in planned]):
+        stamp.write_text(digest + "\n", encoding="ascii")
+        return [(f.title, f.path) for f in planned]
     out = plotter.draw(plot_dir, results) if plotter is not None and planned else None
     if out is None:
         out = [(f.title, f.draw()) for f in planned]
     if planned:
         stamp.write_text(digest + "\n", encoding="ascii")
+        if kept is not None:
+            kept.keep(digest, [f.path for f in planned])
     return out
 
 

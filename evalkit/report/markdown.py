@@ -228,11 +228,11 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
 
 def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult | None = None, *,
                  draw: bool = True, rewrite: bool = True, plotter: Plotter | None = None,
-                 figures: bool = True) -> Path:
+                 figures: bool = True, memo: Path | None = None) -> Path:
     """report.md, then with an analysis its plots in plots/ (report.md comes first and names the
     planned figures; the plots are not redrawn when what they show has not changed).
     draw=False: report.md only; rewrite=False: the plots only (report.md is already there);
-    figures=False: report.md naming no figure, and no plots."""
+    figures=False: report.md naming no figure, and no plots; memo: figures drawn before (figure_memo.py)."""
     from evalkit.report import figures as figs
 
     run_dir = Path(run_dir)
@@ -247,7 +247,7 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: ModelResult |
         path.write_text(render_report(summary, analysis, listed), encoding="utf-8")
     if not draw:
         return path
-    figures = figs.draw_all(plot_dir, [analysis], plotter=plotter)
+    figures = figs.draw_all(plot_dir, [analysis], plotter=plotter, memo=memo)
     drawn = [(title, p.relative_to(run_dir).as_posix()) for title, p in figures]
     if drawn != listed:  # not what the plan said (draw_all replaced, e.g. in tests): name what is there
         path.write_text(render_report(summary, analysis, drawn), encoding="utf-8")

@@ -43,7 +43,8 @@ def publish(rundir: RunFolder, summary: dict[str, Any], bench: Benchmark, record
 
 
 def draw_plots(rundir: RunFolder, summary: dict[str, Any], analysis: ModelResult,
-               plotter: Plotter | None = None) -> None:
-    """The plots of a `publish(..., plots=False)`, by `plotter` when one is given."""
+               plotter: Plotter | None = None, memo: Path | None = None) -> None:
+    """The plots of a `publish(..., plots=False)`, by `plotter` when one is given; `memo`: the cache
+    folder's figures drawn before (report/figure_memo.py), copied when they show the same."""
     if not nothing_answered(summary):
-        write_report(rundir.path, summary, analysis, draw=True, rewrite=False, plotter=plotter)
+        write_report(rundir.path, summary, analysis, draw=True, rewrite=False, plotter=plotter, memo=memo)
