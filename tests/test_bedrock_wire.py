@@ -117,3 +117,17 @@ def test_the_endpoint_is_the_regions_url_and_the_model_id_never_a_credential():
         parse_spec("bedrock/amazon.nova-pro-v1:0", env={})
     assert is_claude("us.anthropic.claude-sonnet-4-5-20250929-v1:0") and is_claude("anthropic.claude-3-5-haiku")
     assert not is_claude("amazon.nova-pro-v1:0") and not is_claude("meta.llama3-2-11b-instruct-v1:0")
+
+
+def test_evalkit_sim_takes_the_test_credentials_and_region():
+    import argparse
+
+    from evalkit.sim.args import add_sim_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_sim_arguments(parser)
+    config = config_from_args(parser.parse_args(["--aws-keys", "AKIA1:s3cret/+:tok", "--aws-region", "eu-west-1"]))
+    assert config.aws_keys == AwsTestKeys("AKIA1", "s3cret/+", "tok") and config.aws_region == "eu-west-1"
+    assert config_from_args(parser.parse_args([])).aws_keys is None
+    with pytest.raises(ValueError, match="--aws-keys: expected ACCESS_KEY:SECRET"):
+        config_from_args(parser.parse_args(["--aws-keys", "AKIA1"]))

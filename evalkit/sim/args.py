@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # the server (aiohttp) and the answer key (numpy) load when a
     from collections.abc import Callable
 
     from evalkit.sim.answerkey import AnswerKey
+    from evalkit.sim.aws_shapes import AwsTestKeys
     from evalkit.sim.server import SimConfig
 
 # What `evalkit sim` answers without --theta/--r: a plausible model (about 77% on four options, 82% on
@@ -56,6 +57,12 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--entra-token", metavar="TOKEN", default=None,
                    help="Azure routes also take `Authorization: Bearer TOKEN`, as a Microsoft Entra ID token "
                         "(needs --api-key; without it no route checks credentials)")
+    c.add_argument("--aws-keys", metavar="ACCESS_KEY:SECRET[:TOKEN]", default=None,
+                   help="Bedrock routes (/model/ID/converse, /model/ID/invoke) check each request's SigV4 signature "
+                        "against these test credentials, as AWS does (403 otherwise); --api-key is also taken as a "
+                        "Bedrock API key (bearer)")
+    c.add_argument("--aws-region", metavar="REGION", default="us-east-1",
+                   help="the region Bedrock signatures must be scoped to (default us-east-1)")
     c.add_argument("--credits", metavar="USD", type=float, default=None,
                    help="OpenRouter credits: each answer on /api/v1/chat/completions spends its cost, and once "
                         "none remain requests get 402 until POST /sim/credits tops them up (default: unlimited)")
@@ -125,4 +132,19 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         api_key=args.api_key,
         entra_token=args.entra_token,
         credits=args.credits,
+        aws_keys=_aws_keys(args.aws_keys),
+        aws_region=args.aws_region,
     )
+
+
+def _aws_keys(text: str | None) -> AwsTestKeys | None:
+    """ACCESS_KEY:SECRET[:TOKEN] as the simulated Bedrock's credentials (ValueError naming the flag)."""
+    if not text:
+        return None
+    from evalkit.sim.aws_shapes import AwsTestKeys
+
+    access, _, rest = text.partition(":")
+    secret, _, token = rest.partition(":")
+    if not access or not secret:
+        raise ValueError("--aws-keys: expected ACCESS_KEY:SECRET or ACCESS_KEY:SECRET:SESSION_TOKEN")
+    return AwsTestKeys(access, secret, token or None)
