@@ -132,6 +132,7 @@ def test_the_spec_names_project_and_location_and_the_preflight_reads_vertex_verd
     (url,) = locate((), env)
     assert url == "https://europe-west4-aiplatform.googleapis.com/projects/my-proj/locations/europe-west4"
     assert place_of(url).project == "my-proj" and default_root("global") == "https://aiplatform.googleapis.com"
+    assert locate((url + "/",), {}) == (url,)  # an endpoint as config.json records it is kept, nothing else needed
     spec = ProviderSpec("vertex", "claude-haiku-4-5@20251001", (url,))
     assert model_url(spec, url) == ("https://europe-west4-aiplatform.googleapis.com/v1/publishers/anthropic/models/"
                                     "claude-haiku-4-5@20251001")

@@ -62,13 +62,24 @@ def _setting(env: Mapping[str, str], name: str, flag: str, label: str) -> str:
     return value
 
 
+def _placed(url: str) -> bool:
+    """The URL already names a project and location (an endpoint as a run's config.json records it)."""
+    root, sep, rest = url.rstrip("/").rpartition(_PLACE)
+    project, _, location = rest.partition("/locations/")
+    return bool(sep and root and project and location and "/" not in location)
+
+
 def locate(urls: Sequence[str], env: Mapping[str, str], label: str = "vertex/", flag: str = "--model") -> tuple[str, ...]:
     """The spec's base URLs: each API root (the default one for the location without --base-url) with
-    the project and location after it. EvalkitError naming the variable that is missing."""
+    the project and location after it; a URL that names them already is kept. EvalkitError naming the
+    variable that is missing."""
+    if urls and all(_placed(u) for u in urls):
+        return tuple(u.rstrip("/") for u in urls)
     project = _setting(env, PROJECT_ENV, flag, label)
     location = _setting(env, LOCATION_ENV, flag, label)
-    roots = [u.rstrip("/") for u in urls] or [default_root(location)]
-    return tuple(f"{r}{_PLACE}{quote(project, safe='')}/locations/{quote(location, safe='')}" for r in roots)
+    roots = [u.rstrip("/") for u in urls if not _placed(u)] or [default_root(location)]
+    placed = [u.rstrip("/") for u in urls if _placed(u)]
+    return (*placed, *(f"{r}{_PLACE}{quote(project, safe='')}/locations/{quote(location, safe='')}" for r in roots))
 
 
 def place_of(url: str) -> Place:
