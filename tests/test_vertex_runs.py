@@ -141,6 +141,7 @@ def test_faults_and_throttling_on_vertex_are_retried_until_all_are_answered(stor
     counts = stormy.sim.counters.snapshot()
     assert counts["faults"]["429"] >= 1 and counts["faults"]["503"] >= 1  # met, and retried
     assert counts["rate_limited"] >= 1 and counts["errors_5xx"] >= 1
+    assert res.summary["throughput"]["rate_limited"] >= 1  # read as a rate limit: what adaptive limits learn from
     assert _files_with(tmp_path, [*_key_secrets(stormy.account), *stormy.tokens]) == []
 
 
