@@ -14,8 +14,7 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-
-import aiohttp
+from typing import TYPE_CHECKING
 
 from evalkit.core.errors import EvalkitError, ProviderError, classify_status, retry_after_from_headers
 from evalkit.core.types import GenParams, Message, Response
@@ -35,6 +34,9 @@ from evalkit.providers.reasoning import chat_fields
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.replicas import Replica, ReplicaPool
 from evalkit.providers.reply_json import json_object
+
+if TYPE_CHECKING:  # imported with the first request: a run answered from the cache never loads it (0.2 s)
+    import aiohttp
 
 
 def normalise_base_url(url: str) -> str:
@@ -113,17 +115,19 @@ class OpenAICompatProvider:
             self._headers.update({key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"})
         self._redact = Redactor([api_key, *secrets,
                                  *(s for r in self.pool.replicas for s in url_credentials(r.url))])
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._timeout_s = timeout_s
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._nonce = f"@evalkit-image-{uuid.uuid4().hex}-"
         self._proxies = {r.url: proxy_for(r.url) for r in self.pool.replicas} if env_proxy else {}
 
     def _get_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout,
-                                                  headers=self._headers)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(
+                total=self._timeout_s), headers=self._headers)
         return self._session
 
     def describe_params(self, params: GenParams) -> dict:
@@ -138,6 +142,8 @@ class OpenAICompatProvider:
 
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
+        import aiohttp
+
         payload = self._encode(messages, params, images)
         tried: list[Replica] = []
         while True:
@@ -161,6 +167,8 @@ class OpenAICompatProvider:
             return out
 
     async def _post(self, base: str, payload: bytes) -> Response:
+        import aiohttp
+
         url = base + self._route
         start = time.perf_counter()
         try:
@@ -215,6 +223,8 @@ class OpenAICompatProvider:
 
 async def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 10.0) -> list[str]:
     """Model names listed by an OpenAI-compatible server's /v1/models (for `vllm/auto`)."""
+    import aiohttp
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     url = normalise_base_url(base_url) + "/models"
     try:
