@@ -173,3 +173,29 @@ def test_no_credential_is_written_or_printed_even_when_a_server_echoes_them(mode
     assert leaks.signatures and _holding(tmp_path, secrets) == []
     for shown in (done.stdout + done.stderr, ok.stdout + ok.stderr):
         assert not [s for s in secrets if s in shown]
+
+
+@pytest.mark.parametrize("model", [NOVA, CLAUDE])
+def test_a_bedrock_api_key_goes_as_a_bearer_token_instead_of_a_signature(model, data, tmp_path):
+    key = "ABSKQmVkcm9ja0FQSUtleS1jYW5hcnk="  # canary: a Bedrock API key
+    with SimThread(_config(data, api_key=key)) as keyed:
+        res = run("mcq", f"bedrock/{model}", data=str(data), base_url=keyed.url, out=str(tmp_path / "run"), no_cache=True,
+            env={"AWS_BEARER_TOKEN_BEDROCK": key, "AWS_REGION": "us-east-1"}, progress=False, plots=False)
+        assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
+        assert {h.auth for h in _asked(keyed, model)} == {("bearer",)}
+    assert _holding(tmp_path, [key]) == []
+
+
+def test_no_credentials_anywhere_is_one_line(monkeypatch):
+    from evalkit.providers import create_provider, parse_spec
+
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                "AWS_BEARER_TOKEN_BEDROCK", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance-role lookup: nothing leaves 127.0.0.1
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
+    env = {"AWS_REGION": "us-east-1"}
+    with pytest.raises(EvalkitError, match=r"^--model bedrock/\S+: no AWS credentials found \(set AWS_ACCESS_KEY_ID"):
+        create_provider(parse_spec(f"bedrock/{NOVA}", ["http://127.0.0.1:9"], env), env)
