@@ -89,11 +89,13 @@ class FreshToken:
                 await asyncio.to_thread(self._refresh)
 
     def _refresh(self) -> None:
+        import requests
         from google.auth import exceptions
         from google.auth.transport.requests import Request
 
         try:
-            self._credentials.refresh(Request())
+            with requests.Session() as session:  # closed: no socket left open after the refresh
+                self._credentials.refresh(Request(session))
         except exceptions.RefreshError as e:
             reason = " ".join(str(e.args[0] if e.args else type(e).__name__).split())[:200]
             raise ProviderError("permanent", self._redact(f"credentials refused by the token endpoint: {reason}")) from None

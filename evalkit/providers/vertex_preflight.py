@@ -34,11 +34,13 @@ def model_url(spec: ProviderSpec, base: str) -> str:
 
 def refresh_token(credentials: Any) -> str | None:
     """Mint an access token (blocking: google-auth's requests transport); the cause when it fails."""
+    import requests
     from google.auth import exceptions
     from google.auth.transport.requests import Request
 
     try:
-        credentials.refresh(Request())
+        with requests.Session() as session:  # closed: no socket left open after the refresh
+            credentials.refresh(Request(session))
     except exceptions.RefreshError as e:
         reason = e.args[0] if e.args else type(e).__name__
         return f"the credentials were refused when a token was asked for ({' '.join(str(reason).split())[:160]})"
