@@ -9,10 +9,11 @@
   path and `anthropic_version: vertex-2023-10-16` in the body (docs.claude.com "Claude on Vertex AI",
   read 2026-11-27). The Anthropic adapter (providers/anthropic.py) is reused whole.
 
-Both SDKs hold the same google-auth credentials (vertex_auth) and refresh the access token themselves
-when it nears expiry (about an hour). Every message either hands back goes through a VertexRedactor:
-the current access token, any `ya29.` token or bearer value, and a service account's private key and
-key id never reach a record, log or report.
+Both SDKs hold the same google-auth credentials (vertex_auth); evalkit refreshes the access token (valid
+about an hour) before they would, one refresh for every request in flight (FreshToken). Every message
+and answer either hands back goes through a VertexRedactor: the current access token, any `ya29.` token
+or `Authorization: Bearer` value, and a service account's private key and key id never reach a record,
+log or report.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from evalkit.providers.vertex_auth import Place, credential_secrets, load_creden
 CLAUDE = re.compile(r"^claude-")
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"  # the body's anthropic_version on Vertex AI (Anthropic's docs)
 _TOKEN = re.compile(r"ya29\.[0-9A-Za-z_\-.]+")
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+_BEARER = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?bearer\s+)[^\s\"',;]+")  # not "the bearer of" in an answer
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL)
 _KEY_ID = re.compile(r"(\"?private_key_id\"?\s*[:=]\s*\"?)[0-9A-Fa-f]{8,}")
 
