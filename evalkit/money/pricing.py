@@ -105,8 +105,8 @@ _READ_ON_BY = {"bedrock": "2026-11-27", "vertex": "2026-11-27"}
 # session. Claude on Vertex at Anthropic's rates: "Global endpoints ... no pricing premium" (docs.claude.com
 # claude-on-vertex-ai, Global vs regional endpoints); regional endpoints cost more for Sonnet 4.5 and later
 # (not modelled: the table holds the global price). Gemini 2.5 at the Gemini API's list prices (the google
-# table above), which third-party copies of the Vertex page give alike; 2.0 models are left out (their
-# Vertex prices differ from the Gemini API's and were not verified).
+# table above), not checked against Vertex's own page; 2.0 models are left out (their Vertex prices may
+# differ from the Gemini API's and were not verified). --prices overrides any of them.
 _VERTEX_SRC = ("https://cloud.google.com/vertex-ai/generative-ai/pricing (not readable 2026-11-27); Claude at "
                "platform.claude.com/docs/en/about-claude/pricing (global endpoint), Gemini at the Gemini API's prices")
 _GEO_PREMIUM = 1.1
