@@ -139,13 +139,15 @@ def test_faults_and_throttling_are_waited_out(model, faulty, data, tmp_path):
 
 def test_wrong_credentials_stop_at_the_first_request_with_exit_2(sim, data, tmp_path):
     before = len(_asked(sim, NOVA))
-    done = run_cli(["run", "mcq", "--model", f"bedrock/{NOVA}", "--base-url", sim.url, "--data", str(data),
-                    "--no-progress", "--no-cache", "--out", str(tmp_path / "run")],
-                   env={**ENV, "AWS_SECRET_ACCESS_KEY": "wrong" + KEYS.secret_key[5:]}, cwd=tmp_path, timeout=120)
-    out = done.stdout + done.stderr
-    assert done.returncode == 2 and "Traceback" not in out, out[-2000:]
-    assert "InvalidSignatureException" in out and len(_asked(sim, NOVA)) == before + 1  # the confirming request only
-    assert KEYS.secret_key[5:] not in out
+    wrong = {**ENV, "AWS_SECRET_ACCESS_KEY": "wrong" + KEYS.secret_key[5:]}
+    with pytest.raises(EvalkitError) as stopped:
+        run("mcq", f"bedrock/{NOVA}", data=str(data), base_url=sim.url, env=wrong, no_cache=True,
+            out=str(tmp_path / "run"), progress=False, plots=False)
+    line = str(stopped.value)
+    assert stopped.value.exit_code == 2 and "\n" not in line
+    assert "refuses these credentials" in line and "InvalidSignatureException" in line, line
+    assert len(_asked(sim, NOVA)) == before + 1  # the confirming request only
+    assert KEYS.secret_key[5:] not in line
 
 
 def test_an_unknown_model_id_is_exit_2_after_one_request(data, tmp_path):
@@ -156,23 +158,38 @@ def test_an_unknown_model_id_is_exit_2_after_one_request(data, tmp_path):
     assert stopped.value.exit_code == 2
 
 
-@pytest.mark.parametrize("model", [NOVA, CLAUDE])
-def test_no_credential_is_written_or_printed_even_when_a_server_echoes_them(model, sim, leaks, data, tmp_path):
-    done = run_cli(["run", "mcq", "--model", f"bedrock/{model}", "--base-url", sim.url + "/leak", "--data", str(data),
-                    "--no-progress", "--no-cache", "--out", str(tmp_path / "run")], env=ENV, cwd=tmp_path, timeout=120)
-    assert done.returncode == 1, done.stderr[-2000:]
+def _leaky_then_good(model: str, url: str, data: Path, tmp_path: Path, cli: bool) -> list[str]:
+    """A run through the echoing routes, then a good one with the cache: (their console output)."""
+    leak = ["--base-url", url + "/leak", "--no-cache", "--out", str(tmp_path / "run")]
+    good = ["--base-url", url, "--out", str(tmp_path / "good"), "--cache-dir", str(tmp_path / "cache")]
+    if not cli:  # in this process (Claude: no child importing the anthropic SDK again)
+        bad = run("mcq", f"bedrock/{model}", data=str(data), base_url=url + "/leak", env=ENV, no_cache=True,
+                  out=str(tmp_path / "run"), progress=False, plots=False)
+        ok = _run(url, data, model, tmp_path / "good")
+        assert (bad.exit_code, ok.exit_code) == (1, 0), bad.messages
+        return [*bad.messages, *ok.messages]
+    shown = []
+    for flags, code in ((leak, 1), (good, 0)):
+        done = run_cli(["run", "mcq", "--model", f"bedrock/{model}", "--data", str(data), "--no-progress", *flags],
+                       env=ENV, cwd=tmp_path, timeout=120)
+        assert done.returncode == code, done.stderr[-2000:]
+        shown.append(done.stdout + done.stderr)
+    return shown
+
+
+@pytest.mark.parametrize("model, cli", [(NOVA, True), (CLAUDE, False)])
+def test_no_credential_is_written_or_printed_even_when_a_server_echoes_them(model, cli, sim, leaks, data, tmp_path,
+                                                                           capfd):
+    shown = _leaky_then_good(model, sim.url, data, tmp_path, cli)
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert len(records) == N and all("ValidationException" in r["error_message"] for r in records)
-    shown = [r["error_message"] for r in records]  # the message kept, the secrets in it masked
-    assert all("X-Amz-Security-Token: *** Signature=***" in m for m in shown), shown[0]
-    ok = run_cli(["run", "mcq", "--model", f"bedrock/{model}", "--base-url", sim.url, "--data", str(data),
-                  "--no-progress", "--out", str(tmp_path / "good"), "--cache-dir", str(tmp_path / "cache")],
-                 env=ENV, cwd=tmp_path, timeout=120)
-    assert ok.returncode == 0, ok.stderr[-2000:]
+    messages = [r["error_message"] for r in records]  # the message kept, the secrets in it masked
+    assert all("X-Amz-Security-Token: *** Signature=***" in m for m in messages), messages[0]
     secrets = [KEYS.access_key, KEYS.secret_key, KEYS.token or "", *(s for s in leaks.signatures if s)]
     assert leaks.signatures and _holding(tmp_path, secrets) == []
-    for shown in (done.stdout + done.stderr, ok.stdout + ok.stderr):
-        assert not [s for s in secrets if s in shown]
+    printed = capfd.readouterr()
+    for text in (*shown, printed.out, printed.err):
+        assert not [s for s in secrets if s in text]
 
 
 @pytest.mark.parametrize("model", [NOVA, CLAUDE])
