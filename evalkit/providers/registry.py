@@ -113,7 +113,7 @@ class ProviderInfo:
     #                               limits apply, and its prices estimate a dry run
     model_vendor: Callable[[str], str | None] | None = None  # optional: the known provider whose model a name is
     #                               (a cloud serving several vendors' models): its image limits and prices apply
-    locate: str | None = None  # optional: "module:function" f(urls, env, label, flag) -> the spec's base URLs,
+    locate: str | None = None  # optional: "module:function" f(urls, env, label) -> the spec's base URLs,
     #                            naming where the model runs (Vertex AI's project and location)
 
     @property

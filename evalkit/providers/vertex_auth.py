@@ -51,14 +51,14 @@ def default_root(location: str) -> str:
     return f"https://{location}-aiplatform.googleapis.com"
 
 
-def _setting(env: Mapping[str, str], name: str, flag: str, label: str) -> str:
+def _setting(env: Mapping[str, str], name: str, label: str) -> str:
     value = (env.get(name) or "").strip()
     if not value:
-        raise EvalkitError(f"{name} is not set (needed for {flag} {label}: the Google Cloud "
+        raise EvalkitError(f"{name} is not set (needed for {label}: the Google Cloud "
                            f"{'project' if name == PROJECT_ENV else 'location, e.g. us-central1 or global'})")
     if "/" in value or any(c.isspace() for c in value):
         raise EvalkitError(f"{name} '{value}' is not a Google Cloud {'project' if name == PROJECT_ENV else 'location'}"
-                           f" (needed for {flag} {label})")
+                           f" (needed for {label})")
     return value
 
 
@@ -69,14 +69,14 @@ def _placed(url: str) -> bool:
     return bool(sep and root and project and location and "/" not in location)
 
 
-def locate(urls: Sequence[str], env: Mapping[str, str], label: str = "vertex/", flag: str = "--model") -> tuple[str, ...]:
+def locate(urls: Sequence[str], env: Mapping[str, str], label: str = "vertex/") -> tuple[str, ...]:
     """The spec's base URLs: each API root (the default one for the location without --base-url) with
     the project and location after it; a URL that names them already is kept. EvalkitError naming the
     variable that is missing."""
     if urls and all(_placed(u) for u in urls):
         return tuple(u.rstrip("/") for u in urls)
-    project = _setting(env, PROJECT_ENV, flag, label)
-    location = _setting(env, LOCATION_ENV, flag, label)
+    project = _setting(env, PROJECT_ENV, label)
+    location = _setting(env, LOCATION_ENV, label)
     roots = [u.rstrip("/") for u in urls if not _placed(u)] or [default_root(location)]
     placed = [u.rstrip("/") for u in urls if _placed(u)]
     return (*placed, *(f"{r}{_PLACE}{quote(project, safe='')}/locations/{quote(location, safe='')}" for r in roots))
