@@ -155,3 +155,15 @@ def test_the_redactor_masks_tokens_bearer_values_private_keys_and_key_ids():
     assert ACCOUNT.key_id not in out and "PRIVATE KEY" not in out and "ya29." not in out
     assert "abc.def-ghi" not in out and ACCOUNT.private_pem.splitlines()[1] not in out
     assert redact("B. the bearer of the flag") == "B. the bearer of the flag"  # an answer's words are kept
+
+
+async def test_with_think_tokens_both_vertex_routes_think_as_their_vendors():
+    async with await start_sim(SimConfig(google_accounts=(ACCOUNT.public,), think_tokens=40)) as sim, \
+            aiohttp.ClientSession() as s:
+        token = (await token_for(s, sim.url, ACCOUNT))[1]["access_token"]
+        thinking = {"type": "enabled", "budget_tokens": 1024}
+        status, body = await post(s, sim.url + CLAUDE, {**MESSAGES, "max_tokens": 2048, "thinking": thinking}, token)
+        assert status == 200 and body["content"][0]["type"] == "thinking" and body["usage"]["output_tokens"] > 20
+        config = {"generationConfig": {"thinkingConfig": {"thinkingBudget": 1024}, "maxOutputTokens": 2048}}
+        status, body = await post(s, sim.url + GEMINI, {**CONTENTS, **config}, token)
+        assert status == 200 and body["usageMetadata"]["thoughtsTokenCount"] >= 20

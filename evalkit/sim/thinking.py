@@ -48,10 +48,14 @@ def _pick(d: dict[str, Any], camel: str, snake: str) -> Any:
     return d[camel] if camel in d else d.get(snake)
 
 
+_VENDOR_OF = {"vertex-gemini": "gemini", "vertex-claude": "anthropic"}  # a cloud's route thinks as its vendor's
+
+
 def thinking_style(dialect: str, body: Any) -> str | None:
     """Which API's thinking a request turns on (None: reasoning off, the reply is as without thinking)."""
     if not isinstance(body, dict):
         return None
+    dialect = _VENDOR_OF.get(dialect, dialect)
     if dialect == "anthropic":
         thinking = body.get("thinking")
         return "anthropic" if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive") else None
