@@ -11,12 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.data.checksums import file_digest
-from evalkit.data.hub import HubEnv, repo_folder
 from evalkit.data.lock import LOCK_NAME, lock_key, read_lock, write_lock
 from evalkit.data.registry import RegistrySource, registry
 from evalkit.data.request import DataRequest, Resolved
-from evalkit.data.resolve import resolve_source
 from evalkit.data.source import DataSource, is_hub
 
 CHECKSUM_WORDS = {"md5": "md5 (published)", "hub": "Hub listing (sha256 / git blob)", "git-blob": "git blob id",
@@ -53,6 +50,8 @@ def _progress_factory() -> Callable[[str, int], Callable[[int], None] | None]:
 
 def _resolve(target: str, args: argparse.Namespace, env: Mapping[str, str], lock_path: Path | None,
              sample_of: Callable[[str], str | None], plan_only: bool = False) -> Resolved:
+    from evalkit.data.resolve import resolve_source  # (the fetching code: not for building the parser)
+
     if is_hub(target):
         bench, data, default = "mcq", target, None
     else:
@@ -67,6 +66,8 @@ def _targets(args: argparse.Namespace, env: Mapping[str, str]) -> list[str]:
 
 def _local_state(entry: RegistrySource, env: Mapping[str, str]) -> str:
     """What of a source is cached, asking nothing."""
+    from evalkit.data.hub import HubEnv, repo_folder
+
     if entry.kind == "hub":
         folder = repo_folder(HubEnv.from_env(env), entry.repo) / "snapshots"
     else:
@@ -97,6 +98,8 @@ def cmd_list(env: Mapping[str, str]) -> int:
 
 def _verify(resolved: Resolved) -> list[str]:
     """Every file read again: its sha256 against what resolving recorded, and a Hub blob against its name."""
+    from evalkit.data.checksums import file_digest
+
     bad = []
     for part in resolved.parts or (resolved.source,):
         for rel, sha in sorted(part.files.items()):

@@ -85,7 +85,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         return RunResult({"benchmark": bench_name, "model": spec.label, "dry_run": plan}, [], Path(cfg.out or "runs"), 0)
     price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
     # a matrix's pair shows its progress line and meets the others at the start line: always the full path
-    reusable = cutoff_budget is None and not any(s.hooks.get(k) for k in MATRIX_HOOKS)
+    reusable = cutoff_budget is None and not cfg.dry_run and not any(s.hooks.get(k) for k in MATRIX_HOOKS)
     command = command_key(s, spec, judge_spec, price, env) if reusable else None
     if command is not None and cfg.out:  # nothing changed since this command's last full evaluation
         reused = reuse_command(s, command, console)

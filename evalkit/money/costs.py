@@ -9,15 +9,17 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.ask.rate_limiter import estimate_tokens
-from evalkit.ask.runner import Runner
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Outcome, Query, Record, Usage
-from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.pricing import Price, cost_usd, estimate_cost, price_of
 from evalkit.providers.registry import find, openai_image_tokens
+
+if TYPE_CHECKING:  # types only: what prices a run reads no runner's module
+    from evalkit.ask.runner import Runner
+    from evalkit.images.pipeline import ImagePipeline
 
 SHORT_ANSWER_TOKENS = 16  # the low end of a dry run's output estimate: a letter and a few words
 
