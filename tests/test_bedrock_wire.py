@@ -131,3 +131,21 @@ def test_evalkit_sim_takes_the_test_credentials_and_region():
     assert config_from_args(parser.parse_args([])).aws_keys is None
     with pytest.raises(ValueError, match="--aws-keys: expected ACCESS_KEY:SECRET"):
         config_from_args(parser.parse_args(["--aws-keys", "AKIA1"]))
+
+
+def test_the_reasoning_switch_reaches_each_bedrock_route():
+    from evalkit.core.settings import reasoning_problem
+    from evalkit.core.types import GenParams, Message
+    from evalkit.providers.bedrock_converse import converse_body
+
+    ask = [Message.system("Be brief."), Message.user("Which?")]
+    body = converse_body(ask, GenParams(reasoning_effort="low", max_tokens=64, stop=("\n",)), [])
+    assert body["additionalModelRequestFields"] == {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "low"}}
+    assert body["system"] == [{"text": "Be brief."}] and body["messages"] == [{"role": "user", "content": [{"text": "Which?"}]}]
+    assert body["inferenceConfig"] == {"maxTokens": 64, "temperature": 0.0, "stopSequences": ["\n"]}
+    off = converse_body(ask, GenParams(reasoning_effort="none"), [])["additionalModelRequestFields"]
+    assert off == {"reasoningConfig": {"type": "disabled"}}
+    assert "thinking-budget: bedrock/amazon.nova-pro-v1:0 goes through Converse" in reasoning_problem(
+        "bedrock", MODEL, None, 2048)
+    assert reasoning_problem("bedrock", "us.anthropic.claude-haiku-4-5-20251001-v1:0", None, 2048) is None
+    assert "needs at least 1024" in reasoning_problem("bedrock", "anthropic.claude-sonnet-4-20250514-v1:0", None, 100)

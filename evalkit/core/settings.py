@@ -35,6 +35,9 @@ ANTHROPIC_MIN_BUDGET = 1024  # docs.anthropic.com, extended thinking: budget_tok
 _O_SERIES = re.compile(r"^o\d")  # OpenAI o-series: reasoning cannot be switched off, lowest effort is "low"
 
 
+_BEDROCK_CLAUDE = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")  # Claude's Bedrock ids, inference profiles too
+
+
 def reasoning_problem(provider: str, model: str, effort: str | None, budget: int | None) -> str | None:
     """Why `--reasoning-effort` / `--thinking-budget` cannot go to PROVIDER/MODEL (one line naming the flag
     and the provider), or None. OpenAI has effort levels and no budget; chat templates (vllm/,
@@ -54,7 +57,11 @@ def reasoning_problem(provider: str, model: str, effort: str | None, budget: int
         if provider in ("vllm", "openai-compatible"):
             return (f"--thinking-budget: {provider}/ servers take no thinking budget (chat templates switch "
                     f"thinking on or off); use --reasoning-effort")
-        claude = provider == "anthropic" or (provider == "vertex" and model.startswith("claude-"))
+        bedrock_claude = provider == "bedrock" and _BEDROCK_CLAUDE.match(model) is not None
+        if provider == "bedrock" and not bedrock_claude:
+            return (f"--thinking-budget: bedrock/{model} goes through Converse, which takes --reasoning-effort "
+                    "(Amazon Nova's reasoningConfig); a budget is for Claude's ids (…anthropic.…)")
+        claude = provider == "anthropic" or (provider == "vertex" and model.startswith("claude-")) or bedrock_claude
         if claude and 0 < budget < ANTHROPIC_MIN_BUDGET:
             return (f"--thinking-budget: {provider}/{'' if provider == 'anthropic' else model} needs at least "
                     f"{ANTHROPIC_MIN_BUDGET} tokens (0 for no thinking), not {budget}")
