@@ -167,3 +167,15 @@ async def test_with_think_tokens_both_vertex_routes_think_as_their_vendors():
         config = {"generationConfig": {"thinkingConfig": {"thinkingBudget": 1024}, "maxOutputTokens": 2048}}
         status, body = await post(s, sim.url + GEMINI, {**CONTENTS, **config}, token)
         assert status == 200 and body["usageMetadata"]["thoughtsTokenCount"] >= 20
+
+
+def test_an_export_names_the_vendor_as_the_developer_of_a_model_on_vertex(tmp_path):
+    from evalkit.export.runs import ExportRun
+    from evalkit.export.to_eee import model_info
+
+    def info(spec: str) -> dict:
+        return model_info(ExportRun(tmp_path, {"model": spec, "config": {"endpoint": "E"}}, {}, []))
+
+    assert info("vertex/claude-sonnet-4-5@20250929")["developer"] == "Anthropic"
+    gemini = info("vertex/gemini-2.5-flash")
+    assert gemini["developer"] == "Google" and gemini["inference_platform"] == "vertex"

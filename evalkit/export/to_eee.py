@@ -26,6 +26,7 @@ from evalkit.core.usage import Usage
 from evalkit.data.source import parse_hub
 from evalkit.export.runs import ExportRun, without_secrets
 from evalkit.money.costs import record_cost
+from evalkit.providers.registry import find
 
 SCHEMA_VERSION = "0.2.2"
 INSTANCE_SCHEMA_VERSION = "instance_level_eval_0.2.2"
@@ -171,7 +172,10 @@ def model_info(run: ExportRun) -> dict[str, Any]:
     provider, _, name = run.model.partition("/")
     ident = model_id(run.model)
     info: dict[str, Any] = {"name": name or run.model, "id": ident}
-    developer = DEVELOPERS.get(provider) or (ident.split("/")[0] if ident != run.model else None)
+    record = find(provider)  # a cloud serving several vendors' models (vertex/claude-…): the vendor developed it
+    vendor = record.model_vendor(name) if record is not None and record.model_vendor is not None else None
+    developer = (DEVELOPERS.get(provider) or DEVELOPERS.get(vendor or "")
+                 or (ident.split("/")[0] if ident != run.model else None))
     if developer:
         info["developer"] = developer
     endpoint = run.config.get("endpoint")
