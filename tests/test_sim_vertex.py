@@ -179,3 +179,14 @@ def test_an_export_names_the_vendor_as_the_developer_of_a_model_on_vertex(tmp_pa
     assert info("vertex/claude-sonnet-4-5@20250929")["developer"] == "Anthropic"
     gemini = info("vertex/gemini-2.5-flash")
     assert gemini["developer"] == "Google" and gemini["inference_platform"] == "vertex"
+
+
+def test_a_users_gcloud_credentials_load_and_their_refresh_token_is_masked(tmp_path):
+    from evalkit.providers.vertex_auth import load_credentials
+
+    path = tmp_path / "adc.json"
+    path.write_text(json.dumps({"type": "authorized_user", "client_id": "764086051850-x.apps.googleusercontent.com",
+                                "client_secret": "d-FL95Q19q7MQmFpd7hHD0Ty", "refresh_token": "1//0gRefreshCanary"}))
+    creds = load_credentials({"GOOGLE_APPLICATION_CREDENTIALS": str(path)}, "vertex/gemini-2.5-flash")
+    out = VertexRedactor([], creds)("invalid_grant for 1//0gRefreshCanary (client d-FL95Q19q7MQmFpd7hHD0Ty)")
+    assert "1//0gRefreshCanary" not in out and "d-FL95Q19q7MQmFpd7hHD0Ty" not in out

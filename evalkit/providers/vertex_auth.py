@@ -147,9 +147,8 @@ def _first_line(e: BaseException) -> str:
 
 
 def credential_secrets(credentials: Any) -> list[str]:
-    """What of a credential must never be written: the access token, and a service account's private key
-    id (its key is never in a message, but its id names it)."""
-    out = [getattr(credentials, "token", None), getattr(credentials, "private_key_id", None),
-           getattr(credentials, "_private_key_id", None), getattr(credentials, "refresh_token", None),
-           getattr(credentials, "_refresh_token", None)]
+    """What of a credential must never be written: the access token, a service account's private key id (its
+    key is never in a message, but its id names it), a user's refresh token and client secret (gcloud's file)."""
+    out = [getattr(credentials, name, None) for name in ("token", "private_key_id", "_private_key_id", "refresh_token",
+                                                          "_refresh_token", "client_secret", "_client_secret")]
     return [s for s in out if isinstance(s, str) and s]
