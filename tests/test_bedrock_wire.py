@@ -149,3 +149,17 @@ def test_the_reasoning_switch_reaches_each_bedrock_route():
         "bedrock", MODEL, None, 2048)
     assert reasoning_problem("bedrock", "us.anthropic.claude-haiku-4-5-20251001-v1:0", None, 2048) is None
     assert "needs at least 1024" in reasoning_problem("bedrock", "anthropic.claude-sonnet-4-20250514-v1:0", None, 100)
+
+
+def test_the_prefix_hasher_gives_each_body_its_own_sha256():
+    import hashlib
+    import os
+
+    from evalkit.providers.aws_sign import PrefixHasher
+
+    image = os.urandom(30_000).hex().encode()
+    hasher = PrefixHasher(keep=2)
+    bodies = [b'{"messages": [{"image": "' + image + b'"}, {"text": "q%d"}]}' % i for i in range(3)]
+    head = len(b'{"messages": [{"image": "') + len(image)
+    for body in bodies * 2 + [b"other" + image, image]:  # a shared head, a body without it, a shorter one
+        assert hasher.hexdigest(body, head if body.startswith(b"{") else 0) == hashlib.sha256(body).hexdigest()

@@ -98,12 +98,15 @@ def _chain(env: Mapping[str, str], label: str) -> Any:
 
 
 def sign(keys: AwsKeys, region: str, method: str, url: str, body: bytes,
-         headers: Mapping[str, str]) -> dict[str, str]:
+         headers: Mapping[str, str], body_sha256: str | None = None) -> dict[str, str]:
     """The headers to send: `headers` plus X-Amz-Date, X-Amz-Security-Token (with a session token) and
-    Authorization, signed by botocore's SigV4Auth over exactly `url` and `body`."""
+    Authorization, signed by botocore's SigV4Auth over exactly `url` and `body`. `body_sha256`: the body's
+    hex sha256 when the caller has it already (else botocore hashes the body)."""
     from botocore.credentials import ReadOnlyCredentials
 
     request = _Signed(method, url, body, headers)
+    if body_sha256 is not None:
+        request.context["body_sha256"] = body_sha256
     _signer_class()(ReadOnlyCredentials(keys.access_key, keys.secret_key, keys.token), SERVICE, region).add_auth(request)
     return request.headers
 
@@ -159,11 +162,42 @@ def _signer_class() -> type:
         def canonical_query_string(self, request: Any) -> str:
             return query_of(request.url)
 
+        def payload(self, request: Any) -> str:
+            return request.context.get("body_sha256") or super().payload(request)
+
         def signature(self, string_to_sign: str, request: Any) -> str:
             key = signing_key(self.credentials.secret_key, request.context["timestamp"][0:8], self._region_name)
             return self._sign(key, string_to_sign, hex=True)
 
     return FastSigV4
+
+
+class PrefixHasher:
+    """sha256 of request bodies that start alike: the hash state after a body's head is kept (a few heads,
+    newest first), so a body that starts with one only hashes what follows it. A Converse body with an
+    image first starts with that image's base64: queries on one image hash it once."""
+
+    def __init__(self, keep: int = 8):
+        self._keep = keep
+        self._heads: list[tuple[bytes, Any]] = []
+
+    def hexdigest(self, body: bytes, head_end: int = 0) -> str:
+        """The body's hex sha256; `head_end`: where its shareable head ends (0: none)."""
+        import hashlib
+
+        for head, state in self._heads:
+            if body.startswith(head):
+                h = state.copy()
+                h.update(memoryview(body)[len(head):])
+                return h.hexdigest()
+        if head_end <= 0:
+            return hashlib.sha256(body).hexdigest()
+        state = hashlib.sha256(memoryview(body)[:head_end])
+        self._heads.insert(0, (body[:head_end], state))
+        del self._heads[self._keep:]
+        h = state.copy()
+        h.update(memoryview(body)[head_end:])
+        return h.hexdigest()
 
 
 class _Url:

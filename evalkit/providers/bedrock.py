@@ -21,6 +21,8 @@ from typing import Any
 
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.sdk import import_sdk
+from evalkit.core.types import GenParams, Message, Response
+from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.anthropic import AnthropicProvider
 from evalkit.providers.aws_sign import AwsCredentials, AwsRedactor, region_of
 from evalkit.providers.base import ProviderSpec
@@ -82,7 +84,8 @@ class BedrockClaude(AnthropicProvider):
         except ValueError as e:  # both a Bedrock API key and AWS credentials, as the SDK sees them
             raise EvalkitError(f"--model {self.spec.label}: {e}") from None
 
-    async def complete(self, messages, params, images):  # type: ignore[no-untyped-def]
+    async def complete(self, messages: Sequence[Message], params: GenParams,
+                       images: Sequence[PreparedImage]) -> Response:
         try:
             return await super().complete(messages, params, images)
         except ProviderError as e:
@@ -94,7 +97,11 @@ def _bedrock_words(e: ProviderError, model: str) -> ProviderError:
     response = getattr(e.__cause__, "response", None)
     if response is None or e.status is None:
         return e
-    redone = bedrock_error(e.status, response.headers, getattr(response, "content", b"") or b"", model)
+    try:
+        body = response.content or b""
+    except Exception:  # noqa: BLE001 - a body the SDK did not read (httpx's ResponseNotRead): its name is enough
+        body = b""
+    redone = bedrock_error(e.status, response.headers, body, model)
     redone.retry_after, redone.limits = e.retry_after, e.limits
     return redone
 

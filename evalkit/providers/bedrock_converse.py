@@ -31,7 +31,7 @@ import yarl
 from evalkit.core.errors import ProviderError, retry_after_from_headers
 from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Message, Response, Usage
 from evalkit.images.pipeline import PreparedImage
-from evalkit.providers.aws_sign import AwsCredentials, AwsRedactor, sign
+from evalkit.providers.aws_sign import AwsCredentials, AwsRedactor, PrefixHasher, sign
 from evalkit.providers.base import ProviderSpec, public_url
 from evalkit.providers.bedrock_errors import bedrock_error
 from evalkit.providers.connect import connect_cause
@@ -149,6 +149,7 @@ class ConverseProvider:
         self._session: aiohttp.ClientSession | None = None
         self._proxy = proxy_for(base)
         self._nonce = f"@evalkit-image-{uuid.uuid4().hex}-"
+        self._hasher = PrefixHasher()
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -171,39 +172,46 @@ class ConverseProvider:
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
         return converse_body(messages, params, images)
 
-    def _encode(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> bytes:
-        """The JSON body with each image's base64 spliced in as bytes (not JSON-encoded again)."""
+    def _encode(self, messages: Sequence[Message], params: GenParams,
+                images: Sequence[PreparedImage]) -> tuple[bytes, int]:
+        """The JSON body with each image's base64 spliced in as bytes (not JSON-encoded again), and where its
+        head ends when it opens with an image (what queries on that image share: PrefixHasher), else 0."""
         marks = [f"{self._nonce}{i}@" for i in range(len(images))]
         body = converse_body(messages, params, marks)
         for block, img in zip((b["image"] for m in body["messages"] for b in m["content"] if "image" in b),
                               images, strict=True):
             block["format"] = FORMATS.get(img.mime, "jpeg")
         payload = json.dumps(body, ensure_ascii=False).encode()
-        for mark, img in zip(marks, images, strict=True):
-            payload = payload.replace(mark.encode(), img.b64().encode("ascii"), 1)  # a small image's text is kept
-        return payload
+        head_end = 0
+        for i, (mark, img) in enumerate(zip(marks, images, strict=True)):
+            at = payload.find(mark.encode())
+            text = img.b64().encode("ascii")  # a small image's text is kept
+            payload = payload[:at] + text + payload[at + len(mark):]
+            if i == 0 and payload[:at].count(b'"text"') == 0:  # nothing asked before the first image: a head
+                head_end = at + len(text)  # shared by every query on it (PrefixHasher)
+        return payload, head_end
 
-    def _headers(self, payload: bytes) -> dict[str, str]:
+    def _headers(self, payload: bytes, head_end: int) -> dict[str, str]:
         if self._bearer:
             return {**_HEADERS, "Authorization": f"Bearer {self._bearer}"}
         assert self._creds is not None
-        return sign(self._creds.keys(), self.region, "POST", self.url, payload, _HEADERS)
+        digest = self._hasher.hexdigest(payload, head_end)
+        return sign(self._creds.keys(), self.region, "POST", self.url, payload, _HEADERS, body_sha256=digest)
 
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
         try:
-            payload = self._encode(messages, params, images)
-            out = await self._post(payload)
+            out = await self._post(*self._encode(messages, params, images))
         except ProviderError as e:
             raise self._redact.error(e) from e.__cause__
         out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
         return out
 
-    async def _post(self, payload: bytes) -> Response:
+    async def _post(self, payload: bytes, head_end: int) -> Response:
         start = time.perf_counter()
         try:
             async with self._get_session().post(self._yarl, data=payload,
-                                                headers=self._headers(payload), proxy=self._proxy,
+                                                headers=self._headers(payload, head_end), proxy=self._proxy,
                                                 allow_redirects=False) as resp:
                 if is_redirect(resp.status):
                     raise redirect_refused(resp.status, resp.headers.get("Location"), self.url)
