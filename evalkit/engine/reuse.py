@@ -10,8 +10,9 @@ When all of them are unchanged the next run of the same command says what a full
 say, sets `this_run`, and returns. Any difference (a record edited, a setting, the data, the version, a
 plot removed) takes the full path, which writes a new stamp.
 
-Only the plainest runs are stamped: no failed, judged, batched, budgeted or re-asked query, no record
-outside the run, no line said after the results; anything else always takes the full path.
+Only the plainest runs are stamped: no failed, judged, batched, budgeted, sharded, repeated or re-asked
+query, no record outside the run, no line said after the results; anything else always takes the full
+path. Nor is a matrix's pair, a --dry-run or --reask-cutoffs ever reused.
 
 With --out and local data (a file or folder, or the bundled sample) the check comes before the data is
 even read (`reuse_command`): the stamp also holds a hash of the command (every setting, the endpoints,
@@ -52,8 +53,9 @@ def inputs_key(job: Job) -> str:
     """sha256 of everything a full evaluation's outputs are computed from, but the records (the config
     without `generation_sent`, which the provider adds once it is open: it follows from the rest)."""
     cfg = job.s.config
-    basis = {"evalkit": __version__, "identity": job.where.identity, "legacy": job.where.legacy,
-             "config": {k: v for k, v in job.config.items() if k != "generation_sent"}, "data": job.where.data.to_dict(), "settings": job.s.bench_dict(),
+    config = {k: v for k, v in job.config.items() if k != "generation_sent"}
+    basis = {"evalkit": __version__, "identity": job.where.identity, "legacy": job.where.legacy, "config": config,
+             "data": job.where.data.to_dict(), "settings": job.s.bench_dict(),
              "judge": job.judge_spec.label if job.judge_spec else None, "lint": job.lint.to_summary(),
              "plots": cfg.plots, "cutoff": job.cutoff_budget}
     text = json.dumps(basis, sort_keys=True, default=repr, ensure_ascii=False)
