@@ -73,10 +73,11 @@ def sim(data, leaks):
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def faulty(data):
-    # 30% injected 500/503, and a request rate low enough that Bedrock's ThrottlingException refuses some
-    with SimThread(_config(data, faults=SimFaults(rate=0.3, kinds=("500", "503"), rps=20, seed=7))) as server:
+    # injected 500 and 503 (seed 4: one of each within a second), and a request rate (burst 3) low enough
+    # that ThrottlingException refuses some; a server per test, so each test meets the same draws
+    with SimThread(_config(data, faults=SimFaults(rate=0.2, kinds=("500", "503"), rps=30, seed=4))) as server:
         yield server
 
 
@@ -135,6 +136,7 @@ def test_faults_and_throttling_are_waited_out(model, faulty, data, tmp_path):
     assert res.summary["metrics"]["accuracy"] == 100.0 and res.summary["counts"]["errors"] == 0
     thru = res.summary["throughput"]
     assert thru["rate_limited"] > 0 and thru["retries"] >= thru["rate_limited"]  # ThrottlingException: a rate limit
+    assert faulty.counters.snapshot()["faults"] == {"500": 1, "503": 1}  # and the 5xx were retried
 
 
 def test_wrong_credentials_stop_at_the_first_request_with_exit_2(sim, data, tmp_path):
