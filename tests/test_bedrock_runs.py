@@ -218,3 +218,20 @@ def test_no_credentials_anywhere_is_one_line(monkeypatch):
     env = {"AWS_REGION": "us-east-1"}
     with pytest.raises(EvalkitError, match=r"^--model bedrock/\S+: no AWS credentials found \(set AWS_ACCESS_KEY_ID"):
         create_provider(parse_spec(f"bedrock/{NOVA}", ["http://127.0.0.1:9"], env), env)
+
+
+@pytest.mark.parametrize("model, reasoning, cut", [(NOVA, {"reasoning_effort": "low"}, True),
+                                                   (CLAUDE, {"thinking_budget": 1024}, False)])
+def test_thinking_is_paid_for_and_a_cut_off_is_said_as_bedrock_says_it(model, reasoning, cut, data, tmp_path):
+    """The simulated model thinks 200-600 tokens. Nova under a 500-token output limit: some answers fit, the
+    others are cut off while thinking (stopReason max_tokens, no text); Claude's limit is raised above its
+    thinking budget (as for anthropic/), so every answer fits. Thinking is output: it is counted and paid."""
+    with SimThread(_config(data, think_tokens=400)) as thinking:
+        res = _run(thinking.url, data, model, tmp_path / "run", no_cache=True, max_tokens=500, **reasoning)
+        assert len(_asked(thinking, model)) == N  # a cut-off is final: never asked again
+    answered = [r for r in res.records if r.error is None and not r.cut_off]
+    stopped = [r for r in res.records if r.cut_off]
+    assert res.exit_code == 0 and answered and all(r.correct for r in answered)
+    assert bool(stopped) == cut and all(r.finish_reason == "max_tokens" for r in stopped)
+    assert len(answered) + len(stopped) == N and res.summary["counts"]["cutoffs"] == len(stopped)
+    assert res.summary["usage"]["output_tokens"] >= 200 * N and res.summary["usage"]["cost_usd"] > 0

@@ -13,6 +13,8 @@ is cut off while thinking, and each dialect says so the way its API does (the di
 - Gemini (`thinkingConfig` with a budget > 0, -1 (dynamic) or a `thinkingLevel`): finish MAX_TOKENS,
   `thoughtsTokenCount` the budget and no `candidatesTokenCount`; the thought part is returned only with
   `includeThoughts`, otherwise the candidate has no parts at all, as the real API answers.
+- Bedrock's Converse (Amazon Nova's `reasoningConfig` enabled): a `reasoningContent` block and no text,
+  stopReason "max_tokens"; Claude on Bedrock thinks as Anthropic's API does.
 
 Budgets are the output limits (`max_completion_tokens`/`max_tokens`, Anthropic `max_tokens`, Gemini
 `maxOutputTokens`); the thinking budgets themselves (`budget_tokens`, `thinkingBudget`) do not bound T:
@@ -30,7 +32,7 @@ from evalkit.sim.model import uniform
 # Thinking prose: no standalone capital letter, so no answer parser reads an option out of it.
 PHRASE = "Let me look at the picture closely and weigh every option against what it shows. "
 SIGNATURE = "c2ltLXNpZ25hdHVyZQ=="  # what the simulator's Anthropic thinking blocks are signed with
-STYLES = ("openai", "vllm", "anthropic", "gemini")
+STYLES = ("openai", "vllm", "anthropic", "gemini", "converse")
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ def _pick(d: dict[str, Any], camel: str, snake: str) -> Any:
     return d[camel] if camel in d else d.get(snake)
 
 
-_VENDOR_OF = {"vertex-gemini": "gemini", "vertex-claude": "anthropic"}  # a cloud's route thinks as its vendor's
+_VENDOR_OF = {"vertex-gemini": "gemini", "vertex-claude": "anthropic",  # a cloud's route thinks as its vendor's
+              "bedrock-claude": "anthropic"}
 
 
 def thinking_style(dialect: str, body: Any) -> str | None:
@@ -69,6 +72,10 @@ def thinking_style(dialect: str, body: Any) -> str | None:
         on_budget = isinstance(budget, int) and not isinstance(budget, bool) and (budget > 0 or budget == -1)
         on_level = isinstance(level, str) and level not in ("", "THINKING_LEVEL_UNSPECIFIED")
         return "gemini" if on_budget or on_level else None
+    if dialect == "bedrock-converse":  # Amazon Nova's reasoningConfig, among the model's own fields
+        fields = body.get("additionalModelRequestFields")
+        config = fields.get("reasoningConfig") if isinstance(fields, dict) else None
+        return "converse" if isinstance(config, dict) and config.get("type") == "enabled" else None
     kwargs = body.get("chat_template_kwargs")
     if isinstance(kwargs, dict) and kwargs.get("enable_thinking") is True:
         return "vllm"
