@@ -6,6 +6,7 @@ accuracy overall and per category, CircularEval or RE/VE/MA with the reliability
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,23 @@ def unrotated(item: Item) -> tuple[str, dict[str, str]]:
         return render(item.question, 0), {k: render(v, 0) for k, v in item.options.items()}
     except PlaceholderError as e:
         raise EvalkitError(f"item {item.id}: {e}") from e
+
+
+@functools.lru_cache(maxsize=4096)
+def read_reply(text: str, options: tuple[tuple[str, str], ...]) -> tuple[str | None, str, bool]:
+    """(answer, method, refusal) for a reply to a question with these options: a pure function,
+    memoised because a run reads the same replies again (its summary compares the parsing modes)
+    and models give the same short replies ("B") to questions with the same options."""
+    text = strip_reasoning(text)
+    if not text:
+        return None, "empty", False
+    shown = dict(options)
+    letter = parse_letter(text, letters=tuple(shown), options=shown)
+    if letter is not None:
+        return letter, "rule", False
+    if is_refusal(text):
+        return None, "refusal", True
+    return None, "unparsed", False
 
 
 class MCQ(Benchmark):
@@ -103,15 +121,7 @@ class MCQ(Benchmark):
                                       meta={"hint": hint, "question": question}, shown=opts)
 
     def parse(self, query: Query, text: str, mode: str) -> Parsed:
-        text = strip_reasoning(text)
-        if not text:
-            return Parsed(None, "empty")
-        letter = parse_letter(text, letters=tuple(query.options), options=query.options)
-        if letter is not None:
-            return Parsed(letter, "rule")
-        if is_refusal(text):
-            return Parsed(None, "refusal", refusal=True)
-        return Parsed(None, "unparsed")
+        return Parsed(*read_reply(text, tuple(query.options.items())))  # (both modes read a reply alike)
 
     def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         question = str(query.meta.get("question") or query.prompt_text())

@@ -117,6 +117,10 @@ class RunDir:
         self._stopping = False
         self._io_lock = threading.RLock()  # guards _fh; held while writing, so batches stay in order
         self.write_error: OSError | None = None  # the first failed write of records.jsonl (the run stops sending)
+        # what append() made since the last load_records(), in order: the final rewrite reuses these lines, and
+        # is skipped when the file holds exactly them in the final order (records are replaced, never changed
+        # in place, once appended)
+        self._made: list[tuple[Record, str]] = []
 
     @property
     def records_path(self) -> Path:
@@ -198,6 +202,7 @@ class RunDir:
         self.flush()
         found = read_records(self.records_path)
         self._lines_loaded, self._clean, self.damaged = found.lines, found.clean, found.damaged
+        self._made = []
         return found.records
 
     def holds_exactly(self, kept: Sized) -> bool:
@@ -209,14 +214,32 @@ class RunDir:
     def rewrite_records(self, records: Iterable[Record]) -> None:
         """Atomically replace records.jsonl (compaction on resume, final parsed/judged fields). Damaged
         lines the last load found are appended to records.damaged.jsonl first: never silently lost."""
+        records = list(records)
         self.close()  # (not under _io_lock: close joins the flusher, which may be waiting for it)
         with self._io_lock:
+            made, self._made = self._made, []
+            if self._holds_in_order(records, made):  # a fresh run answered in query order: already written
+                return
             save_damaged(self.path, self.damaged)
             self.damaged = []
+            lines = {id(rec): line for rec, line in made}  # (made keeps its records alive: ids are theirs)
             tmp = self.records_path.with_suffix(".jsonl.tmp")
             with tmp.open("w", encoding="utf-8") as f:
-                f.writelines(record_line(rec) for rec in records)
+                f.writelines(lines.get(id(rec)) or record_line(rec) for rec in records)
             os.replace(tmp, self.records_path)
+
+    def _holds_in_order(self, records: list[Record], made: list[tuple[Record, str]]) -> bool:
+        """True when records.jsonl is byte for byte what a rewrite of `records` would write: it held no
+        line at the last load, and every line since is append()'s line of `records`, in their order."""
+        if self.damaged or self.write_error is not None or self._lines_loaded != 0 or len(made) != len(records):
+            return False
+        if any(rec is not mine for rec, (mine, _) in zip(records, made, strict=True)):
+            return False
+        try:
+            size = self.records_path.stat().st_size if made else 0
+        except OSError:
+            return False
+        return size == sum(len(line.encode("utf-8")) for _, line in made)
 
     def append(self, record: Record) -> None:
         """Add one record's line: written now (immediate) or within flush_interval_s."""
@@ -225,11 +248,13 @@ class RunDir:
             with self._io_lock:
                 with self._lock:  # after the lines buffered before the switch to immediate, or a failed write
                     self._pending.append(line)
+                    self._made.append((record, line))
                 with contextlib.suppress(OSError):  # kept buffered: write_error stops the run, give_up counts them
                     self.flush()
             return
         with self._lock:
             self._pending.append(line)
+            self._made.append((record, line))
             if len(self._pending) > 1:
                 return
             self._due = self._clock() + self.flush_interval_s
