@@ -58,9 +58,11 @@ class Benchmark:
         `text`, under the run's generation settings. The id is the item id plus the variant's values
         unless `query_id` is given (ids are what resume keys on: never change a released one)."""
         variant = dict(variant or {})
-        base = transform or Transform()
-        transform = replace(base, max_side=base.max_side or options.get("max_side"),
-                            max_pixels=base.max_pixels or options.get("max_pixels"))
+        if transform is None:  # (built directly: dataclasses.replace was a tenth of expanding a large set)
+            transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
+        else:
+            transform = replace(transform, max_side=transform.max_side or options.get("max_side"),
+                                max_pixels=transform.max_pixels or options.get("max_pixels"))
         parts = [ImagePart(ref, transform) for ref in (item.images if images is None else images)]
         params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or max_tokens))
         suffix = "".join(f"|{k}{v}" for k, v in variant.items())

@@ -45,8 +45,11 @@ def build_prompt(template: str, question: str, options: Mapping[str, str], hint:
 def unrotated(item: Item) -> tuple[str, dict[str, str]]:
     """The question and options as they read for the image as stored: direction placeholders
     (`<dir:top-left>`, see protocols.rotation) rendered for 0 degrees, never sent raw."""
+    def shown(text: str) -> str:
+        return render(text, 0) if "<" in text else text  # (no placeholder without "<": nothing to render)
+
     try:
-        return render(item.question, 0), {k: render(v, 0) for k, v in item.options.items()}
+        return shown(item.question), {k: shown(v) for k, v in item.options.items()}
     except PlaceholderError as e:
         raise EvalkitError(f"item {item.id}: {e}") from e
 

@@ -52,6 +52,28 @@ def _resolve_file(path: Path, base: Path, where: str, sink: Sink = STRICT) -> Im
     return ImageRef.from_path(str(full))
 
 
+class ImagePaths:
+    """One data file's image paths made absolute against `base` and checked, each distinct path once:
+    questions share pictures (MME-RealWorld asks several about each), and a stat per question was a
+    tenth of a large set's load. A path that is not a file is still reported for every row naming it."""
+
+    def __init__(self, base: Path, sink: Sink = STRICT):
+        self.base = base
+        self.sink = sink
+        self._seen: dict[str, tuple[str, str | None]] = {}  # path as written -> (absolute path, problem)
+
+    def ref(self, path: str, where: str) -> ImageRef:
+        seen = self._seen.get(path)
+        if seen is None:
+            given = Path(path)
+            full = given if given.is_absolute() else self.base / given
+            seen = self._seen[path] = (str(full), not_a_file(full))  # missing, a named pipe, a folder, a loop
+        full_path, problem = seen
+        if problem is not None:
+            self.sink.content(f"{where}: {problem}: {full_path}")
+        return ImageRef.from_path(full_path)
+
+
 def resolve_data(data: Path) -> Path:
     """The data file: `data` itself, or the single .tsv/.jsonl/.json file in a folder."""
     if data.is_dir():
@@ -214,7 +236,7 @@ def _json_options(where: str, raw: Any) -> dict[str, str]:
     return options
 
 
-def _json_item(where: str, obj: Any, base: Path, source: Path, sink: Sink = STRICT) -> Item:
+def _json_item(where: str, obj: Any, paths_of: ImagePaths, source: Path, sink: Sink = STRICT) -> Item:
     if not isinstance(obj, Mapping):
         raise EvalkitError(f"{where}: expected a JSON object")
     raw_id = obj.get("id", obj.get("index"))
@@ -235,7 +257,7 @@ def _json_item(where: str, obj: Any, base: Path, source: Path, sink: Sink = STRI
         question=str(obj.get("question") or "").strip(),
         options=_json_options(where, obj.get("options") or {}),
         answer="" if answer is None else str(answer).strip(),
-        images=tuple(_resolve_file(Path(p), base, where, sink) for p in paths),
+        images=tuple(paths_of.ref(p, where) for p in paths),
         category=str(obj.get("category") or "").strip(),
         meta=meta,
         sink=sink,
@@ -282,10 +304,11 @@ def load_jsonl(path: Path, images: Path | None = None, sink: Sink = STRICT) -> l
         raise EvalkitError(f"{path}: cannot read ({exc})") from exc
     items: list[Item] = []
     first: dict[str, str] = {}
+    paths_of = ImagePaths(base, sink)
     for where, obj in entries:
         row = where.rsplit(": ", 1)[-1]
         with sink.guard(path, row=row):
-            item = _json_item(where, obj, base, path, sink)
+            item = _json_item(where, obj, paths_of, path, sink)
             if item.id in first:
                 sink.add(f"{where}: duplicate id {item.id} (first at {first[item.id]})", path, row=row,
                          items=(item.id,), kind="duplicate-id")

@@ -90,8 +90,15 @@ def check_image_paths(items: Iterable[Item], roots: Iterable[Path], where: Path)
     file naming `/home/me/.ssh/…` or `../../elsewhere` would otherwise have it read and uploaded."""
     inside = [os.path.realpath(r) for r in roots]
     real_dirs: dict[str, str] = {}
+    checked: dict[str, bool] = {}  # each distinct path once: questions share pictures
 
     def allowed(path: str) -> bool:
+        known = checked.get(path)
+        if known is None:
+            known = checked[path] = inside_roots(path)
+        return known
+
+    def inside_roots(path: str) -> bool:
         path = os.path.abspath(path)
         if os.path.islink(path):
             real = os.path.realpath(path)

@@ -1,0 +1,36 @@
+"""A JSONL set's image paths are checked once per distinct path (mcq_io.ImagePaths), with the same
+refs and the same one-line errors as a check per row (issue 35 item 16)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalkit.benchmarks.mcq_io import load_jsonl
+from evalkit.core.errors import EvalkitError
+
+
+def write_set(folder, images):
+    rows = [{"id": f"q{k}", "image": image, "question": f"Q{k}?", "options": ["a", "b"], "answer": "A"}
+            for k, image in enumerate(images)]
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_shared_pictures_resolve_alike(tmp_path):
+    (tmp_path / "img").mkdir()
+    for name in ("a.jpg", "b.jpg"):
+        (tmp_path / "img" / name).write_bytes(b"\xff\xd8\xff")
+    items = load_jsonl(write_set(tmp_path, ["img/a.jpg", "img/a.jpg", "img/b.jpg", str(tmp_path / "img/a.jpg")]))
+    values = [it.images[0].value for it in items]
+    assert values == [str(tmp_path / "img/a.jpg")] * 2 + [str(tmp_path / "img/b.jpg"), str(tmp_path / "img/a.jpg")]
+
+
+def test_a_missing_picture_names_its_first_row(tmp_path):
+    (tmp_path / "a.jpg").write_bytes(b"\xff\xd8\xff")
+    path = write_set(tmp_path, ["a.jpg", "gone.jpg", "gone.jpg"])
+    with pytest.raises(EvalkitError) as err:
+        load_jsonl(path)
+    assert str(err.value) == f"{path}: line 2: image file not found: {tmp_path / 'gone.jpg'}"
