@@ -25,7 +25,7 @@ from evalkit.providers.google import GoogleProvider
 from evalkit.providers.openai_api import openai_provider
 from evalkit.providers.openai_compat import OpenAICompatProvider
 from evalkit.providers.reasoning import EFFORT_BUDGETS, EFFORTS, openai_effort
-from evalkit.sim import server as sim_server
+from evalkit.sim import serving as sim_serving
 from evalkit.sim.server import SimThread
 
 PLAIN = GenParams(max_tokens=64)
@@ -50,13 +50,13 @@ def sim():
 def bodies(monkeypatch) -> list[dict[str, Any]]:
     """The JSON bodies as the simulated server decoded them, in order."""
     seen: list[dict[str, Any]] = []
-    reply = sim_server.model_reply
+    reply = sim_serving.model_reply
 
     def capture(state, dialect, req, body, *args, **kw):
         seen.append(body)
         return reply(state, dialect, req, body, *args, **kw)
 
-    monkeypatch.setattr(sim_server, "model_reply", capture)
+    monkeypatch.setattr(sim_serving, "model_reply", capture)
     return seen
 
 

@@ -19,7 +19,7 @@ import pytest
 from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 
-import evalkit.sim.server as sim_server
+import evalkit.sim.serving as sim_serving
 from evalkit.ask.request_key import request_key
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams, Message, Query, Record
@@ -322,13 +322,13 @@ def test_more_repeats_grow_the_same_default_run_directory(tmp_path):
 def test_with_a_seed_repeat_r_sends_seed_plus_r(tmp_path, monkeypatch):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=46)
     seeds: dict[str, list[int]] = defaultdict(list)
-    reply = sim_server.model_reply
+    reply = sim_serving.model_reply
 
     def capture(state, dialect, req, body, *args, **kw):  # the bodies as the simulator receives them
         seeds[req.text].append(body.get("seed"))
         return reply(state, dialect, req, body, *args, **kw)
 
-    monkeypatch.setattr(sim_server, "model_reply", capture)
+    monkeypatch.setattr(sim_serving, "model_reply", capture)
     with _sim(data) as sim:
         _ok(run_cli(_argv(sim, data, tmp_path, "--seed", "7", "--repeats", "3")))
         assert _requests(sim) == 3 * N
