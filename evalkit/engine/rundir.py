@@ -43,9 +43,12 @@ FLUSH_INTERVAL_S = 0.1  # buffered records reach the file at most this long afte
 RETRY_S = 1.0  # after a failed write, the flusher tries again this long after
 
 
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False) makes one per call
+
+
 def record_line(record: Record) -> str:
     """One records.jsonl line (0.1.0's format: compact-ish json.dumps, UTF-8 kept, newline)."""
-    return json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
+    return _LINE_ENCODER.encode(record.to_dict()) + "\n"
 
 
 _LIVE: weakref.WeakSet[RunDir] = weakref.WeakSet()  # run directories with buffered lines or an open file
