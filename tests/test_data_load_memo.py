@@ -4,6 +4,7 @@ refs and the same one-line errors as a check per row (issue 35 item 16)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,18 @@ def test_a_missing_picture_names_its_first_row(tmp_path):
     with pytest.raises(EvalkitError) as err:
         load_jsonl(path)
     assert str(err.value) == f"{path}: line 2: image file not found: {tmp_path / 'gone.jpg'}"
+
+
+def test_fingerprint_resolves_a_folder_once_as_path_resolve_does(tmp_path):
+    from evalkit.engine.identity import _Resolver
+
+    (tmp_path / "x" / "y").mkdir(parents=True)
+    (tmp_path / "x" / "y" / "img.jpg").write_bytes(b"1")
+    (tmp_path / "img.jpg").write_bytes(b"2")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "link").symlink_to(tmp_path / "x" / "y")
+    (tmp_path / "a" / "f.jpg").symlink_to(tmp_path / "img.jpg")
+    resolve = _Resolver()
+    for path in (tmp_path / "a" / "link" / "img.jpg", f"{tmp_path}/a/link/../img.jpg", tmp_path / "a" / "f.jpg",
+                 tmp_path / "img.jpg", f"{tmp_path}//a/link/img.jpg", tmp_path / "gone" / "m.jpg", "rel.jpg"):
+        assert resolve(path) == str(Path(path).resolve()), path

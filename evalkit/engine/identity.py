@@ -189,6 +189,7 @@ def data_fingerprint_parts(data: Path, items: Sequence[Item], hashes: FileHashes
         whole.update(line)
         files.update(line)
     seen: set[str] = set()
+    resolved = _Resolver()
     for item in items:
         for ref in item.images:
             if ref.kind != "path" or str(ref.value) in seen:
@@ -198,18 +199,36 @@ def data_fingerprint_parts(data: Path, items: Sequence[Item], hashes: FileHashes
                 sha = hashes.sha256(str(ref.value))
             except OSError:
                 sha = "missing"  # reported as a per-query error when asked; the identity still stands
-            line = f"image {_rel(Path(str(ref.value)), root, images)} {sha}\n".encode()
+            line = f"image {_rel(Path(str(ref.value)), root, images, resolved)} {sha}\n".encode()
             whole.update(line)
             pictures.update(line)
     return DataFingerprint(whole.hexdigest(), files.hexdigest(), pictures.hexdigest())
 
 
-def _rel(path: Path, root: Path, images: Path | None) -> str:
+class _Resolver:
+    """Path.resolve() of many files in few folders: each folder's links are resolved once, not once per
+    picture (a file that is itself a link is resolved whole, as before)."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> str:
+        text = os.fspath(path)
+        folder, name = os.path.split(text)
+        if not os.path.isabs(text) or name in ("", ".", "..") or os.path.islink(text):
+            return str(Path(text).resolve())
+        real = self._folders.get(folder)
+        if real is None:
+            real = self._folders[folder] = str(Path(folder).resolve())
+        return os.path.join(real, name)
+
+
+def _rel(path: Path, root: Path, images: Path | None, resolve: _Resolver | None = None) -> str:
     """The path relative to its folder. Links are followed as they always were, except where that leaves
     the folder: the Hub cache's snapshot links lead into `blobs/`, and a file is named by its place in
     the snapshot (the same bytes under the same names are the same data, wherever they are cached)."""
     base = images if images is not None and _under(path, images) else root
-    rel = os.path.relpath(Path(path).resolve(), base)
+    rel = os.path.relpath(resolve(path) if resolve is not None else Path(path).resolve(), base)
     if rel.startswith(".."):
         plain = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
         rel = rel if plain.startswith("..") else plain
