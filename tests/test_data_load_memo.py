@@ -50,3 +50,20 @@ def test_fingerprint_resolves_a_folder_once_as_path_resolve_does(tmp_path):
     for path in (tmp_path / "a" / "link" / "img.jpg", f"{tmp_path}/a/link/../img.jpg", tmp_path / "a" / "f.jpg",
                  tmp_path / "img.jpg", f"{tmp_path}//a/link/img.jpg", tmp_path / "gone" / "m.jpg", "rel.jpg"):
         assert resolve(path) == str(Path(path).resolve()), path
+
+
+def test_plain_queries_share_their_settings_objects(tmp_path):
+    from evalkit.benchmarks.mcq import MCQ
+    from evalkit.core.types import GenParams, Transform
+
+    (tmp_path / "a.jpg").write_bytes(b"\xff\xd8\xff")
+    items = load_jsonl(write_set(tmp_path, ["a.jpg", "a.jpg"]))
+    bench = MCQ()
+    first, second = (list(bench.expand(items, {"max_side": 768, "max_tokens": 64})) for _ in range(2))
+    params = {id(q.params) for q in first + second}
+    transforms = {id(q.image_parts()[0].transform) for q in first + second}
+    assert len(params) == 1 and len(transforms) == 1  # one object each: a request key reads it once
+    assert first[0].params == GenParams(temperature=0.0, max_tokens=64)
+    assert first[0].image_parts()[0].transform == Transform(max_side=768)
+    odd = bench.make_query(items[0], {"max_side": [768]}, "text")  # unhashable: built for the query alone
+    assert odd.image_parts()[0].transform.max_side == [768]

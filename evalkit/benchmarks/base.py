@@ -9,6 +9,7 @@ generation and image settings (max_tokens, max_side, ...), already validated.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +27,21 @@ from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 @dataclass(frozen=True)
 class NoOptions:
     """A benchmark without protocol switches."""
+
+
+def _shared_settings(max_side: Any, max_pixels: Any, max_tokens: int) -> tuple[Transform, GenParams]:
+    """The image transform and generation settings of a run's plain queries: one pair of (frozen) objects
+    shared by all of them, not a pair per query. A request key reads a shared object once
+    (ask/request_key.py `_memo`) where a new one is repr'd again: half of every cache lookup's cost."""
+    try:
+        return _settings_pair(max_side, max_pixels, max_tokens)
+    except TypeError:  # an unhashable value (not from the command line): built for this query alone
+        return _settings_pair.__wrapped__(max_side, max_pixels, max_tokens)
+
+
+@functools.lru_cache(maxsize=64)
+def _settings_pair(max_side: Any, max_pixels: Any, max_tokens: int) -> tuple[Transform, GenParams]:
+    return Transform(max_side=max_side, max_pixels=max_pixels), GenParams(temperature=0.0, max_tokens=max_tokens)
 
 
 class Benchmark:
@@ -58,13 +74,15 @@ class Benchmark:
         `text`, under the run's generation settings. The id is the item id plus the variant's values
         unless `query_id` is given (ids are what resume keys on: never change a released one)."""
         variant = dict(variant or {})
-        if transform is None:  # (built directly: dataclasses.replace was a tenth of expanding a large set)
-            transform = Transform(max_side=options.get("max_side"), max_pixels=options.get("max_pixels"))
+        shared = _shared_settings(options.get("max_side"), options.get("max_pixels"),
+                                  int(options.get("max_tokens") or max_tokens))
+        if transform is None:
+            transform = shared[0]
         else:
             transform = replace(transform, max_side=transform.max_side or options.get("max_side"),
                                 max_pixels=transform.max_pixels or options.get("max_pixels"))
         parts = [ImagePart(ref, transform) for ref in (item.images if images is None else images)]
-        params = GenParams(temperature=0.0, max_tokens=int(options.get("max_tokens") or max_tokens))
+        params = shared[1]
         suffix = "".join(f"|{k}{v}" for k, v in variant.items())
         return Query(id=query_id or item.id + suffix, item_id=item.id, base_id=item.id, variant=variant,
                      messages=(Message.user(*parts, text),), gold=item.answer if gold is None else gold,
