@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from evalkit.benchmarks.mcq import MCQ, read_reply
-from evalkit.core.types import Query, Record
+from evalkit.core.types import Parsed, Query, Record
 from evalkit.engine.rundir import RunDir, record_line
 
 
@@ -86,3 +86,7 @@ def test_read_reply_memo_gives_what_parsing_gives():
     other = Query(id="q2", item_id="q2", base_id="q2", variant={}, messages=(), gold="A",
                   options={"A": "a dog", "B": "a cat"})
     assert bench.parse(other, "a dog", "official").answer == "A"  # same reply, other options: read again
+    long = "Let me think. " * 100 + "The answer is (B)."
+    before = read_reply.cache_info().currsize
+    assert bench.parse(query, long, "official") == Parsed("B", "rule")
+    assert read_reply.cache_info().currsize == before  # a long reply is read, not kept

@@ -54,6 +54,9 @@ def unrotated(item: Item) -> tuple[str, dict[str, str]]:
         raise EvalkitError(f"item {item.id}: {e}") from e
 
 
+MEMO_REPLY_CHARS = 1000  # replies up to this long are memoised (at most 4,096 of them: a few MB)
+
+
 @functools.lru_cache(maxsize=4096)
 def read_reply(text: str, options: tuple[tuple[str, str], ...]) -> tuple[str | None, str, bool]:
     """(answer, method, refusal) for a reply to a question with these options: a pure function,
@@ -124,7 +127,10 @@ class MCQ(Benchmark):
                                       meta={"hint": hint, "question": question}, shown=opts)
 
     def parse(self, query: Query, text: str, mode: str) -> Parsed:
-        return Parsed(*read_reply(text, tuple(query.options.items())))  # (both modes read a reply alike)
+        options = tuple(query.options.items())  # (both modes read a reply alike)
+        if len(text) > MEMO_REPLY_CHARS:  # long replies (reasoning) are read afresh: the memo stays small
+            return Parsed(*read_reply.__wrapped__(text, options))
+        return Parsed(*read_reply(text, options))
 
     def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         question = str(query.meta.get("question") or query.prompt_text())
