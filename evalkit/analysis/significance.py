@@ -9,11 +9,15 @@ are means over repeats (fractions per item) are tested by the paired bootstrap a
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalkit.analysis.scoretable import ScoreTable
+from evalkit.metrics import fit_store
 
 if TYPE_CHECKING:  # numpy and scipy are imported where used: scipy.stats takes seconds to import
     import numpy as np
@@ -101,9 +105,35 @@ def bootstrap_ci(table: ScoreTable, *, n_boot: int = 2000, seed: int = 0, level:
     point = table.estimate()
     if draws is None and (not table.n or n_boot <= 0):
         return Interval(point, point, point)
-    if draws is None:
-        draws = resample({"t": table}, n_boot=n_boot, seed=seed)["t"]
-    return _interval(point, draws, level)
+    if draws is not None:
+        return _interval(point, draws, level)
+    store = fit_store.shared()  # the cache folder's kept intervals, when the engine opened them
+    inputs = (*_table_inputs(table), n_boot, seed, level) if store is not None else ()
+    kept = store.get(inputs) if store is not None else None
+    if kept is not None:
+        try:
+            return Interval(point, float(kept["lo"]), float(kept["hi"]))
+        except (TypeError, ValueError, KeyError):
+            pass  # a damaged entry: computed again
+    interval = _interval(point, resample({"t": table}, n_boot=n_boot, seed=seed)["t"], level)
+    if store is not None:
+        store.put(inputs, {"lo": interval.lo, "hi": interval.hi})
+    return interval
+
+
+def _table_inputs(table: ScoreTable) -> tuple[str, str]:
+    """The table's kind and a sha256 of every field it resamples from (a headline interval is a pure
+    function of them, the resample count, seed and level)."""
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for f in dataclasses.fields(table):
+        value = getattr(table, f.name)
+        if isinstance(value, np.ndarray):
+            digest.update(f"{f.name}:{value.dtype}:{value.shape}:".encode() + value.tobytes())
+        else:
+            digest.update(f"{f.name}:{json.dumps(value, default=repr, ensure_ascii=False)};".encode())
+    return type(table).__qualname__, digest.hexdigest()
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:

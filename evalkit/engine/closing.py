@@ -24,7 +24,7 @@ from evalkit.engine.repeats import add_repeats, first_repeat
 from evalkit.engine.result import RunResult
 from evalkit.engine.resume import OLDER_REQUESTS
 from evalkit.grading.grade import summarize
-from evalkit.metrics.fit_store import fits_kept_in
+from evalkit.metrics.fit_store import fits_kept_in, shared_kept_in
 from evalkit.money.costs import records_cost
 from evalkit.report.figure_memo import FIGURES
 from evalkit.report.outputs import draw_plots, publish
@@ -79,7 +79,10 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
 def close(job: Job, asked: Asked, talk: Talk) -> RunResult:
     """Summarize, then write summary.json and report.md, the records in query order, and the plots."""
     cfg, rundir, bench = job.s.config, job.where.rundir, job.prepared.bench
-    with fits_kept_in(rundir.path):  # the reliability fits of unchanged records are not computed again
+    cache_dir = None if cfg.no_cache else Path(cfg.cache_path(job.env))
+    # the reliability fits of unchanged records are not computed again, nor a headline interval (one per
+    # score table, kept in the cache folder: a fresh --out on a warm cache has the same table)
+    with fits_kept_in(rundir.path), shared_kept_in(cache_dir):
         summary, data_only = summary_of(job, asked, talk)
         first, _ = first_repeat(asked.ordered, asked.by_id)
         analysis = publish(rundir, summary, bench, first, job.s.bench_dict(), plots=False,  # summary.json, report.md
@@ -88,7 +91,7 @@ def close(job: Job, asked: Asked, talk: Talk) -> RunResult:
     # then the plots (skipped when what they show is unchanged): by the CLI's plot process if it gave one
     # (a one-shot process has no matplotlib to reuse), else here (a long-lived process imports it once)
     if cfg.plots:
-        memo = None if cfg.no_cache else Path(cfg.cache_path(job.env)) / FIGURES  # figures drawn before
+        memo = None if cache_dir is None else cache_dir / FIGURES  # figures drawn before
         draw_plots(rundir, summary, analysis, job.s.hooks.get("plotter"), memo)
     runner = asked.runner
     code = 0 if summary["complete"] else runner.breaker.exit_code if runner.breaker.tripped else 2 if data_only else 1

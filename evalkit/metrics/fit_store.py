@@ -94,3 +94,53 @@ def fits_kept_in(run_dir: Path) -> Iterator[FitStore]:
     finally:
         _CURRENT.reset(token)
         store.save()
+
+
+SHARED = "intervals.json"  # in the cache folder: kept intervals any run directory may use
+SHARED_KEEP = 512  # the most recently used entries kept (each a few numbers)
+
+_SHARED: contextvars.ContextVar[SharedStore | None] = contextvars.ContextVar("evalkit_shared_store", default=None)
+
+
+class SharedStore(FitStore):
+    """Results kept in the cache folder, which several run directories (a fresh --out on a warm cache,
+    the shards of a job array) share: a save merges with what other runs kept meanwhile and keeps the
+    SHARED_KEEP most recently used, instead of only what this block used."""
+
+    def save(self) -> None:
+        if not self._dirty and not self._used:
+            return
+        try:
+            on_disk = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            on_disk = {}
+        merged = {k: v for k, v in (on_disk if isinstance(on_disk, dict) else {}).items() if k not in self._used}
+        merged.update((k, self.fits[k]) for k in self._used if k in self.fits)  # used last: kept longest
+        if merged == on_disk and not self._dirty:
+            return
+        self.fits = dict(list(merged.items())[-SHARED_KEEP:])
+        with contextlib.suppress(OSError):  # a memo that cannot be written costs the next run a recomputation
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.path, self.fits)
+        self._dirty = False
+
+
+def shared() -> SharedStore | None:
+    """The cache folder's store of the `shared_kept_in` block this code runs in, if any."""
+    return _SHARED.get()
+
+
+@contextlib.contextmanager
+def shared_kept_in(cache_dir: Path | None) -> Iterator[SharedStore | None]:
+    """Intervals computed in this block are looked up in, and kept in, cache_dir's SHARED (None: no
+    cache folder, nothing kept)."""
+    if cache_dir is None:
+        yield None
+        return
+    store = SharedStore(Path(cache_dir) / SHARED)
+    token = _SHARED.set(store)
+    try:
+        yield store
+    finally:
+        _SHARED.reset(token)
+        store.save()
