@@ -118,8 +118,11 @@ def needs_the_user(error: ProviderError, model: str, place: Place) -> ProviderEr
     return error
 
 
-class VertexGemini(GoogleProvider):
-    """Gemini on Vertex AI: the Gemini adapter with google-genai's Vertex client."""
+class _OnVertex:
+    """What Gemini and Claude on Vertex AI add to their vendor's adapter: the project and location, the
+    credentials, a fresh token before each request, and the errors that need the user."""
+
+    spec: ProviderSpec
 
     def __init__(self, spec: ProviderSpec, *, place: Place, credentials: Any, timeout_s: float = 120.0,
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
@@ -135,6 +138,10 @@ class VertexGemini(GoogleProvider):
             return await super().complete(messages, params, images)
         except ProviderError as e:
             raise needs_the_user(e, self.spec.model, self.place) from e.__cause__
+
+
+class VertexGemini(_OnVertex, GoogleProvider):
+    """Gemini on Vertex AI: the Gemini adapter with google-genai's Vertex client."""
 
     def _make_client(self, genai: Any, options: Any, api_key: str) -> Any:
         del api_key  # Vertex AI takes an OAuth token, never a key
@@ -143,25 +150,10 @@ class VertexGemini(GoogleProvider):
                             location=self.place.location, http_options=options)
 
 
-class VertexClaude(AnthropicProvider):
+class VertexClaude(_OnVertex, AnthropicProvider):
     """Claude on Vertex AI: the Anthropic adapter with the SDK's AsyncAnthropicVertex client."""
 
     body_fields = {"anthropic_version": VERTEX_ANTHROPIC_VERSION}  # noqa: RUF012 - read only
-
-    def __init__(self, spec: ProviderSpec, *, place: Place, credentials: Any, timeout_s: float = 120.0,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
-        self.place, self._credentials = place, credentials
-        super().__init__(spec, api_key="", timeout_s=timeout_s, max_response_bytes=max_response_bytes)
-        self._redact = VertexRedactor(_secrets(spec), credentials)
-        self._fresh = FreshToken(credentials, self._redact)
-
-    async def complete(self, messages: Sequence[Message], params: GenParams,
-                       images: Sequence[PreparedImage]) -> Response:
-        await self._fresh()
-        try:
-            return await super().complete(messages, params, images)
-        except ProviderError as e:
-            raise needs_the_user(e, self.spec.model, self.place) from e.__cause__
 
     def _make_client(self, anthropic: Any, kwargs: dict[str, Any]) -> Any:
         kwargs.pop("api_key", None)
