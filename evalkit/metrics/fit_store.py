@@ -85,15 +85,19 @@ def current() -> FitStore | None:
 
 
 @contextlib.contextmanager
-def fits_kept_in(run_dir: Path) -> Iterator[FitStore]:
-    """Fits computed in this block are looked up in, and kept in, run_dir's FITS."""
-    store = FitStore(Path(run_dir) / FITS)
-    token = _CURRENT.set(store)
+def _opened(var: contextvars.ContextVar[Any], store: FitStore) -> Iterator[Any]:
+    """`store` is the one `var` names in this block, and is saved when the block ends."""
+    token = var.set(store)
     try:
         yield store
     finally:
-        _CURRENT.reset(token)
+        var.reset(token)
         store.save()
+
+
+def fits_kept_in(run_dir: Path) -> contextlib.AbstractContextManager[FitStore]:
+    """Fits computed in this block are looked up in, and kept in, run_dir's FITS."""
+    return _opened(_CURRENT, FitStore(Path(run_dir) / FITS))
 
 
 SHARED = "intervals.json"  # in the cache folder: kept intervals any run directory may use
@@ -130,17 +134,9 @@ def shared() -> SharedStore | None:
     return _SHARED.get()
 
 
-@contextlib.contextmanager
-def shared_kept_in(cache_dir: Path | None) -> Iterator[SharedStore | None]:
+def shared_kept_in(cache_dir: Path | None) -> contextlib.AbstractContextManager[SharedStore | None]:
     """Intervals computed in this block are looked up in, and kept in, cache_dir's SHARED (None: no
     cache folder, nothing kept)."""
     if cache_dir is None:
-        yield None
-        return
-    store = SharedStore(Path(cache_dir) / SHARED)
-    token = _SHARED.set(store)
-    try:
-        yield store
-    finally:
-        _SHARED.reset(token)
-        store.save()
+        return contextlib.nullcontext(None)
+    return _opened(_SHARED, SharedStore(Path(cache_dir) / SHARED))
