@@ -51,7 +51,7 @@ from urllib.parse import quote, urlsplit
 
 from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import ProviderSpec, azure_endpoint, canonical_url, public_url
-from evalkit.providers.connect import connect_cause
+from evalkit.providers.connect import BODY_BYTES, get_metadata
 from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.registry import info
 from evalkit.providers.url_rules import check_no_query
@@ -60,7 +60,6 @@ ANTHROPIC_VERSION = "2023-06-01"
 SIM_OWNER = "evalkit-sim"
 VLLM_OWNER = "vllm"  # what vLLM's model list says in owned_by: a server that refuses names it does not list
 PROBE_TIMEOUT_S = 10.0
-_BODY_BYTES = 1024 * 1024
 
 
 def check_setup(spec: ProviderSpec, flag: str = "--model", *, sdk: bool = True) -> None:
@@ -230,30 +229,14 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
         cause, body = await probe_vertex(spec, base, env or {}, timeout_s)
         return Probe(public_url(base), cause, isinstance(body, dict) and body.get("owned_by") == SIM_OWNER,
                      unlisted=cause is None)  # the lookup does not say the project may use it: the first request does
-    import aiohttp
-
     from evalkit.providers.openai_compat import proxy_for
 
     url, headers = _request(spec, base, key, env or {})
     redact = Redactor([key, *url_credentials(base)])
     shown = public_url(base)
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
-                session.get(url, headers=headers, allow_redirects=False, proxy=proxy_for(url)) as resp:
-            raw = await resp.content.read(_BODY_BYTES)
-            status = resp.status
-    except asyncio.TimeoutError:
-        return Probe(shown, f"no answer within {timeout_s:g} s")
-    except aiohttp.ClientConnectorError as e:
-        return Probe(shown, redact(connect_cause(e)))
-    except aiohttp.ClientError as e:
-        return Probe(shown, redact(f"{type(e).__name__}: {e}"))
-    if 300 <= status < 400:
-        return Probe(shown, f"HTTP {status} redirect (not followed); check the base URL")
-    try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        body = None
+    failed, status, body = await get_metadata(url, headers, timeout_s, proxy_for(url), redact)
+    if failed is not None:
+        return Probe(shown, failed)
     cause, simulator = judge_reply(spec, status, body, keyed=bool(key) or info(spec.provider).wire != "azure")
     listing = info(spec.provider).wire == "chat-completions" and not info(spec.provider).key_check
     models = tuple(_listed(body).ids) if status == 200 and listing else ()
@@ -270,7 +253,7 @@ async def _vllm_version(base: str, headers: dict[str, str], timeout_s: float) ->
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
                 session.get(root + "/version", headers=headers, allow_redirects=False) as resp:
-            body = json.loads((await resp.content.read(_BODY_BYTES)).decode("utf-8")) if resp.status == 200 else None
+            body = json.loads((await resp.content.read(BODY_BYTES)).decode("utf-8")) if resp.status == 200 else None
     except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError, ValueError):
         return None
     version = body.get("version") if isinstance(body, dict) else None
@@ -300,7 +283,7 @@ async def sim_unkeyed(url: str) -> int | None:
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session, \
                 session.get(counters, allow_redirects=False) as resp:
-            body = json.loads((await resp.content.read(_BODY_BYTES)).decode("utf-8"))
+            body = json.loads((await resp.content.read(BODY_BYTES)).decode("utf-8"))
     except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError, ValueError):
         return None
     value = body.get("unkeyed") if isinstance(body, dict) else None

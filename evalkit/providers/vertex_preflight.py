@@ -12,17 +12,14 @@ each one line, exit 2. Anything else (a 5xx, a 429) is left to the runner's retr
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from evalkit.providers.base import ProviderSpec, public_url
-from evalkit.providers.connect import connect_cause
+from evalkit.providers.connect import get_metadata
 from evalkit.providers.vertex import VertexRedactor, is_claude
 from evalkit.providers.vertex_auth import load_credentials, place_of
-
-_BODY_BYTES = 1024 * 1024
 
 
 def model_url(spec: ProviderSpec, base: str) -> str:
@@ -65,8 +62,6 @@ def judge(status: int, body: object, spec: ProviderSpec, project: str) -> str | 
 
 async def probe_vertex(spec: ProviderSpec, base: str, env: Mapping[str, str], timeout_s: float) -> tuple[str | None, object]:
     """One Vertex endpoint's preflight (the module docstring): (the cause or None, the lookup's JSON body)."""
-    import aiohttp
-
     from evalkit.providers.openai_compat import proxy_for
 
     shown = public_url(base)
@@ -78,22 +73,8 @@ async def probe_vertex(spec: ProviderSpec, base: str, env: Mapping[str, str], ti
         return redact(cause), None
     url = model_url(spec, base)
     headers = {"Authorization": f"Bearer {credentials.token}"}
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
-                session.get(url, headers=headers, allow_redirects=False, proxy=proxy_for(url)) as resp:
-            raw = await resp.content.read(_BODY_BYTES)
-            status = resp.status
-    except asyncio.TimeoutError:
-        return f"no answer within {timeout_s:g} s", None
-    except aiohttp.ClientConnectorError as e:
-        return redact(connect_cause(e)), None
-    except aiohttp.ClientError as e:
-        return redact(f"{type(e).__name__}: {e}"), None
-    if 300 <= status < 400:
-        return f"HTTP {status} redirect (not followed); check the base URL", None
-    try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        body = None
+    failed, status, body = await get_metadata(url, headers, timeout_s, proxy_for(url), redact)
+    if failed is not None:
+        return failed, None
     cause = judge(status, body, spec, place.project)
     return (redact(cause) if cause else None), body
