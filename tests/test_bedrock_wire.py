@@ -163,3 +163,29 @@ def test_the_prefix_hasher_gives_each_body_its_own_sha256():
     head = len(b'{"messages": [{"image": "') + len(image)
     for body in bodies * 2 + [b"other" + image, image]:  # a shared head, a body without it, a shorter one
         assert hasher.hexdigest(body, head if body.startswith(b"{") else 0) == hashlib.sha256(body).hexdigest()
+
+
+def test_credentials_refreshed_during_a_run_are_masked_too(monkeypatch):
+    """botocore's chain renews a temporary session as it expires: the new secret and session token
+    must be masked by the redactors made before the renewal, as the first ones are."""
+    from types import SimpleNamespace
+
+    import evalkit.providers.aws_sign as aws_sign
+
+    frozen = [SimpleNamespace(access_key="ASIAFIRSTKEY0001", secret_key="first-secret-0123456789",
+                              token="first-session-token-0123456789")]
+
+    class Renewing:
+        def get_frozen_credentials(self):
+            return frozen[-1]
+
+    monkeypatch.setattr(aws_sign, "_chain", lambda env, label: Renewing())
+    creds = aws_sign.AwsCredentials({}, "bedrock/amazon.nova-lite-v1:0")
+    redact = creds.redactor()
+    assert "first-secret" not in redact("x first-secret-0123456789 y")
+    frozen.append(SimpleNamespace(access_key="ASIASECONDKEY002", secret_key="second-secret-0123456789",
+                                  token="second-session-token-0123456789"))
+    assert creds.keys().token == "second-session-token-0123456789"
+    text = redact("echo ASIASECONDKEY002 second-secret-0123456789 second-session-token-0123456789")
+    assert "SECOND" not in text and "second" not in text, text
+    assert "first-secret" not in redact("first-secret-0123456789")  # the earlier ones stay masked

@@ -68,16 +68,27 @@ class AwsCredentials:
             self._creds: Any = Credentials(access, secret, env.get("AWS_SESSION_TOKEN") or None)
         else:
             self._creds = _chain(env, label)
-        keys = self.keys()
+        self._last: AwsKeys | None = None
+        self._redactors: list[AwsRedactor] = []  # taught every secret a refresh brings
         # the access key id is not a secret to AWS, but it names the account's user: masked as well
-        self.secrets: tuple[str, ...] = tuple(s for s in (keys.access_key, keys.secret_key, keys.token) if s)
+        self.secrets: tuple[str, ...] = ()
+        self.keys()
 
     def keys(self) -> AwsKeys:
         frozen = self._creds.get_frozen_credentials()
-        return AwsKeys(frozen.access_key, frozen.secret_key, frozen.token or None)
+        keys = AwsKeys(frozen.access_key, frozen.secret_key, frozen.token or None)
+        if keys != self._last:  # the first keys, or a refresh (a temporary session renewed)
+            self._last = keys
+            new = [s for s in (keys.access_key, keys.secret_key, keys.token) if s and s not in self.secrets]
+            self.secrets += tuple(new)
+            for redactor in self._redactors:
+                redactor.learn(new)
+        return keys
 
     def redactor(self, more: Iterable[str | None] = ()) -> AwsRedactor:
-        return AwsRedactor([*self.secrets, *more])
+        redactor = AwsRedactor([*self.secrets, *more])
+        self._redactors.append(redactor)
+        return redactor
 
 
 def _chain(env: Mapping[str, str], label: str) -> Any:

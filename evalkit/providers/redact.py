@@ -35,7 +35,12 @@ class Redactor:
     """Masks the given secrets (and their common encodings) and URL userinfo in text."""
 
     def __init__(self, secrets: Iterable[str | None] = ()):
-        forms: set[str] = set()
+        self._forms: list[str] = []
+        self.learn(secrets)
+
+    def learn(self, secrets: Iterable[str | None]) -> None:
+        """Mask these too (credentials that were refreshed during the run)."""
+        forms = set(self._forms)
         for s in secrets:
             if s and len(s.strip()) >= _MIN_SECRET:
                 forms |= _forms(s.strip())
