@@ -115,6 +115,7 @@ class _Asking:
         self.pipeline = stack.enter_context(contextlib.closing(ImagePipeline(
             max_image_bytes=int(cfg.max_image_mb * read_caps.MB))))
         self.pipeline.note = say  # an image over Pillow's decompression-bomb limit is named on the console
+        self.pipeline.know_hashes(job.where.known)  # the data's fingerprint read every image: not again
         stack.callback(self.rundir.close)  # flushes records received so far, whatever happens next
 
         def drain() -> None:  # the first Ctrl-C/SIGTERM: no new request; replies on their way are kept

@@ -15,7 +15,7 @@ import io
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -169,6 +169,13 @@ class ImagePipeline:
         return self._hashes.get_or_compute(
             (ref.kind, ref.value), lambda: hashlib.sha256(self.source_bytes(ref)).hexdigest()
         )
+
+    def know_hashes(self, known: Mapping[str, tuple[int, int, str]]) -> None:
+        """Source hashes this run already has: path -> (mtime_ns, size, sha256), as the data's fingerprint
+        read them (engine/location.py, from the cache folder's file hashes). A file whose mtime or size
+        differs when a query needs it is hashed again; the rest are not read twice."""
+        for path, (mtime_ns, size, sha) in known.items():
+            self._hashes.put(("path", path, mtime_ns, size), sha)
 
     def _hash_file(self, ref: ImageRef) -> str:
         h = hashlib.sha256()
