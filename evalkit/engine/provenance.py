@@ -57,10 +57,22 @@ def sdk_versions() -> dict[str, str]:
     out = {}
     for name in SDKS:
         try:
-            out[name] = metadata.version(name)
+            dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
+        out[name] = _version_line(dist.read_text("METADATA")) or dist.version
     return out
+
+
+def _version_line(text: str | None) -> str | None:
+    """The `Version:` header of a METADATA file, read without the email parser (which read the whole
+    long description of each package: a tenth of a warm re-run's closing)."""
+    for line in (text or "").splitlines():
+        if not line.strip():
+            return None  # the headers end at the first blank line
+        if line.startswith("Version:"):
+            return line[len("Version:"):].strip() or None
+    return None
 
 
 def manifest(records: Iterable[Record], *, identity: dict[str, Any], servers: dict[str, dict],
