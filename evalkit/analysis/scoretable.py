@@ -23,26 +23,36 @@ if TYPE_CHECKING:  # numpy is imported where used, so benchmarks load without it
 
 @dataclass(frozen=True)
 class ScoreTable:
-    """Observations of one run. `estimate()` must equal summary["metrics"][metric]."""
+    """Observations of one run. `estimate()` must equal summary["metrics"][metric].
+
+    `observed` may be a plain sequence: a table of right-or-wrong answers then gives its estimate
+    without numpy (a re-run whose intervals the cache folder kept never imports it); `values` is
+    the array every resampling reads."""
 
     metric: str                       # the headline metric's name in the official table
     units: tuple[str, ...]            # resampling unit (item) of each observation
-    values: np.ndarray                # each observation's score in [0, 1]
+    observed: Sequence[float] | np.ndarray  # each observation's score in [0, 1]
     strata: tuple[str, ...] | None = None  # macro cells; None for a plain mean
     scale: float = 100.0              # 100 for percentages, 1 for fractions
     keys: tuple[str, ...] = field(default=())  # pairing key per observation (default unit|stratum)
     repeats: int = 1                  # how many repeats each value is the mean of
 
     def __post_init__(self) -> None:
-        import numpy as np
-
-        values = np.asarray(self.values, dtype=float)
-        object.__setattr__(self, "values", values)
-        if len(self.units) != len(values) or (self.strata is not None and len(self.strata) != len(values)):
+        if not is_array(self.observed):
+            object.__setattr__(self, "observed", tuple(float(v) for v in self.observed))
+        n = len(self.observed)
+        if len(self.units) != n or (self.strata is not None and len(self.strata) != n):
             raise ValueError("units, values and strata must have one entry per observation")
         if not self.keys:
-            strata = self.strata or ("",) * len(values)
+            strata = self.strata or ("",) * n
             object.__setattr__(self, "keys", tuple(f"{u}|{s}" for u, s in zip(self.units, strata, strict=True)))
+
+    @cached_property
+    def values(self) -> np.ndarray:
+        """The observations as a float array (what resampling reads)."""
+        import numpy as np
+
+        return np.asarray(self.observed, dtype=float)
 
     @classmethod
     def plain(cls, metric: str, units: Sequence[str], values: Sequence[float], *, scale: float = 100.0,
@@ -54,22 +64,30 @@ class ScoreTable:
 
     @property
     def n(self) -> int:
-        return len(self.values)
+        return len(self.observed)
 
     @property
     def binary(self) -> bool:
         """Whether every observation is one right-or-wrong answer (what McNemar's test needs); a mean
         over repeats is not, even where every repeat agrees (one test for all pairs of a comparison)."""
+        if self.repeats != 1:
+            return False
+        if not is_array(self.observed):
+            return all(v == 0.0 or v == 1.0 for v in self.observed)
         import numpy as np
 
-        return self.repeats == 1 and bool(np.all((self.values == 0) | (self.values == 1)))
+        return bool(np.all((self.values == 0) | (self.values == 1)))
 
     def estimate(self) -> float:
         return self._point
 
     @cached_property
     def _point(self) -> float:
-        """Computed once: intervals and every pair test of a comparison ask for it again."""
+        """Computed once: intervals and every pair test of a comparison ask for it again. A plain mean
+        of right-or-wrong answers is counted without numpy: the same sums (whole numbers, exact in
+        floating point either way), the same division."""
+        if self.strata is None and self.n and self.binary:
+            return float(sum(self.observed) / self.n * self.scale)
         import numpy as np
 
         units = sorted(set(self.units))
@@ -156,3 +174,8 @@ def _estimate(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray, macro: 
     present = ~np.isnan(cell_means)
     n_cells = present.sum(axis=1)
     return np.divide(np.nansum(cell_means, axis=1), n_cells, out=np.zeros(len(n_cells)), where=n_cells > 0)
+
+
+def is_array(values: object) -> bool:
+    """Whether `values` is a numpy array (told apart without importing numpy)."""
+    return type(values).__module__ == "numpy" and hasattr(values, "dtype")

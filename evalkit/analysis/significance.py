@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalkit.analysis.scoretable import ScoreTable
+from evalkit.analysis.scoretable import ScoreTable, is_array
 from evalkit.metrics import fit_store
 
 if TYPE_CHECKING:  # numpy and scipy are imported where used: scipy.stats takes seconds to import
@@ -124,12 +125,10 @@ def bootstrap_ci(table: ScoreTable, *, n_boot: int = 2000, seed: int = 0, level:
 def _table_inputs(table: ScoreTable) -> tuple[str, str]:
     """The table's kind and a sha256 of every field it resamples from (a headline interval is a pure
     function of them, the resample count, seed and level)."""
-    import numpy as np
-
     digest = hashlib.sha256()
     for f in dataclasses.fields(table):
         value = getattr(table, f.name)
-        if isinstance(value, np.ndarray):
+        if is_array(value):  # (a plain tuple of answers is hashed as JSON: numpy stays unimported)
             digest.update(f"{f.name}:{value.dtype}:{value.shape}:".encode() + value.tobytes())
         else:
             digest.update(f"{f.name}:{json.dumps(value, default=repr, ensure_ascii=False)};".encode())
@@ -219,12 +218,11 @@ def all_pairs(tables: dict[str, ScoreTable], *, n_boot: int = 2000, seed: int = 
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval for k right of n, as fractions (for per-category bars)."""
-    import numpy as np
-
+    """Wilson score interval for k right of n, as fractions (for per-category bars). math.sqrt, as
+    numpy's, is the correctly rounded root: the same numbers, numpy not imported for them."""
     if n == 0:
         return (0.0, 0.0)
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))

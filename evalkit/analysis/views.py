@@ -59,10 +59,10 @@ def clustered_intervals(units: Sequence[str], cells: Sequence[str], right: Seque
     Empty (the caller's Rate falls back to Wilson's interval) when no item has two observations in
     one cell: resampling items is then resampling answers, which Wilson's interval does exactly and
     at no cost (a full MME-RealWorld run would otherwise spend a second here)."""
-    import numpy as np
-
     if n_boot <= 0 or not units or len(set(zip(units, cells, strict=True))) == len(units):
         return {}
+    import numpy as np
+
     unit_order = sorted(set(units))
     cell_order = sorted(set(cells))
     ui = {u: i for i, u in enumerate(unit_order)}

@@ -172,11 +172,10 @@ class Benchmark:
 
 def accuracy_table(records: Sequence[Record], metric: str = "accuracy") -> ScoreTable:
     """Percent of records right (errors, refusals and unparsed are not): one observation per record,
-    unit the base question (its variants resampled together), pairing key the query id."""
-    import numpy as np
-
+    unit the base question (its variants resampled together), pairing key the query id. The answers
+    as a plain tuple: its estimate needs no numpy (ScoreTable)."""
     return ScoreTable(metric, tuple(r.base_id for r in records),
-                      np.array([float(r.correct is True) for r in records]), None, 100.0,
+                      tuple(1.0 if r.correct is True else 0.0 for r in records), None, 100.0,
                       tuple(r.query_id for r in records))
 
 
@@ -186,10 +185,8 @@ def all_right_table(records: Sequence[Record], metric: str, scale: float) -> Sco
     The group is whatever records share a base_id, so an incomplete group (a variant never asked)
     counts on what it has, as `circular_summary` and `rotation_summary` count it.
     """
-    import numpy as np
-
     groups: dict[str, bool] = {}
     for r in records:
         groups[r.base_id] = groups.get(r.base_id, True) and r.correct is True
     units = tuple(groups)
-    return ScoreTable(metric, units, np.array([float(ok) for ok in groups.values()]), None, scale, units)
+    return ScoreTable(metric, units, tuple(float(ok) for ok in groups.values()), None, scale, units)
