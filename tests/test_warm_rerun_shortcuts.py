@@ -1,0 +1,56 @@
+"""What a warm re-run skips must give the same numbers as the long way: a ScoreTable of plain answers
+(counted without numpy) against the same table as an array, and image hashes the data's fingerprint
+already read (taken, not read again, unless the file changed since)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import random
+
+import numpy as np
+import pytest
+
+from evalkit.analysis.scoretable import ScoreTable
+from evalkit.analysis.significance import wilson
+from evalkit.core.types import ImageRef
+from evalkit.images.pipeline import ImagePipeline
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_plain_answers_estimate_as_the_array_does(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(1, 3000)
+    units = tuple(f"q{rng.randint(0, n // 2)}" for _ in range(n))  # variants share a unit
+    answers = tuple(float(rng.random() < rng.random()) for _ in range(n))
+    scale = rng.choice([100.0, 1.0])
+    plain = ScoreTable("accuracy", units, answers, None, scale)
+    array = ScoreTable("accuracy", units, np.array(answers), None, scale)
+    assert plain.estimate() == array.estimate()  # exactly: the same whole-number sums, the same division
+    assert plain.binary and array.binary
+    assert plain.values.tolist() == list(answers)
+    assert ScoreTable("a", units, tuple(a / 2 for a in answers), None, scale).binary is (sum(answers) == 0)
+
+
+def test_wilson_is_unchanged() -> None:
+    z = 1.959963984540054
+    for k, n in [(0, 1), (1, 1), (3, 10), (228, 1624), (4999, 5000)]:
+        p = k / n
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        assert wilson(k, n) == (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+
+
+def test_known_hashes_are_taken_until_the_file_changes(tmp_path) -> None:
+    image = tmp_path / "a.jpg"
+    image.write_bytes(b"first bytes")
+    st = os.stat(image)
+    with contextlib.closing(ImagePipeline()) as pipeline:
+        pipeline.know_hashes({str(image): (st.st_mtime_ns, st.st_size, "f" * 64)})
+        assert pipeline.source_hash(ImageRef("path", str(image))) == "f" * 64  # taken: not read
+    image.write_bytes(b"other bytes, longer")  # a new size: hashed from its bytes
+    with contextlib.closing(ImagePipeline()) as pipeline:
+        pipeline.know_hashes({str(image): (st.st_mtime_ns, st.st_size, "f" * 64)})
+        assert pipeline.source_hash(ImageRef("path", str(image))) == hashlib.sha256(b"other bytes, longer").hexdigest()
+
