@@ -54,3 +54,27 @@ def test_known_hashes_are_taken_until_the_file_changes(tmp_path) -> None:
         pipeline.know_hashes({str(image): (st.st_mtime_ns, st.st_size, "f" * 64)})
         assert pipeline.source_hash(ImageRef("path", str(image))) == hashlib.sha256(b"other bytes, longer").hexdigest()
 
+
+
+@pytest.mark.parametrize("template", ["", "plain", "{question}", "Q: {question}\n{options}\n{hint}{question}",
+                                      "{unknown} {Question} {} {{question}} {ques tion} {question", "}{hint}{"])
+def test_fill_template_as_one_regex_pass(template: str) -> None:
+    import re
+
+    from evalkit.core.resources import fill_template
+
+    values = {"question": "why {hint} here?", "options": "A. {x}\nB. y", "hint": ""}
+    expected = re.sub(r"\{([a-z_]+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+    assert fill_template(template, **values) == expected
+
+
+def test_usage_totals_count_numbers_only() -> None:
+    from evalkit.core.types import Record
+    from evalkit.metrics.basic import usage_totals
+
+    def rec(usage: dict) -> Record:
+        return Record("q", "q", "q", {}, "m", "k", "A", "A", usage=usage)
+
+    records = [rec({"input_tokens": 3, "output_tokens": 2.0, "cost_usd": 0.5}), rec({"input_tokens": True}),
+               rec({"reasoning_tokens": "7", "output_tokens": 1}), rec({})]
+    assert usage_totals(records) == {"input_tokens": 3, "output_tokens": 3, "cost_usd": 0}

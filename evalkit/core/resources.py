@@ -7,6 +7,7 @@ means an installed copy never reads stray files from the current directory.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -60,4 +61,18 @@ def fill_template(template: str, **values: str) -> str:
 
     Unknown placeholders are kept verbatim (str.format would fail on a question with braces).
     """
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), template)
+    pieces = _pieces(template)
+    return "".join(values.get(piece[1:-1], piece) if i % 2 else piece for i, piece in enumerate(pieces))
+
+
+@functools.lru_cache(maxsize=256)
+def _pieces(template: str) -> tuple[str, ...]:
+    """The template split once into text and "{name}" placeholders, alternately (text first): filling
+    every query's prompt by regex was a tenth of reading a data set."""
+    pieces: list[str] = []
+    at = 0
+    for m in _PLACEHOLDER.finditer(template):
+        pieces += (template[at:m.start()], m.group(0))
+        at = m.end()
+    pieces.append(template[at:])
+    return tuple(pieces)

@@ -226,7 +226,13 @@ class Query:
         return users[-1].text() if users else ""
 
     def image_parts(self) -> tuple[ImagePart, ...]:
-        return tuple(p for m in self.messages for p in m.images())
+        """The images of every message, in order; worked out once per query (the runner, the cache
+        lookup and the schedule each ask for them; the messages are frozen)."""
+        parts = self.__dict__.get("_image_parts")
+        if parts is None:
+            parts = tuple(p for m in self.messages for p in m.images())
+            object.__setattr__(self, "_image_parts", parts)
+        return parts
 
 
 @dataclass

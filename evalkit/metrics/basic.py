@@ -59,6 +59,7 @@ def usage_totals(records: Iterable[Record]) -> dict[str, int]:
     total: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
     for record in records:
         for name, value in (record.usage or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            kind = type(value)
+            if kind is int or kind is float or (kind is not bool and isinstance(value, (int, float))):
                 total[name] = total.get(name, 0) + int(value)
     return total
