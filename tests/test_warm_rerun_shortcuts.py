@@ -78,3 +78,18 @@ def test_usage_totals_count_numbers_only() -> None:
     records = [rec({"input_tokens": 3, "output_tokens": 2.0, "cost_usd": 0.5}), rec({"input_tokens": True}),
                rec({"reasoning_tokens": "7", "output_tokens": 1}), rec({})]
     assert usage_totals(records) == {"input_tokens": 3, "output_tokens": 3, "cost_usd": 0}
+
+
+def test_record_lines_are_json_dumps() -> None:
+    import json
+
+    from evalkit.core.types import Record
+    from evalkit.engine.rundir import record_line
+
+    records = [Record("q1", "q1", "q1", {"shift": 2, "lang": "中文"}, "m/é", "k", "Réponse \"B\"\n\t", "B",
+                      parsed="B", parse_method="rule", correct=True, usage={"input_tokens": 3, "cost_usd": 1e-7},
+                      latency_s=float("nan"), image_fps=["ab" * 64], image_sizes=[[1, 2]], served_by="x"),
+               Record("q2", "q2", "q2", {}, "m", "", None, "", error="timeout", error_message="\x00 \u2028 🦜",
+                      repeat=2, max_tokens=16)]
+    for record in records:
+        assert record_line(record) == json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
