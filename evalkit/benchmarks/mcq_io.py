@@ -60,18 +60,20 @@ class ImagePaths:
     def __init__(self, base: Path, sink: Sink = STRICT):
         self.base = base
         self.sink = sink
-        self._seen: dict[str, tuple[str, str | None]] = {}  # path as written -> (absolute path, problem)
+        # path as written -> (its ref, problem): questions sharing a picture share one ref
+        self._seen: dict[str, tuple[ImageRef, str | None]] = {}
 
     def ref(self, path: str, where: str) -> ImageRef:
         seen = self._seen.get(path)
         if seen is None:
             given = Path(path)
             full = given if given.is_absolute() else self.base / given
-            seen = self._seen[path] = (str(full), not_a_file(full))  # missing, a named pipe, a folder, a loop
-        full_path, problem = seen
+            # missing, a named pipe, a folder, a loop
+            seen = self._seen[path] = (ImageRef.from_path(str(full)), not_a_file(full))
+        ref, problem = seen
         if problem is not None:
-            self.sink.content(f"{where}: {problem}: {full_path}")
-        return ImageRef.from_path(full_path)
+            self.sink.content(f"{where}: {problem}: {ref.value}")
+        return ref
 
 
 def resolve_data(data: Path) -> Path:
