@@ -41,6 +41,8 @@ OFFICIAL_REQUESTS_CHANGED = {"if-bench", "mme-realworld", "tdbench"}
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").is_file())
 V02 = Path(__file__).parent / "fixtures" / "v02"  # main before 0.3.0 (b18ef28): says 0.1.0, holds 0.2
 V02_CASES = sorted(p.name for p in V02.iterdir() if (p / "case.json").is_file())
+V03 = Path(__file__).parent / "fixtures" / "v03"  # the 0.3.0 release (afbaf69)
+V03_CASES = sorted(p.name for p in V03.iterdir() if (p / "case.json").is_file())
 
 
 def _case(name: str) -> dict:
@@ -238,3 +240,37 @@ def test_v02_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch, ca
     assert json.loads((run_dir / "config.json").read_text())["identity"] == config["identity"]
     records = [json.loads(line) for line in (run_dir / "records.jsonl").open()]
     assert len(records) == case["n_records"] == 2 * case["summary"]["n_queries"]  # both repeats kept
+
+
+@pytest.mark.parametrize("name", V03_CASES)
+def test_v03_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch):
+    """The run directory and cache the 0.3.0 release wrote (TDBench: rotations, grounding, the run
+    directory's reliability fits, the cache folder's intervals and figures), in another folder: the
+    same command sends 0 requests and completes in the same directory with the same metrics and
+    identity; a new directory on its cache is free too."""
+    case = json.loads((V03 / name / "case.json").read_text())
+    where = tmp_path / name
+    shutil.copytree(V03 / name, where, ignore=shutil.ignore_patterns("case.json"))
+    run_dir = where / case["run_dir"]
+    config = json.loads((run_dir / "config.json").read_text())
+    written = json.loads((run_dir / "summary.json").read_text())
+    assert case["made_with"]["commit"].startswith("afbaf69") and written["evalkit_version"] == "0.3.0"
+    assert config["config"]["data_source"]["kind"] == "local" and (run_dir / "reliability-fits.json").is_file()
+    assert (where / "cache" / "intervals.json").is_file()
+    monkeypatch.chdir(where)
+    argv = case["run_argv"][1:]
+    with _port_held(case), _sim(case) as sim:
+        assert main(argv) == 0
+        same_dir = sim.counters.snapshot()["requests"]
+        assert main([*argv, "--out", str(tmp_path / "new"), "--no-plots"]) == 0
+        new_dir = sim.counters.snapshot()["requests"] - same_dir
+    assert (same_dir, new_dir) == (0, 0)
+    assert sorted(p.name for p in (where / "runs").iterdir()) == [run_dir.name]  # resumed, not a new folder
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["complete"] and summary["missing"] == 0 and summary["evalkit_version"] == __version__
+    expected = case["summary"]["metrics"]
+    for done in (run_dir, tmp_path / "new"):
+        assert _known(_metrics(done), expected) == approx_tree(expected)
+    assert json.loads((run_dir / "config.json").read_text())["identity"] == config["identity"]
+    records = [json.loads(line) for line in (run_dir / "records.jsonl").open()]
+    assert len(records) == case["n_records"] == case["summary"]["n_queries"]
