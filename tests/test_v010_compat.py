@@ -22,7 +22,7 @@ import fcntl
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -207,21 +207,18 @@ def test_reask_asks_a_v010_run_again_with_the_official_requests(install, monkeyp
     assert "requests" not in summary and summary["missing"] == 0
 
 
-@pytest.mark.parametrize("name", V02_CASES)
-def test_v02_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch, capsys):
-    """The run directory and cache main wrote before 0.3.0 (`evalkit_version` 0.1.0, 0.2's formats),
-    put in another folder than the one it was made in (0.2's identity holds the data's content hash,
-    not its path): the same command sends 0 requests and completes in the same directory with the
-    same metrics, as a run in today's form (no 0.1.0 migration); a new directory on its cache is free."""
-    case = json.loads((V02 / name / "case.json").read_text())
+def _resumed_free(fixtures: Path, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  check: Callable[[dict, Path, dict], None]) -> tuple[dict, list[dict]]:
+    """A release's case put in another folder than the one it was made in (its identity holds the data's
+    content hash, not its path), `check(case, run_dir, config)` run on it as it is; then the recorded
+    command sends 0 requests and completes in the same directory with the same metrics and identity,
+    and a new directory on its cache is free too. The case and the records after the re-run."""
+    case = json.loads((fixtures / name / "case.json").read_text())
     where = tmp_path / name
-    shutil.copytree(V02 / name, where, ignore=shutil.ignore_patterns("case.json"))
+    shutil.copytree(fixtures / name, where, ignore=shutil.ignore_patterns("case.json"))
     run_dir = where / case["run_dir"]
     config = json.loads((run_dir / "config.json").read_text())
-    written = json.loads((run_dir / "summary.json").read_text())
-    assert case["made_with"]["commit"].startswith("b18ef28") and written["evalkit_version"] == "0.1.0"
-    assert config["identity"]["identity_version"] == 1 and (run_dir / "lint.json").is_file()
-    assert all("request_key" in json.loads(line) for line in (run_dir / "records.jsonl").open())
+    check(case, run_dir, config)
     monkeypatch.chdir(where)
     argv = case["run_argv"][1:]
     with _port_held(case), _sim(case) as sim:
@@ -230,7 +227,6 @@ def test_v02_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch, ca
         assert main([*argv, "--out", str(tmp_path / "new"), "--no-plots"]) == 0  # (plots: 1.5 s, not the point)
         new_dir = sim.counters.snapshot()["requests"] - same_dir
     assert (same_dir, new_dir) == (0, 0)
-    assert "written by evalkit 0.1.0" not in capsys.readouterr().err  # its format says 0.2, not its version
     assert sorted(p.name for p in (where / "runs").iterdir()) == [run_dir.name]  # resumed, not a new folder
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["complete"] and summary["missing"] == 0 and summary["evalkit_version"] == __version__
@@ -239,38 +235,34 @@ def test_v02_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch, ca
         assert _known(_metrics(done), expected) == approx_tree(expected)
     assert json.loads((run_dir / "config.json").read_text())["identity"] == config["identity"]
     records = [json.loads(line) for line in (run_dir / "records.jsonl").open()]
-    assert len(records) == case["n_records"] == 2 * case["summary"]["n_queries"]  # both repeats kept
+    assert len(records) == case["n_records"]
+    return case, records
+
+
+@pytest.mark.parametrize("name", V02_CASES)
+def test_v02_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch, capsys):
+    """The run directory and cache main wrote before 0.3.0 (`evalkit_version` 0.1.0, 0.2's formats)
+    resume free, as a run in today's form (no 0.1.0 migration)."""
+    def written_by_b18ef28(case: dict, run_dir: Path, config: dict) -> None:
+        written = json.loads((run_dir / "summary.json").read_text())
+        assert case["made_with"]["commit"].startswith("b18ef28") and written["evalkit_version"] == "0.1.0"
+        assert config["identity"]["identity_version"] == 1 and (run_dir / "lint.json").is_file()
+        assert all("request_key" in json.loads(line) for line in (run_dir / "records.jsonl").open())
+
+    case, records = _resumed_free(V02, name, tmp_path, monkeypatch, written_by_b18ef28)
+    assert "written by evalkit 0.1.0" not in capsys.readouterr().err  # its format says 0.2, not its version
+    assert len(records) == 2 * case["summary"]["n_queries"]  # both repeats kept
 
 
 @pytest.mark.parametrize("name", V03_CASES)
 def test_v03_run_directory_and_cache_resume_free(name, tmp_path, monkeypatch):
     """The run directory and cache the 0.3.0 release wrote (TDBench: rotations, grounding, the run
-    directory's reliability fits, the cache folder's intervals and figures), in another folder: the
-    same command sends 0 requests and completes in the same directory with the same metrics and
-    identity; a new directory on its cache is free too."""
-    case = json.loads((V03 / name / "case.json").read_text())
-    where = tmp_path / name
-    shutil.copytree(V03 / name, where, ignore=shutil.ignore_patterns("case.json"))
-    run_dir = where / case["run_dir"]
-    config = json.loads((run_dir / "config.json").read_text())
-    written = json.loads((run_dir / "summary.json").read_text())
-    assert case["made_with"]["commit"].startswith("afbaf69") and written["evalkit_version"] == "0.3.0"
-    assert config["config"]["data_source"]["kind"] == "local" and (run_dir / "reliability-fits.json").is_file()
-    assert (where / "cache" / "intervals.json").is_file()
-    monkeypatch.chdir(where)
-    argv = case["run_argv"][1:]
-    with _port_held(case), _sim(case) as sim:
-        assert main(argv) == 0
-        same_dir = sim.counters.snapshot()["requests"]
-        assert main([*argv, "--out", str(tmp_path / "new"), "--no-plots"]) == 0
-        new_dir = sim.counters.snapshot()["requests"] - same_dir
-    assert (same_dir, new_dir) == (0, 0)
-    assert sorted(p.name for p in (where / "runs").iterdir()) == [run_dir.name]  # resumed, not a new folder
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["complete"] and summary["missing"] == 0 and summary["evalkit_version"] == __version__
-    expected = case["summary"]["metrics"]
-    for done in (run_dir, tmp_path / "new"):
-        assert _known(_metrics(done), expected) == approx_tree(expected)
-    assert json.loads((run_dir / "config.json").read_text())["identity"] == config["identity"]
-    records = [json.loads(line) for line in (run_dir / "records.jsonl").open()]
-    assert len(records) == case["n_records"] == case["summary"]["n_queries"]
+    directory's reliability fits, the cache folder's intervals and figures) resume free."""
+    def written_by_afbaf69(case: dict, run_dir: Path, config: dict) -> None:
+        written = json.loads((run_dir / "summary.json").read_text())
+        assert case["made_with"]["commit"].startswith("afbaf69") and written["evalkit_version"] == "0.3.0"
+        assert config["config"]["data_source"]["kind"] == "local" and (run_dir / "reliability-fits.json").is_file()
+        assert (run_dir.parents[1] / "cache" / "intervals.json").is_file()
+
+    case, records = _resumed_free(V03, name, tmp_path, monkeypatch, written_by_afbaf69)
+    assert len(records) == case["summary"]["n_queries"]
