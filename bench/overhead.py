@@ -29,7 +29,8 @@ Part 2, whole `evalkit run` subprocesses (process start to exit, start-up includ
   on a shared machine is at the mercy of a few seconds' noise that a 12 s cold run averages out).
 
     .venv/bin/python bench/overhead.py [--items 5000] [--images 500] [--latency-ms 200]
-        [--concurrency 64] [--rerun-latency-ms 50] [--parts phases,runs,rerun] [--workdir DIR]
+        [--concurrency 64] [--rerun-latency-ms 50] [--rerun-repeats 3]
+        [--parts phases,runs,rerun] [--workdir DIR]
 
 Exit 0 when every target is met: cached ask >= 5,000 queries/s; summary.json and report.md
 <= 0.5 s after the last answer, plots <= 1.5 s more; whole run >= 0.8 x bare for vllm/ and
