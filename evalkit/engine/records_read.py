@@ -1,4 +1,5 @@
-"""Reading records.jsonl back, tolerantly: one damaged line costs that line, never the run directory.
+"""records.jsonl's lines: how one is written (`record_line`), and reading them back tolerantly: one
+damaged line costs that line, never the run directory.
 
 A line can be damaged in many ways: torn by a kill (possibly inside a multi-byte character, and
 then glued to the next append), an invalid byte, a hand edit that left `"variant": null` or a
@@ -15,12 +16,38 @@ back as UTF-8.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.surrogates import repaired_if_escaped
 from evalkit.core.types import Record
+
+
+def _line_encoder() -> Callable[[dict[str, Any]], str]:
+    """json.dumps(..., ensure_ascii=False) as one C encoder made once: JSONEncoder.encode builds a new one
+    for every call, a third of encoding a short record. The same text (a test compares them); a record
+    holds no cycles, so none is looked for. Without the C encoder, JSONEncoder as before."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(ensure_ascii=False).encode
+    plain = json.JSONEncoder(ensure_ascii=False)
+    try:
+        encode = make(None, plain.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    except TypeError:  # another Python's signature
+        return plain.encode
+    return lambda d: "".join(encode(d, 0))
+
+
+_ENCODE_LINE = _line_encoder()
+
+
+def record_line(record: Record) -> str:
+    """One records.jsonl line (0.1.0's format: compact-ish json.dumps, UTF-8 kept, newline)."""
+    return _ENCODE_LINE(record.to_dict()) + "\n"
+
 
 DAMAGED = "records.damaged.jsonl"  # beside records.jsonl: damaged lines, saved before a rewrite drops them
 SHOWN_LINES = 10  # line numbers named in a message

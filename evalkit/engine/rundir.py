@@ -34,36 +34,13 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.files import write_json_atomic
 from evalkit.core.types import Record
 from evalkit.engine.identity import describe_data_change
-from evalkit.engine.records_read import DamagedLine, read_records, save_damaged
+from evalkit.engine.records_read import DamagedLine, read_records, record_line, save_damaged
 
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
 SUMMARY = "summary.json"
 FLUSH_INTERVAL_S = 0.1  # buffered records reach the file at most this long after the first of them
 RETRY_S = 1.0  # after a failed write, the flusher tries again this long after
-
-
-def _line_encoder() -> Callable[[dict[str, Any]], str]:
-    """json.dumps(..., ensure_ascii=False) as one C encoder made once: JSONEncoder.encode builds a new one
-    for every call, a third of encoding a short record. The same text (a test compares them); a record
-    holds no cycles, so none is looked for. Without the C encoder, JSONEncoder as before."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return json.JSONEncoder(ensure_ascii=False).encode
-    plain = json.JSONEncoder(ensure_ascii=False)
-    try:
-        encode = make(None, plain.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
-    except TypeError:  # another Python's signature
-        return plain.encode
-    return lambda d: "".join(encode(d, 0))
-
-
-_ENCODE_LINE = _line_encoder()
-
-
-def record_line(record: Record) -> str:
-    """One records.jsonl line (0.1.0's format: compact-ish json.dumps, UTF-8 kept, newline)."""
-    return _ENCODE_LINE(record.to_dict()) + "\n"
 
 
 _LIVE: weakref.WeakSet[RunDir] = weakref.WeakSet()  # run directories with buffered lines or an open file
