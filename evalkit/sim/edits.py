@@ -21,11 +21,11 @@ from PIL import Image
 
 from evalkit.sim.faults import retry_headers
 from evalkit.sim.gemini_wire import simulated_edit  # one transform for both edit routes
-from evalkit.sim.inject import apply_fault
+from evalkit.sim.inject import roll_fault
 from evalkit.sim.model import estimate_tokens, image_tokens
 from evalkit.sim.openai_wire import OpenAIDialect
 from evalkit.sim.state import STATE
-from evalkit.sim.wire import MALFORMED_BODY, error_response
+from evalkit.sim.wire import error_response
 
 if TYPE_CHECKING:
     from evalkit.sim.state import SimState
@@ -126,12 +126,9 @@ async def _serve_edit(request: web.Request, state: SimState) -> web.StreamRespon
         counters.status(404)
         return _DIALECT.error(404, "not_found", f"The model `{model}` does not exist.")
 
-    fault = state.dice.draw()
-    injected = await apply_fault(request, state, _DIALECT, fault)
-    if injected is not None:
-        return injected
-    if fault == "malformed":
-        return web.Response(status=200, text=MALFORMED_BODY, content_type="application/json")
+    fault, served = await roll_fault(request, state, _DIALECT)
+    if served is not None:
+        return served
     if fault == "refusal":  # how the Images API declines: a 400 with a moderation code
         counters.status(400)
         return error_response(400, "Your request was rejected by the safety system (injected).",

@@ -1,5 +1,5 @@
 """What every route of the simulated server does alike before answering: latency, then the
-injected faults (429, 5xx, 400, hang, drop), each shaped by the route's dialect."""
+injected faults (429, 5xx, 400, hang, drop, a malformed body), each shaped by the route's dialect."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+
+from evalkit.sim.wire import MALFORMED_BODY
 
 if TYPE_CHECKING:
     from evalkit.sim.dialects import Dialect
@@ -50,3 +52,15 @@ async def apply_fault(request: web.Request, state: SimState, dialect: Dialect,
     if fault == "drop":
         return await _drop(request)
     return None
+
+
+async def roll_fault(request: web.Request, state: SimState,
+                     dialect: Dialect) -> tuple[str | None, web.StreamResponse | None]:
+    """This request's fault from the seeded dice, and the response when every route serves it alike
+    (apply_fault's, or a malformed 200 body); None: the route goes on, shaping `refusal` and `empty`
+    (or no fault) itself."""
+    fault = state.dice.draw()
+    served = await apply_fault(request, state, dialect, fault)
+    if served is None and fault == "malformed":
+        served = web.Response(status=200, text=MALFORMED_BODY, content_type="application/json")
+    return fault, served

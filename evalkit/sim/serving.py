@@ -15,11 +15,11 @@ from aiohttp import web
 from evalkit.sim.counters import request_key
 from evalkit.sim.dialects import Dialect
 from evalkit.sim.extension import Handler
-from evalkit.sim.inject import apply_fault
+from evalkit.sim.inject import roll_fault
 from evalkit.sim.model import estimate_tokens, image_tokens, sampling_of
 from evalkit.sim.state import STATE, SimState
 from evalkit.sim.thinking import think, think_length, thinking_style
-from evalkit.sim.wire import MALFORMED_BODY, BadRequest, Usage, shape_reply
+from evalkit.sim.wire import BadRequest, Usage, shape_reply
 
 
 def dialect_handler(dialect: Dialect) -> Handler:
@@ -71,12 +71,9 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
 
     cached_tokens = getattr(dialect, "cached_tokens", None)  # dialects without a prompt cache omit it
     cached = cached_tokens(state, body, [(w, h) for _, w, h in fps_info]) if cached_tokens else 0
-    fault = state.dice.draw()
-    injected = await apply_fault(request, state, dialect, fault)
-    if injected is not None:
-        return injected
-    if fault == "malformed":
-        return web.Response(status=200, text=MALFORMED_BODY, content_type="application/json")
+    fault, served = await roll_fault(request, state, dialect)
+    if served is not None:
+        return served
     if fault == "refusal":
         return dialect.refusal(state, req)
 
