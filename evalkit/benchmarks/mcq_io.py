@@ -43,19 +43,11 @@ def _maybe_list(text: str) -> list[str] | None:
     return [str(v) for v in value] if isinstance(value, list) else None
 
 
-def _resolve_file(path: Path, base: Path, where: str, sink: Sink = STRICT) -> ImageRef:
-    """An image path made absolute against `base`, which must exist (lenient: kept for lint to name)."""
-    full = path if path.is_absolute() else base / path
-    problem = not_a_file(full)  # missing, a named pipe, a folder, a symlink loop
-    if problem is not None:
-        sink.content(f"{where}: {problem}: {full}")
-    return ImageRef.from_path(str(full))
-
-
 class ImagePaths:
-    """One data file's image paths made absolute against `base` and checked, each distinct path once:
-    questions share pictures (MME-RealWorld asks several about each), and a stat per question was a
-    tenth of a large set's load. A path that is not a file is still reported for every row naming it."""
+    """One data file's image paths made absolute against `base`, which must exist (lenient: kept for
+    lint to name), each distinct path checked once: questions share pictures (MME-RealWorld asks
+    several about each), and a stat per question was a tenth of a large set's load. A path that is not
+    a file is still reported for every row naming it."""
 
     def __init__(self, base: Path, sink: Sink = STRICT):
         self.base = base
@@ -150,7 +142,7 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
             continue
         del rows[k]  # lenient: the row is a problem, not an item
 
-    base = images or path.parent
+    paths_of = ImagePaths(images or path.parent, sink)
     resolved: dict[int, tuple[ImageRef, ...]] = {}
 
     def images_of(k: int, seen: tuple[int, ...] = ()) -> tuple[ImageRef, ...]:
@@ -177,7 +169,7 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
             if not cell:
                 raise EvalkitError(f"{where}: no image (empty 'image' and 'image_path')")
             paths = _maybe_list(cell) or [cell]
-            refs = tuple(_resolve_file(Path(p), base, where, sink) for p in paths)
+            refs = tuple(paths_of.ref(p, where) for p in paths)
         resolved[k] = refs
         return refs
 

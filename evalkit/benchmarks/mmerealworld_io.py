@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.mcq_io import _resolve_file, load_tsv
+from evalkit.benchmarks.mcq_io import ImagePaths, load_tsv
 from evalkit.benchmarks.stream_json import JsonRecord, json_records
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
@@ -96,7 +96,7 @@ def load_json(path: Path, images: Path | None = None, sink: Sink = STRICT) -> li
         raise EvalkitError(f"{path}: cannot read JSON ({exc})") from exc
     if not isinstance(data, list):
         raise EvalkitError(f"{path}: expected a JSON list of records")
-    base = images or path.parent
+    paths_of = ImagePaths(images or path.parent, sink)
     items: list[Item] = []
     first: dict[str, int] = {}
     for k, rec in enumerate(data, start=1):
@@ -118,7 +118,7 @@ def load_json(path: Path, images: Path | None = None, sink: Sink = STRICT) -> li
             qtype = rec.get("Question type", rec.get("Question Type"))
             items.append(_item(
                 where, qid, question=str(rec["Text"]).strip(), options=_choices(where, rec["Answer choices"]),
-                answer=str(rec["Ground truth"]), images=(_resolve_file(Path(str(rec["Image"])), base, where, sink),),
+                answer=str(rec["Ground truth"]), images=(paths_of.ref(str(rec["Image"]), where),),
                 task=str(rec["Task"]).strip(), subtask=str(rec["Subtask"]).strip(),
                 category=str(rec["Category"]).strip(),
                 meta={"question_type": qtype, "dataset": rec.get("Dataset"), "image": str(rec["Image"]),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.mcq_io import _json_options, _resolve_file, load_tsv, option_cells
+from evalkit.benchmarks.mcq_io import ImagePaths, _json_options, load_tsv, option_cells
 from evalkit.benchmarks.tdbench_boxes import format_box, parse_gold_box, source_size
 from evalkit.benchmarks.vlmeval_tsv import check_extra_cells, clean_cell, dict_reader
 from evalkit.core import data_json, read_caps
@@ -166,7 +166,7 @@ def load_generated(path: Path, images: Path | None = None, sink: Sink = STRICT) 
     "answer", "category", optional "task": "grounding" with "box": [x1, y1, x2, y2] (relative)
     and the object name as "question", optional "shuffle": false}.
     """
-    base = images or path.parent
+    paths_of = ImagePaths(images or path.parent, sink)
     items: list[Item] = []
     seen: set[str] = set()
     for n, line in read_caps.data_lines(path):  # line by line, under the cap
@@ -180,7 +180,7 @@ def load_generated(path: Path, images: Path | None = None, sink: Sink = STRICT) 
                 obj = data_json.loads(line)
             except json.JSONDecodeError as exc:
                 raise EvalkitError(f"{where}: invalid JSON ({exc.msg})") from exc
-            item = _generated_item(where, obj, base, sink)
+            item = _generated_item(where, obj, paths_of, sink)
             if item.id in seen:
                 sink.add(f"{where}: duplicate id {item.id}", path, row=f"line {n}", items=(item.id,),
                          kind="duplicate-id")
@@ -190,7 +190,7 @@ def load_generated(path: Path, images: Path | None = None, sink: Sink = STRICT) 
     return items
 
 
-def _generated_item(where: str, obj: Any, base: Path, sink: Sink = STRICT) -> Item:
+def _generated_item(where: str, obj: Any, paths_of: ImagePaths, sink: Sink = STRICT) -> Item:
     if not isinstance(obj, dict):
         raise EvalkitError(f"{where}: expected a JSON object")
     item_id = str(obj.get("id", obj.get("index", ""))).strip()
@@ -200,7 +200,7 @@ def _generated_item(where: str, obj: Any, base: Path, sink: Sink = STRICT) -> It
     paths = [paths] if isinstance(paths, str) else paths
     if not isinstance(paths, list) or len(paths) not in (1, 2) or not all(isinstance(p, str) for p in paths):
         raise EvalkitError(f"{where}: 'image' must be a path or 'images' a list of one or two paths")
-    refs = tuple(_resolve_file(Path(p), base, where, sink) for p in paths)
+    refs = tuple(paths_of.ref(p, where) for p in paths)
     layout = str(obj.get("layout") or "h")
     if layout not in ("h", "v"):
         raise EvalkitError(f"{where}: layout must be 'h' or 'v'")
