@@ -88,10 +88,10 @@ def serve(args: argparse.Namespace) -> None:
     """
     from aiohttp import web
 
-    from evalkit.sim.faults import SimFaults
     from evalkit.sim.from_bench import answer_key_for
+    from evalkit.sim.machinery.faults import SimFaults
+    from evalkit.sim.machinery.state import STATE
     from evalkit.sim.server import SimConfig, build_app
-    from evalkit.sim.state import STATE
 
     kinds = tuple(k for k in args.fault_kinds.split(",") if k)
     faults = SimFaults(rate=args.fault_rate if kinds else 0.0, kinds=kinds, retry_after=1.0, hang_s=args.hang_s,

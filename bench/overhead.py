@@ -103,11 +103,11 @@ def phases(args: argparse.Namespace, data: Path, work: Path) -> dict[str, float]
     from evalkit.ask.rate_limiter import Limiter
     from evalkit.ask.runner import RetryPolicy, Runner
     from evalkit.benchmarks.prepare import prepare
-    from evalkit.engine.rundir import RunDir
     from evalkit.grading.grade import grade, make_record, summarize
     from evalkit.images.pipeline import ImagePipeline
     from evalkit.providers import create_provider, parse_spec
     from evalkit.report import figures, outputs, plots
+    from evalkit.rundir.layout import RunDir
 
     n = args.items
     per_k = 1000 / n

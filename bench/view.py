@@ -87,9 +87,9 @@ def make_runs(data: Path, out: Path, n_models: int) -> list[Path]:
     """Run directories as `evalkit run` leaves them (records graded by the benchmark's official parser)."""
     from evalkit.benchmarks.prepare import prepare
     from evalkit.core.types import Record
-    from evalkit.engine.rundir import RunDir
     from evalkit.grading.grade import grade, summarize
     from evalkit.report.outputs import publish
+    from evalkit.rundir.layout import RunDir
 
     opts = {"data": str(data)}
     bench, items, queries, *_ = prepare("mme-realworld", opts)

@@ -25,15 +25,15 @@ def __getattr__(name: str) -> Any:
 
         return getattr(evaluate, name)
     if name in ("compare", "Comparison"):
-        from evalkit.engine import compare as comparison
+        from evalkit.multi import compare as comparison
 
         return getattr(comparison, name)
     if name in ("run_matrix", "run_matrix_async", "MatrixResult"):
-        from evalkit.engine import matrix
+        from evalkit.multi import matrix
 
         return getattr(matrix, name)
     if name == "merge":
-        from evalkit.engine.merge import merge
+        from evalkit.multi.merge import merge
 
         return merge
     if name == "build_view":

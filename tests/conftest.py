@@ -65,7 +65,7 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from evalkit.ask.retry import RetryPolicy
 
-    monkeypatch.setattr("evalkit.engine.wiring.RetryPolicy",
+    monkeypatch.setattr("evalkit.engine.endpoints.wiring.RetryPolicy",
                         functools.partial(RetryPolicy, initial_s=0.01, max_s=0.2))
 
 

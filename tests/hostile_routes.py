@@ -52,10 +52,11 @@ from hostile_bodies import (
     reshaped,
 )
 
-from evalkit.sim.dialects import DIALECTS, Dialect
+from evalkit.sim.dialects import DIALECTS
 from evalkit.sim.extension import Handler, QuietServe, SimRoutes
-from evalkit.sim.state import STATE
-from evalkit.sim.wire import ParsedRequest, Usage
+from evalkit.sim.machinery.dialect import Dialect
+from evalkit.sim.machinery.state import STATE
+from evalkit.sim.machinery.wire import ParsedRequest, Usage
 
 HOSTILE_PREFIX = "/hostile/{selector}"
 SINK_ROUTE = "/sink/{tail:.*}"

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.result import analyze
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.types import Record
-from evalkit.engine.rundir import RunDir
 from evalkit.grading.grade import summarize
+from evalkit.metrics.analysis.result import analyze
 from evalkit.report.markdown import write_report
+from evalkit.rundir.layout import RunDir
 
 LETTERS = "ABCDE"
 

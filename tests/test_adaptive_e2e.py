@@ -14,8 +14,8 @@ from provider_runs import assert_all_answered, in_process, run_against
 
 from evalkit.ask.adaptive import MARGIN
 from evalkit.engine.evaluate import run
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
 
 

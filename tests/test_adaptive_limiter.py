@@ -21,9 +21,9 @@ from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.errors import ProviderError, retry_after_from_headers
 from evalkit.core.types import RateInfo
-from evalkit.providers.rate_headers import rate_info
-from evalkit.sim.faults import SimFaults
-from evalkit.sim.limits import HiddenLimits
+from evalkit.providers.wire.rate_headers import rate_info
+from evalkit.sim.machinery.faults import SimFaults
+from evalkit.sim.machinery.limits import HiddenLimits
 
 
 class FakeClock:

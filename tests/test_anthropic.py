@@ -17,10 +17,10 @@ from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import create_provider, parse_spec
-from evalkit.providers.anthropic import AnthropicProvider, request_args
-from evalkit.sim.anthropic_wire import PromptCache
-from evalkit.sim.faults import SimFaults
+from evalkit.providers.anthropic.client import AnthropicProvider, request_args
+from evalkit.sim.anthropic import PromptCache
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread, start_sim
 
 KEY = "sk-ant-test-SECRET42"

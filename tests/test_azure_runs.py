@@ -12,8 +12,8 @@ from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
 
 KEY = "azkey-canary-5d41402abc4b2a76"  # must appear nowhere the run writes or prints

@@ -13,7 +13,7 @@ import pytest
 from cli_under_test import checkout_under_test, run_cli, start_cli
 from conftest import make_mcq_jsonl
 
-from evalkit.ask.batch_journal import JOURNAL, read_events
+from evalkit.ask.batch.journal import JOURNAL, read_events
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -24,7 +24,7 @@ N = 6
 DIE_AFTER_SUBMIT = '''
 import os
 
-from evalkit.ask.batch_journal import BatchJournal
+from evalkit.ask.batch.journal import BatchJournal
 
 
 def _die(self, tag, batch_id):

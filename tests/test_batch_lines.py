@@ -8,7 +8,7 @@ from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.batch_api import BatchLine
-from evalkit.providers.openai_api import openai_provider
+from evalkit.providers.openai.api import openai_provider
 
 
 def _request():

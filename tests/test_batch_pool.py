@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from evalkit.ask.batch_journal import BatchJournal, read_events, replay
-from evalkit.ask.batch_pool import BatchPool, NotWaiting
+from evalkit.ask.batch.journal import BatchJournal, read_events, replay
+from evalkit.ask.batch.pool import BatchPool, NotWaiting
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Response, Usage
 from evalkit.providers.base import ProviderSpec

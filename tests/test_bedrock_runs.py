@@ -15,10 +15,10 @@ from conftest import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.evaluate import run
-from evalkit.sim.aws_shapes import AwsTestKeys, aws_error
 from evalkit.sim.extension import SimRoutes
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.aws_shapes import AwsTestKeys, aws_error
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
 
 # canaries: none of these may appear in anything the run writes or prints

@@ -12,11 +12,11 @@ import pytest
 
 from evalkit.core.errors import EvalkitError
 from evalkit.providers import parse_spec
-from evalkit.providers.aws_sign import AwsKeys, AwsRedactor, sign
-from evalkit.providers.bedrock import is_claude
-from evalkit.providers.bedrock_converse import response_from_converse
-from evalkit.providers.bedrock_errors import bedrock_error
-from evalkit.sim.aws_shapes import AwsTestKeys
+from evalkit.providers.bedrock.aws_sign import AwsKeys, AwsRedactor, sign
+from evalkit.providers.bedrock.client import is_claude
+from evalkit.providers.bedrock.converse import response_from_converse
+from evalkit.providers.bedrock.errors import bedrock_error
+from evalkit.sim.machinery.aws_shapes import AwsTestKeys
 from evalkit.sim.server import SimConfig, start_sim
 
 KEYS = AwsTestKeys("AKIAWIRETEST00000001", "wire/secret+KEY0123456789abcdefABCDEFGH", "wire-session-token/+=")
@@ -136,7 +136,7 @@ def test_evalkit_sim_takes_the_test_credentials_and_region():
 def test_the_reasoning_switch_reaches_each_bedrock_route():
     from evalkit.core.settings import reasoning_problem
     from evalkit.core.types import GenParams, Message
-    from evalkit.providers.bedrock_converse import converse_body
+    from evalkit.providers.bedrock.converse import converse_body
 
     ask = [Message.system("Be brief."), Message.user("Which?")]
     body = converse_body(ask, GenParams(reasoning_effort="low", max_tokens=64, stop=("\n",)), [])
@@ -155,7 +155,7 @@ def test_the_prefix_hasher_gives_each_body_its_own_sha256():
     import hashlib
     import os
 
-    from evalkit.providers.aws_sign import PrefixHasher
+    from evalkit.providers.bedrock.aws_sign import PrefixHasher
 
     image = os.urandom(30_000).hex().encode()
     hasher = PrefixHasher(keep=2)
@@ -170,7 +170,7 @@ def test_credentials_refreshed_during_a_run_are_masked_too(monkeypatch):
     must be masked by the redactors made before the renewal, as the first ones are."""
     from types import SimpleNamespace
 
-    import evalkit.providers.aws_sign as aws_sign
+    import evalkit.providers.bedrock.aws_sign as aws_sign
 
     frozen = [SimpleNamespace(access_key="ASIAFIRSTKEY0001", secret_key="first-secret-0123456789",
                               token="first-session-token-0123456789")]

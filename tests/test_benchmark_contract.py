@@ -28,10 +28,10 @@ from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.core.resources import dataset_path
 from evalkit.core.settings import ROLES, RunConfig, flag_of, option
 from evalkit.core.types import Item, Query, Record
-from evalkit.engine.compare import compare
 from evalkit.engine.evaluate import run
-from evalkit.engine.identity import run_identity
-from evalkit.engine.rundir import RunDir
+from evalkit.multi.compare import compare
+from evalkit.rundir.identity import run_identity
+from evalkit.rundir.layout import RunDir
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread

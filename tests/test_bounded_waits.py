@@ -26,8 +26,8 @@ from provider_runs import KEYS, assert_all_answered, in_process, pointed_at, run
 
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.engine.evaluate import run
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
 
 # ---- the command line, each provider against the simulator -----------------------------------------
@@ -160,7 +160,7 @@ def run_on_clock(monkeypatch, clock: HeldClock, sim: SimThread, provider: str, d
                  **options: object) -> RunThread:
     """`evalkit run mcq` as run(), started in a thread, its limiter on `clock`; adaptive limits off, so
     that every sleep on the clock is a retry's wait (they may hold everyone briefly: test_adaptive_policy)."""
-    monkeypatch.setattr("evalkit.engine.wiring.Limiter", functools.partial(Limiter, clock=clock))
+    monkeypatch.setattr("evalkit.engine.endpoints.wiring.Limiter", functools.partial(Limiter, clock=clock))
     kwargs, env = in_process(provider, sim.url)
     thread = RunThread("mcq", f"{provider}/sim-model", data=str(data), out=str(out / "run"), env=env, no_cache=True,
                        plots=False, progress=False, adaptive=False, **kwargs, **options)

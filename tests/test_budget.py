@@ -12,11 +12,11 @@ from conftest import make_mcq_jsonl
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query, Response, Usage
 from evalkit.engine.evaluate import run
-from evalkit.engine.records_read import read_records
 from evalkit.money.budget import Budget
 from evalkit.money.costs import records_cost
 from evalkit.money.pricing import Price
 from evalkit.money.spending import Spending
+from evalkit.rundir.records import read_records
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

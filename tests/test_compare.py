@@ -12,7 +12,7 @@ from run_factory import LETTERS, make_run, record
 
 from evalkit.cli import main
 from evalkit.core.errors import EvalkitError
-from evalkit.engine.compare import compare
+from evalkit.multi.compare import compare
 
 N = 1000
 

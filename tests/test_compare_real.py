@@ -12,8 +12,8 @@ from run_factory import make_run
 
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.types import Record
-from evalkit.engine.compare import compare
 from evalkit.grading.grade import grade
+from evalkit.multi.compare import compare
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from run_factory import LETTERS, make_run, record
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.types import Record
-from evalkit.engine.compare import compare
 from evalkit.engine.repeats import add_repeats, repeat_id
-from evalkit.engine.rundir import RunDir
+from evalkit.multi.compare import compare
+from evalkit.rundir.layout import RunDir
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread

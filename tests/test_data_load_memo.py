@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.benchmarks.mcq_io import load_jsonl
+from evalkit.benchmarks.readers.mcq import load_jsonl
 from evalkit.core.errors import EvalkitError
 
 
@@ -38,7 +38,7 @@ def test_a_missing_picture_names_its_first_row(tmp_path):
 
 
 def test_fingerprint_resolves_a_folder_once_as_path_resolve_does(tmp_path):
-    from evalkit.engine.identity import _Resolver
+    from evalkit.rundir.identity import _Resolver
 
     (tmp_path / "x" / "y").mkdir(parents=True)
     (tmp_path / "x" / "y" / "img.jpg").write_bytes(b"1")

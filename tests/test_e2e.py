@@ -16,8 +16,8 @@ from waiting import wait_for_lines, wait_until_idle
 from evalkit.cli import main
 from evalkit.engine.evaluate import run
 from evalkit.sim.answerkey import AnswerKey
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 

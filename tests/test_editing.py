@@ -21,7 +21,7 @@ from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import ImagePart, ImageRef
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim import SimConfig, SimFaults, SimServer, start_sim
-from evalkit.sim.edits import edit_key, simulated_edit
+from evalkit.sim.openai.edits import edit_key, simulated_edit
 
 ENV = {"OPENAI_API_KEY": "sk-test", "GEMINI_API_KEY": "gm-test"}
 
@@ -83,7 +83,7 @@ async def test_openai_sdk_edit_returns_the_simulated_edit(sim: SimServer, tmp_pa
 
 
 async def test_google_genai_edit_returns_the_simulated_edit(sim: SimServer, tmp_path: Path) -> None:
-    if importlib.util.find_spec("evalkit.sim.gemini_wire") is None:
+    if importlib.util.find_spec("evalkit.sim.gemini") is None:
         pytest.skip("Gemini dialect not present")
     src = write_images(tmp_path / "in", 1)[0].read_bytes()
     editor = create_editor("google/gemini-2.5-flash-image", [sim.url], ENV)

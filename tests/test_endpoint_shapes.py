@@ -13,14 +13,14 @@ from evalkit.core.types import GenParams, Record, Usage
 from evalkit.money.costs import record_cost, records_cost
 from evalkit.money.pricing import load_prices
 from evalkit.providers import create_provider, parse_spec
-from evalkit.providers.azure import chat_base
+from evalkit.providers.azure.client import chat_base
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.openai_compat import error_kind
-from evalkit.providers.openai_format import response_from_openai
+from evalkit.providers.openai.compat import error_kind
+from evalkit.providers.openai.format import response_from_openai
 from evalkit.providers.preflight import _request, judge_reply
-from evalkit.providers.rate_headers import rate_info
 from evalkit.providers.reasoning import chat_fields
 from evalkit.providers.registry import limits_for
+from evalkit.providers.wire.rate_headers import rate_info
 
 AZURE_ENV = {"AZURE_OPENAI_ENDPOINT": "https://res.openai.azure.com/", "AZURE_OPENAI_API_KEY": "k"}
 

@@ -155,7 +155,7 @@ def _judge_dead(folder: Path) -> Seen:
 
 
 def _nothing_answered(folder: Path) -> Seen:
-    from evalkit.sim.faults import SimFaults
+    from evalkit.sim.machinery.faults import SimFaults
 
     return _against(SimConfig(faults=SimFaults(rate=1.0, kinds=("400",))), folder, [
         "run", "mcq", "--model", "vllm/sim-model", "--base-url", "{sim}", "--data", str(_data(folder)),

@@ -28,9 +28,9 @@ from evalkit.benchmarks.tdbench_boxes import box_values
 from evalkit.core.resources import dataset_path
 from evalkit.core.types import Query
 from evalkit.metrics.rgbth import PAPER_SKILLS, RGB_TH_TXT
-from evalkit.sim import state as sim_state
 from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 from evalkit.sim.from_bench import replay_key
+from evalkit.sim.machinery import state as sim_state
 from evalkit.sim.model import SimModel
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -71,8 +71,8 @@ def test_plots_skipped_when_inputs_unchanged_and_redrawn_when_they_change(tmp_pa
 
 
 def _analysed(tmp_path: Path):  # noqa: ANN202
-    from evalkit.analysis.result import analyze
     from evalkit.benchmarks import get_benchmark
+    from evalkit.metrics.analysis.result import analyze
 
     return analyze("m", get_benchmark("mcq"), _records(), {}, n_boot=200)
 
@@ -125,8 +125,8 @@ def test_report_md_is_written_before_the_plots(tmp_path, monkeypatch):
 
 
 def test_digest_follows_what_the_figures_show():
-    from evalkit.analysis.result import analyze
     from evalkit.benchmarks import get_benchmark
+    from evalkit.metrics.analysis.result import analyze
 
     bench = get_benchmark("mcq")
     a = analyze("m", bench, _records(), {}, n_boot=50)

@@ -19,17 +19,17 @@ from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import parse_spec
-from evalkit.providers.gemini_reply import response_from_gemini
-from evalkit.providers.google import (
+from evalkit.providers.google.client import (
     GoogleProvider,
     gemini_contents,
     generation_settings,
     thinking_mode,
 )
-from evalkit.sim import edits
-from evalkit.sim.faults import SimFaults
-from evalkit.sim.gemini_wire import EDIT_TEXT, simulated_edit
+from evalkit.providers.google.reply import response_from_gemini
+from evalkit.sim.gemini import EDIT_TEXT, simulated_edit
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.model import SimParams
+from evalkit.sim.openai import edits
 from evalkit.sim.server import SimConfig, start_sim
 
 KEY = "gm-test-SECRET77"

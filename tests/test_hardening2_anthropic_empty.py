@@ -16,10 +16,10 @@ from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 
 from evalkit.core.errors import ProviderError
-from evalkit.providers.anthropic import response_from_anthropic
-from evalkit.providers.batch_anthropic import line_result
-from evalkit.sim.faults import SimFaults
+from evalkit.providers.anthropic.batch import line_result
+from evalkit.providers.anthropic.client import response_from_anthropic
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
 
 USAGE = {"input_tokens": 120, "output_tokens": 2}

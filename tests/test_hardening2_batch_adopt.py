@@ -22,8 +22,8 @@ from conftest import make_mcq_jsonl
 from test_batch_kill import die_after_submit
 from test_batch_pool import FakeBatches, _ask, _pool
 
-from evalkit.ask.batch_journal import JOURNAL, BatchJournal, read_events
-from evalkit.ask.batch_pool import NotWaiting
+from evalkit.ask.batch.journal import JOURNAL, BatchJournal, read_events
+from evalkit.ask.batch.pool import NotWaiting
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message
 from evalkit.providers import create_batch_api, create_provider, parse_spec

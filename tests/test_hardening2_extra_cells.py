@@ -17,7 +17,7 @@ from cli_under_test import run_cli
 from PIL import Image
 
 from evalkit.benchmarks.lenient import Sink
-from evalkit.benchmarks.mcq_io import load_tsv
+from evalkit.benchmarks.readers.mcq import load_tsv
 
 HEADER = "index\timage\tquestion\tA\tB\tC\tD\tanswer\tcategory"
 SAID = ("row 2 (ending on line 3): 10 cells for the header's 9 columns ('see figure 2' beyond the last); a tab inside "
@@ -66,7 +66,7 @@ def test_run_stops_with_one_line_and_lint_names_the_row(shifted, tmp_path):
 
 
 def test_tdbench_grounding_rows_are_checked_alike(tmp_path):
-    from evalkit.benchmarks.tdbench_io import _grounding_rows
+    from evalkit.benchmarks.readers.tdbench import _grounding_rows
 
     path = tmp_path / "grounding.tsv"
     path.write_text("index\timage\tquestion\tanswer\n"

@@ -28,7 +28,7 @@ from conftest import make_mcq_jsonl
 
 from evalkit.ask.cache import ResponseCache
 from evalkit.cli import main
-from evalkit.engine.rundir import RunDir
+from evalkit.rundir.layout import RunDir
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

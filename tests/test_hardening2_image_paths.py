@@ -18,8 +18,8 @@ from conftest import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef
-from evalkit.engine.identity import FileHashes
 from evalkit.images.pipeline import ImagePipeline
+from evalkit.rundir.identity import FileHashes
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need a POSIX system")
 

@@ -197,7 +197,7 @@ def test_run_and_lint_name_a_jsonl_line_over_the_cap(small_set, tmp_path):
 
 
 def test_a_json_file_over_the_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from evalkit.benchmarks.mcq_io import load_jsonl
+    from evalkit.benchmarks.readers.mcq import load_jsonl
 
     data = tmp_path / "set.json"
     data.write_text("[" + ", ".join(_mcq_line(f"q{i}", "i.png", "y" * 500) for i in range(40)) + "]", encoding="utf-8")
@@ -210,7 +210,7 @@ def test_a_json_file_over_the_cap_is_refused_before_it_is_read(tmp_path, monkeyp
 
 @pytest.mark.parametrize("stream", [False, True], ids=["csv", "streamed"])
 def test_a_tsv_row_over_the_cap_is_one_line(tmp_path, stream):
-    from evalkit.benchmarks.mcq_io import load_tsv
+    from evalkit.benchmarks.readers.mcq import load_tsv
 
     data = tmp_path / "set.tsv"
     rows = ["index\timage\tquestion\tA\tB\tanswer"] + [f"{i}\t{'Q' * 400}\tWhich?\tx\ty\tA" for i in range(3)]

@@ -17,10 +17,10 @@ from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.benchmarks.mmerealworld_io import load_json
 from evalkit.benchmarks.pope import load_file
+from evalkit.benchmarks.readers.mmerealworld import load_json
+from evalkit.benchmarks.readers.tdbench import load_generated
 from evalkit.benchmarks.rgbth import load_questions_file
-from evalkit.benchmarks.tdbench_io import load_generated
 from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
 from evalkit.data.lock import read_lock

@@ -25,10 +25,10 @@ from evalkit.core.errors import ProviderError
 from evalkit.core.surrogates import repaired, repaired_json
 from evalkit.core.types import Response, Usage
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.providers.anthropic import response_from_anthropic
-from evalkit.providers.gemini_reply import response_from_gemini
-from evalkit.providers.openai_format import response_from_openai
-from evalkit.providers.reply_json import json_object
+from evalkit.providers.anthropic.client import response_from_anthropic
+from evalkit.providers.google.reply import response_from_gemini
+from evalkit.providers.openai.format import response_from_openai
+from evalkit.providers.wire.reply_json import json_object
 
 LONE = "A \\ud83d \\udfff end"  # as the JSON text spells it
 READ = "A \ufffd \ufffd end"  # what evalkit keeps

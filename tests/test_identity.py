@@ -20,8 +20,8 @@ from evalkit.cli import main
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import dataset_path
 from evalkit.engine.evaluate import run
-from evalkit.engine.identity import FileHashes, data_fingerprint, legacy_identity, run_identity
-from evalkit.engine.rundir import default_run_dir
+from evalkit.rundir.identity import FileHashes, data_fingerprint, legacy_identity, run_identity
+from evalkit.rundir.layout import default_run_dir
 
 DATA = "0" * 64  # a stand-in data fingerprint: these pins are about the settings
 

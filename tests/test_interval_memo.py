@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from evalkit.analysis import significance
-from evalkit.analysis.scoretable import ScoreTable
+from evalkit.metrics.analysis import significance
+from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.fit_store import SHARED, shared_kept_in
 
 

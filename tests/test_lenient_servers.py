@@ -64,7 +64,7 @@ def test_an_error_names_the_model_as_a_whole_name():
 
 def test_an_older_vllm_error_body_reads_as_its_message():
     """vLLM before its {"error": {...}} shape put the message at the top level; it must still name the model."""
-    from evalkit.providers.openai_compat import error_message
+    from evalkit.providers.openai.compat import error_message
 
     flat = b'{"object": "error", "message": "The model `llava` does not exist.", "type": "NotFoundError", "code": 404}'
     assert error_message(404, flat) == "HTTP 404: The model `llava` does not exist."

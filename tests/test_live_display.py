@@ -20,8 +20,8 @@ from rich.console import Console
 
 from evalkit.core.types import Outcome, Query, Response, Usage
 from evalkit.report.progress import Field, RunProgress, fit_fields
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
 
 

@@ -20,7 +20,7 @@ from conftest import make_mcq_jsonl
 from waiting import DEADLINE_S, StderrWatch
 
 from evalkit.cli import main
-from evalkit.engine.matrix import run_matrix
+from evalkit.multi.matrix import run_matrix
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 from evalkit.view import build_view

@@ -15,7 +15,7 @@ import pytest
 from conftest import draw_image
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.benchmarks.mmerealworld_io import load_base64_parts
+from evalkit.benchmarks.readers.mmerealworld import load_base64_parts
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImagePart, ImageRef, Transform
 from evalkit.images.pipeline import ImagePipeline

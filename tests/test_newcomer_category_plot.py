@@ -14,10 +14,10 @@ import json
 import pytest
 from PIL import Image
 
-from evalkit.analysis.result import analyze
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.types import Message, Query, Record
 from evalkit.grading.grade import chance_pct, chance_per_category
+from evalkit.metrics.analysis.result import analyze
 from evalkit.report import figures
 from evalkit.report.plots_common import CHANCE_KEY
 

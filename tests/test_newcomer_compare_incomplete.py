@@ -18,7 +18,7 @@ from rich.console import Console
 from run_factory import LETTERS, make_run, record
 
 from evalkit.core.errors import EvalkitError
-from evalkit.engine.compare import compare
+from evalkit.multi.compare import compare
 from evalkit.report.console import print_comparison
 from evalkit.view.overview import leaderboard
 
@@ -44,7 +44,7 @@ def _runs(tmp_path):
 @pytest.fixture(autouse=True)
 def _no_figures(monkeypatch):
     """The comparison's report without its plots (drawn from real runs in test_compare)."""
-    monkeypatch.setattr("evalkit.report.compare_md.draw_all", lambda plot_dir, results: [])
+    monkeypatch.setattr("evalkit.multi.compare_report.draw_all", lambda plot_dir, results: [])
 
 
 def test_an_incomplete_run_is_ranked_over_the_common_items_and_marked(tmp_path):

@@ -53,7 +53,7 @@ CHILD = textwrap.dedent("""
     import sys
     from evalkit.core.errors import EvalkitError
     from evalkit.core.sdk import import_sdk
-    from evalkit.providers.anthropic import AnthropicProvider
+    from evalkit.providers.anthropic.client import AnthropicProvider
     from evalkit.providers.base import ProviderSpec
     from evalkit.cli import main
     for module in ("google.genai", "huggingface_hub", "redis.asyncio"):

@@ -19,7 +19,7 @@ from conftest import make_mcq_jsonl
 from waiting import wait_until_held, wait_until_idle
 
 import evalkit
-from evalkit.engine.shutdown import INTERRUPTER
+from evalkit.engine.stopping.shutdown import INTERRUPTER
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -19,8 +19,8 @@ import pytest
 from conftest import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evalkit.analysis.result import ModelResult, analyze
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.types import Query, Record
 from evalkit.grading.grade import chance_pct
+from evalkit.metrics.analysis.result import ModelResult, analyze
 from evalkit.report import figures
 from evalkit.report.plots_common import CHANCE_COLOR, CHANCE_KEY
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evalkit.analysis import views
-from evalkit.analysis.result import ModelResult, analyze
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.types import Record
+from evalkit.metrics.analysis import views
+from evalkit.metrics.analysis.result import ModelResult, analyze
 from evalkit.report import figures, plots
 from evalkit.report.plots_common import CHANCE_KEY
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import make_mcq_jsonl
 
-from evalkit.engine.compare import compare
 from evalkit.engine.evaluate import run
-from evalkit.engine.provenance import git_commit
+from evalkit.multi.compare import compare
+from evalkit.rundir.provenance import git_commit
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

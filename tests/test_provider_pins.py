@@ -41,11 +41,11 @@ from evalkit.benchmarks.prepare import prepare, resolve_images
 from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.core.resources import dataset_path
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Query, TextPart
-from evalkit.engine.identity import FileHashes, data_fingerprint, run_identity
 from evalkit.engine.resume import KeyOnlyProvider
-from evalkit.engine.rundir import default_run_dir, settings_hash
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers import ProviderSpec, parse_spec
+from evalkit.rundir.identity import FileHashes, data_fingerprint, run_identity
+from evalkit.rundir.layout import default_run_dir, settings_hash
 
 BASE_URL = "http://gpu1:8000/"  # no path, a trailing slash: each provider's own spelling of it is pinned
 # fixed bytes, not encoded by Pillow at test time (another Pillow or zlib may encode otherwise)

@@ -14,15 +14,15 @@ from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import api_key_for, create_provider, parse_spec
-from evalkit.providers.openai_compat import (
+from evalkit.providers.openai.compat import (
     OpenAICompatProvider,
     normalise_base_url,
     proxy_for,
     retry_after_from_headers,
 )
 from evalkit.sim.answerkey import AnswerEntry, AnswerKey
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread, start_sim
 

@@ -8,9 +8,9 @@ import pytest
 
 from evalkit.ask.adaptive import AdaptiveRate
 from evalkit.core.types import RateInfo
-from evalkit.providers.rate_headers import duration_s, rate_info
-from evalkit.sim.faults import SimFaults
-from evalkit.sim.limits import HiddenLimits
+from evalkit.providers.wire.rate_headers import duration_s, rate_info
+from evalkit.sim.machinery.faults import SimFaults
+from evalkit.sim.machinery.limits import HiddenLimits
 
 
 def test_openai_headers():

@@ -20,12 +20,12 @@ from evalkit.core.settings import RunConfig, build, non_default
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Query
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import parse_spec
-from evalkit.providers.anthropic import AnthropicProvider
-from evalkit.providers.google import GoogleProvider
-from evalkit.providers.openai_api import openai_provider
-from evalkit.providers.openai_compat import OpenAICompatProvider
+from evalkit.providers.anthropic.client import AnthropicProvider
+from evalkit.providers.google.client import GoogleProvider
+from evalkit.providers.openai.api import openai_provider
+from evalkit.providers.openai.compat import OpenAICompatProvider
 from evalkit.providers.reasoning import EFFORT_BUDGETS, EFFORTS, openai_effort
-from evalkit.sim import serving as sim_serving
+from evalkit.sim.machinery import serving as sim_serving
 from evalkit.sim.server import SimThread
 
 PLAIN = GenParams(max_tokens=64)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.core.types import Record
-from evalkit.engine.rundir import FLUSH_INTERVAL_S, RunDir, record_line
+from evalkit.rundir.layout import FLUSH_INTERVAL_S, RunDir, record_line
 
 REPO = Path(__file__).resolve().parents[1]
 V010_RECORDS = sorted((REPO / "tests" / "fixtures" / "v010").glob("*/runs/*/records.jsonl"))
@@ -181,8 +181,8 @@ def test_lines_are_byte_identical_to_0_1_0():
 SCRIPT = textwrap.dedent("""
     import asyncio, sys
     from evalkit.core.types import Record
-    from evalkit.engine.rundir import RunDir
-    from evalkit.engine.shutdown import on_signals
+    from evalkit.rundir.layout import RunDir
+    from evalkit.engine.stopping.shutdown import on_signals
 
     def rec(i):
         return Record(query_id=f"q{i}", item_id="x", base_id="x", variant={}, model="m", request_key="k",

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from evalkit.benchmarks.mcq import MCQ, read_reply
 from evalkit.core.types import Parsed, Query, Record
-from evalkit.engine.rundir import RunDir, record_line
+from evalkit.rundir.layout import RunDir, record_line
 
 
 def rec(i: int, **kw) -> Record:

@@ -22,7 +22,7 @@ from test_hostile_replies import KEYS, PROVIDERS, McqRuns, Run, pointed_at, sim_
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message
 from evalkit.providers import create_provider, parse_spec
-from evalkit.providers.redact import Redactor
+from evalkit.providers.wire.redact import Redactor
 from evalkit.sim.server import SimConfig, start_sim
 
 

@@ -19,11 +19,10 @@ import pytest
 from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 
-import evalkit.sim.serving as sim_serving
+import evalkit.sim.machinery.serving as sim_serving
 from evalkit.ask.request_key import request_key
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams, Message, Query, Record
-from evalkit.engine.compare import compare
 from evalkit.engine.repeats import source_id, with_repeats
 from evalkit.metrics.reliability import fit_histogram
 from evalkit.metrics.repeats import (
@@ -34,6 +33,7 @@ from evalkit.metrics.repeats import (
     pass_at_k,
     pass_at_ks,
 )
+from evalkit.multi.compare import compare
 from evalkit.sim.args import add_sim_arguments, config_from_args
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import Sampling, SimModel, SimParams, sampling_of

@@ -22,10 +22,10 @@ from test_hostile_replies import PROVIDERS, pointed_at, sim_for
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message
 from evalkit.providers import parse_spec
-from evalkit.providers.anthropic import AnthropicProvider
-from evalkit.providers.google import GoogleProvider
-from evalkit.providers.openai_api import openai_provider
-from evalkit.providers.openai_compat import OpenAICompatProvider
+from evalkit.providers.anthropic.client import AnthropicProvider
+from evalkit.providers.google.client import GoogleProvider
+from evalkit.providers.openai.api import openai_provider
+from evalkit.providers.openai.compat import OpenAICompatProvider
 from evalkit.sim.server import SimConfig, start_sim
 
 TESTS = Path(__file__).resolve().parent

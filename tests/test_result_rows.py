@@ -13,7 +13,7 @@ from run_factory import record
 
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.result import RunResult
-from evalkit.engine.rows import COLUMNS
+from evalkit.rundir.rows import COLUMNS
 
 PRICE = {"input_per_m": 2.0, "output_per_m": 10.0, "cached_input_per_m": None, "source": "test", "read_on": "2026-01-01"}
 

@@ -19,7 +19,7 @@ from cli_under_test import run_cli, start_cli
 from conftest import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
-from evalkit.engine.lock import LOCK_FILE, hold_run_dir
+from evalkit.rundir.lock import LOCK_FILE, hold_run_dir
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -10,7 +10,7 @@ from evalkit.ask.schedule import group_by_image
 from evalkit.core.types import ImagePart, ImageRef, Message, Query
 from evalkit.engine.evaluate import run
 from evalkit.sim.from_bench import answer_key_for
-from evalkit.sim.prompt_cache import PrefixCache, openai_image_tokens
+from evalkit.sim.machinery.prompt_cache import PrefixCache, openai_image_tokens
 from evalkit.sim.server import SimConfig, SimThread
 
 

@@ -14,8 +14,8 @@ from cli_under_test import start_cli
 from conftest import make_mcq_jsonl
 from test_failure_paths import says
 
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -17,9 +17,9 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig, build
 from evalkit.core.shard import Shard, parse_shard, shard_index
 from evalkit.engine.evaluate import run
-from evalkit.engine.identity import run_identity
-from evalkit.engine.merge import merge
-from evalkit.engine.rundir import default_run_dir
+from evalkit.multi.merge import merge
+from evalkit.rundir.identity import run_identity
+from evalkit.rundir.layout import default_run_dir
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -16,10 +16,10 @@ from conftest import make_mcq_jsonl
 from redis_server import RedisServer, redis_binary
 
 from evalkit.engine.evaluate import run
-from evalkit.engine.records_read import read_records
 from evalkit.money.costs import records_cost
 from evalkit.money.pricing import Price
 from evalkit.money.shared_budget import PREFIX, SharedBudget
+from evalkit.rundir.records import read_records
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

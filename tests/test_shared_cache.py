@@ -17,7 +17,7 @@ from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 from redis_server import RedisServer, redis_binary
 
-from evalkit.ask.shared_cache import PREFIX, check_url, shown_url
+from evalkit.ask.shared.cache import PREFIX, check_url, shown_url
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.evaluate import run
 from evalkit.sim.from_bench import answer_key_for

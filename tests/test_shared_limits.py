@@ -13,9 +13,9 @@ from pathlib import Path
 from conftest import make_mcq_jsonl
 from redis_server import RedisServer, redis_binary
 
-from evalkit.ask.shared_limits import PREFIX, scope_of
-from evalkit.sim.faults import SimFaults
+from evalkit.ask.shared.limits import PREFIX, scope_of
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
 
 N = 240

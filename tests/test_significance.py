@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from evalkit.analysis.correlation import ModelSize, load_sizes, size_correlation
-from evalkit.analysis.scoretable import ScoreTable
-from evalkit.analysis.significance import (
+from evalkit.core.errors import EvalkitError
+from evalkit.metrics.analysis.correlation import ModelSize, load_sizes, size_correlation
+from evalkit.metrics.analysis.scoretable import ScoreTable
+from evalkit.metrics.analysis.significance import (
     all_pairs,
     bootstrap_ci,
     holm,
@@ -17,7 +18,6 @@ from evalkit.analysis.significance import (
     paired_test,
     wilson,
 )
-from evalkit.core.errors import EvalkitError
 
 
 def _binary(n: int, right: int, prefix: str = "") -> ScoreTable:

@@ -14,7 +14,7 @@ import pytest
 from hostile_routes import HostileRoutes
 
 from evalkit.sim.args import add_sim_arguments, config_from_args
-from evalkit.sim.faults import SimFaults
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, start_sim
 
 KEY = "sk-sim/Cloud+Key9="

@@ -21,12 +21,12 @@ from evalkit.core.fingerprint import fingerprint_bytes
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, is_cut_off
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers import parse_spec
-from evalkit.providers.anthropic import AnthropicProvider
-from evalkit.providers.google import GoogleProvider
-from evalkit.providers.openai_api import openai_provider
-from evalkit.providers.openai_compat import OpenAICompatProvider
+from evalkit.providers.anthropic.client import AnthropicProvider
+from evalkit.providers.google.client import GoogleProvider
+from evalkit.providers.openai.api import openai_provider
+from evalkit.providers.openai.compat import OpenAICompatProvider
 from evalkit.sim.args import add_sim_arguments, config_from_args
-from evalkit.sim.counters import request_key
+from evalkit.sim.machinery.counters import request_key
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, start_sim
 from evalkit.sim.thinking import SIGNATURE, think_length, thinking_style, thinking_text

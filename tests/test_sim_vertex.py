@@ -13,12 +13,12 @@ import pytest
 from vertex_account import fake_account
 
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.vertex import VertexRedactor
-from evalkit.providers.vertex_auth import default_root, locate, place_of
-from evalkit.providers.vertex_preflight import judge, model_url
-from evalkit.sim.faults import SimFaults
+from evalkit.providers.vertex.auth import default_root, locate, place_of
+from evalkit.providers.vertex.client import VertexRedactor
+from evalkit.providers.vertex.preflight import judge, model_url
+from evalkit.sim.machinery.accounts import GOOGLE_TOKEN_URI, BadAssertion, verify_assertion
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, start_sim
-from evalkit.sim.vertex_accounts import GOOGLE_TOKEN_URI, BadAssertion, verify_assertion
 
 ACCOUNT = fake_account()
 DENIED = fake_account("no-role", allowed=False)
@@ -182,7 +182,7 @@ def test_an_export_names_the_vendor_as_the_developer_of_a_model_on_vertex(tmp_pa
 
 
 def test_a_users_gcloud_credentials_load_and_their_refresh_token_is_masked(tmp_path):
-    from evalkit.providers.vertex_auth import load_credentials
+    from evalkit.providers.vertex.auth import load_credentials
 
     path = tmp_path / "adc.json"
     path.write_text(json.dumps({"type": "authorized_user", "client_id": "764086051850-x.apps.googleusercontent.com",

@@ -12,7 +12,7 @@ from conftest import make_mcq_jsonl
 
 from evalkit.cli import main
 from evalkit.core.errors import EvalkitError
-from evalkit.engine.suite import read_suite
+from evalkit.multi.suite import read_suite
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
+from evalkit.benchmarks.readers.tdbench import export_official, join_canvas, load_generated
 from evalkit.benchmarks.tdbench import TDBench, parse_official_letter
 from evalkit.benchmarks.tdbench_boxes import parse_box
-from evalkit.benchmarks.tdbench_io import export_official, join_canvas, load_generated
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import ImagePipeline

@@ -17,8 +17,8 @@ from evalkit.core.types import ImagePart
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.tdbench import Outcome, vlmevalkit_table
-from evalkit.sim import state as sim_state
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery import state as sim_state
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 

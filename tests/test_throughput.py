@@ -6,8 +6,8 @@ import pytest
 from conftest import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
-from evalkit.engine.throughput import percentile
 from evalkit.report.markdown import throughput_line
+from evalkit.rundir.throughput import percentile
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

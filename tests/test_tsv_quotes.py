@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import draw_image
 
-from evalkit.benchmarks.mcq_io import load_tsv
+from evalkit.benchmarks.readers.mcq import load_tsv
 from evalkit.cli import main
 from evalkit.core.errors import EvalkitError
 

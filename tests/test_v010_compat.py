@@ -30,9 +30,9 @@ import pytest
 
 from evalkit import __version__
 from evalkit.cli import build_parser, main, sim_config
-from evalkit.engine.compare import compare
 from evalkit.engine.evaluate import run
 from evalkit.engine.rereport import rereport
+from evalkit.multi.compare import compare
 from evalkit.sim.server import SimThread
 
 FIXTURES = Path(__file__).parent / "fixtures" / "v010"

@@ -18,10 +18,10 @@ from vertex_account import FakeAccount, fake_account
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.evaluate import run
 from evalkit.money.pricing import load_prices
-from evalkit.sim.faults import SimFaults
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.machinery.faults import SimFaults
 from evalkit.sim.server import SimConfig, SimThread
-from evalkit.sim.vertex_routes import TOKENS
+from evalkit.sim.vertex.routes import TOKENS
 
 N = 6
 PROJECT, LOCATION = "sim-project", "us-central1"

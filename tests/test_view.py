@@ -19,7 +19,7 @@ from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main
 from evalkit.engine.evaluate import run
-from evalkit.engine.rundir import RunDir
+from evalkit.rundir.layout import RunDir
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread

@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 from test_view import MODELS, two_runs
 
-from evalkit.engine.rundir import RunDir
 from evalkit.metrics.basic import outcome
+from evalkit.rundir.layout import RunDir
 from evalkit.view.site import build_site
 
 CHROMIUM = Path(os.environ.get("EVALKIT_CHROMIUM") or "/usr/bin/chromium")

@@ -12,10 +12,10 @@ import random
 import numpy as np
 import pytest
 
-from evalkit.analysis.scoretable import ScoreTable
-from evalkit.analysis.significance import wilson
 from evalkit.core.types import ImageRef
 from evalkit.images.pipeline import ImagePipeline
+from evalkit.metrics.analysis.scoretable import ScoreTable
+from evalkit.metrics.analysis.significance import wilson
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -84,7 +84,7 @@ def test_record_lines_are_json_dumps() -> None:
     import json
 
     from evalkit.core.types import Record
-    from evalkit.engine.rundir import record_line
+    from evalkit.rundir.layout import record_line
 
     records = [Record("q1", "q1", "q1", {"shift": 2, "lang": "中文"}, "m/é", "k", "Réponse \"B\"\n\t", "B",
                       parsed="B", parse_method="rule", correct=True, usage={"input_tokens": 3, "cost_usd": 1e-7},

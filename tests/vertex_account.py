@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.sim.vertex_accounts import ServiceAccount
+from evalkit.sim.machinery.accounts import ServiceAccount
 
 
 @dataclass(frozen=True)

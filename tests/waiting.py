@@ -1,6 +1,6 @@
 """Waiting on events, not on the clock: what a test that proves an order of events synchronises on.
 
-The simulator's reply gate (evalkit.sim.gate) holds a run open; these wait until it has requests
+The simulator's reply gate (evalkit.sim.machinery.gate) holds a run open; these wait until it has requests
 held, until the server has nothing in flight, or until a child process has said something on
 stderr. Each deadline is a generous upper bound on an event that comes (120 s: a loaded machine
 takes seconds), never a pause that a test relies on.

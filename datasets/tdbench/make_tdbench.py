@@ -18,7 +18,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from evalkit.benchmarks.tdbench_io import export_official, load_generated
+from evalkit.benchmarks.readers.tdbench import export_official, load_generated
 
 SIZE = 96
 COLOURS = {"red": (220, 40, 40), "blue": (40, 70, 220), "yellow": (235, 210, 40), "white": (245, 245, 245)}

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from evalkit.ask.adaptive import AdaptiveRate
-from evalkit.ask.shared_limits import SharedLimits
+from evalkit.ask.shared.limits import SharedLimits
 from evalkit.core.types import Query, RateInfo
 
 # Float slack when comparing a refilled level with what is needed: sleeping exactly the

@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core.findings import Finding
 from evalkit.core.report_table import ReportTable
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import JudgeRequest, parse_judge_reply
+from evalkit.metrics.analysis.scoretable import ScoreTable
 
 
 @dataclass(frozen=True)

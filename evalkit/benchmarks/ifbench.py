@@ -19,17 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
-from evalkit.benchmarks.ifbench_io import (
-    LANGS,
-    default_image_dir,
-    dimension_of,
-    entries,
-    find_image,
-    item_ids,
-    parse_item,
-)
 from evalkit.benchmarks.ifbench_judge import (
     LETTERS,
     extractor_prompt,
@@ -39,12 +29,22 @@ from evalkit.benchmarks.ifbench_judge import (
     robust_rule,
 )
 from evalkit.benchmarks.lenient import STRICT, Sink
+from evalkit.benchmarks.readers.ifbench import (
+    LANGS,
+    default_image_dir,
+    dimension_of,
+    entries,
+    find_image,
+    item_ids,
+    parse_item,
+)
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import parse_judge_reply
+from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.ifbench import Scored, ifbench_metrics, item_scores
 from evalkit.protocols.circular import all_shifts
 

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, EditResult, create_editor, run_edits
 from evalkit.ask.rate_limiter import Limiter
-from evalkit.benchmarks.ifbench_io import IMAGE_EXTS, entries, parse_item
+from evalkit.benchmarks.readers.ifbench import IMAGE_EXTS, entries, parse_item
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table, all_right_table
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.mcq_io import load_jsonl, load_tsv, resolve_data
+from evalkit.benchmarks.readers.mcq import load_jsonl, load_tsv, resolve_data
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
@@ -27,6 +26,7 @@ from evalkit.grading.extract import (
     render_options,
     strip_reasoning,
 )
+from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.basic import accuracy, accuracy_by
 from evalkit.protocols.circular import all_shifts, circular_summary
 from evalkit.protocols.rotation import PlaceholderError, render, rotation_queries, rotation_summary

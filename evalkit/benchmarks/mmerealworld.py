@@ -1,5 +1,5 @@
 """MME-RealWorld: high-resolution 5-option MCQ, from the official JSON, the VLMEvalKit TSV or the
-base64 JSON parts (reading them and choosing a folder's files: evalkit/benchmarks/mmerealworld_io.py).
+base64 JSON parts (reading them and choosing a folder's files: evalkit/benchmarks/readers/mmerealworld.py).
 Every form becomes the same Items, prompts and scoring keys, so the forms give identical metrics.
 
 The two answer parsers are here; the metrics live in evalkit/metrics/mmerealworld.py (pure functions).
@@ -13,17 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.mmerealworld_io import data_files, detect_lang, load_files, option_text
-from evalkit.benchmarks.mmerealworld_io import load_json as load_json  # re-exported: the readers' old home
-from evalkit.benchmarks.mmerealworld_io import load_vlmeval_tsv as load_vlmeval_tsv
+from evalkit.benchmarks.readers.mmerealworld import data_files, detect_lang, load_files, option_text
+from evalkit.benchmarks.readers.mmerealworld import (
+    load_json as load_json,  # re-exported: the readers' old home
+)
+from evalkit.benchmarks.readers.mmerealworld import load_vlmeval_tsv as load_vlmeval_tsv
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import is_refusal, judge_prompt_mcq, parse_letter, strip_reasoning
+from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.mmerealworld import LETTERS, mme_metrics
 
 # The official prefix list, as it behaves: two missing commas glue four entries into two strings

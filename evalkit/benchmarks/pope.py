@@ -31,12 +31,12 @@ from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
-from evalkit.core.image_files import not_a_file
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import ImageRef, Item, Parsed, Query, Record
 from evalkit.grading.extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
+from evalkit.images.files import not_a_file
 
 SPLITS = ("random", "popular", "adversarial")  # the paper's order, used to order per-split tables
 ALL_ROW = "all"  # the pooled row of the per-split table

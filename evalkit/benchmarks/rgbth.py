@@ -20,18 +20,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.findings import Finding
-from evalkit.core.image_files import not_a_file
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
+from evalkit.images.files import not_a_file
+from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.rgbth import ALL_SKILLS, PAPER_SKILLS, find_duplicates, prompt_group, rgbth_metrics
 
 SINGLE = "Single RGB Image"

@@ -27,12 +27,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.scoretable import ScoreTable
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.mcq_io import load_tsv
-from evalkit.benchmarks.tdbench_boxes import box_values, format_box, parse_box, source_size
-from evalkit.benchmarks.tdbench_io import (
+from evalkit.benchmarks.readers.mcq import load_tsv
+from evalkit.benchmarks.readers.tdbench import (
     load_generated,
     load_official,
     official_files,
@@ -40,6 +38,7 @@ from evalkit.benchmarks.tdbench_io import (
     variant_image,
     variant_text,
 )
+from evalkit.benchmarks.tdbench_boxes import box_values, format_box, parse_box, source_size
 from evalkit.benchmarks.tdbench_tables import tdbench_tables
 from evalkit.core.errors import EvalkitError
 from evalkit.core.report_table import ReportTable
@@ -56,6 +55,7 @@ from evalkit.grading.extract import (
     strip_reasoning,
 )
 from evalkit.metrics import tdbench as tdm
+from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.protocols import rotation as rot
 
 

@@ -110,7 +110,7 @@ def derive(kind: str, data: Path, out: Path, *, area_ratio: float = 0.02, integr
     """Write the derived set; returns counts (written, skipped with reasons)."""
     from PIL import Image
 
-    from evalkit.benchmarks.tdbench_io import load_generated
+    from evalkit.benchmarks.readers.tdbench import load_generated
 
     items = [it for it in load_generated(data, images) if it.meta.get("task") == "grounding"]
     if not items:

@@ -69,7 +69,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
-    from evalkit.engine.compare import compare
+    from evalkit.multi.compare import compare
     from evalkit.report.console import print_comparison
 
     if args.n_boot < 0:
@@ -82,7 +82,7 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_merge(args: argparse.Namespace, console: Console) -> int:
-    from evalkit.engine.merge import merge
+    from evalkit.multi.merge import merge
     from evalkit.report.console import print_summary
 
     err = Console(stderr=True)
@@ -95,7 +95,7 @@ def cmd_merge(args: argparse.Namespace, console: Console) -> int:
 def cmd_batches(args: argparse.Namespace, console: Console) -> int:
     import asyncio
 
-    from evalkit.engine.batching import run_dir_batches
+    from evalkit.engine.endpoints.batching import run_dir_batches
 
     if args.run_dir is None:
         found = sorted(p.parent for p in Path("runs").glob("*/batches.jsonl"))
@@ -143,7 +143,7 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
 
     url = args.cache_url or os.environ.get("EVALKIT_CACHE_URL")
     if url:
-        from evalkit.ask.shared_cache import shared_cache_command
+        from evalkit.ask.shared.cache import shared_cache_command
 
         return shared_cache_command(args.action, url, repair=args.repair, yes=args.yes,
                                     say=lambda line: console.print(line, markup=False, highlight=False))
@@ -210,7 +210,7 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     from evalkit.report.plot_process import PlotProcess
 
     with PlotProcess() as plotter:  # first: it imports matplotlib while this process loads the rest
-        from evalkit.demo import run_demo
+        from evalkit.cli.demo import run_demo
         from evalkit.report.console import print_summary
 
         result = run_demo(Path(args.out), console, plotter=plotter)

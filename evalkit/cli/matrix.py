@@ -19,8 +19,8 @@ from evalkit.core.settings import RunConfig
 
 def cmd_matrix(args: argparse.Namespace, console: Console) -> int:
     from evalkit.benchmarks import benchmark_class
-    from evalkit.engine.matrix import run_matrix
-    from evalkit.engine.suite import suite_benchmarks
+    from evalkit.multi.matrix import run_matrix
+    from evalkit.multi.suite import suite_benchmarks
     from evalkit.view import build_view
 
     opts = settings.given(args, RunConfig)

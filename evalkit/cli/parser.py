@@ -82,7 +82,7 @@ def _benches_in_run(argv: Sequence[str]) -> tuple[str, ...]:
     suite = next((rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--suite"), None)
     suite = suite or next((a.split("=", 1)[1] for a in rest if a.startswith("--suite=")), None)
     if suite:  # its TOML reader only now: --help stays light
-        from evalkit.engine.suite import suite_benchmarks
+        from evalkit.multi.suite import suite_benchmarks
 
         names += suite_benchmarks(suite)
     return tuple(dict.fromkeys(names))

@@ -13,27 +13,27 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from evalkit.ask.batch_pool import BatchPool
+from evalkit.ask.batch.pool import BatchPool
 from evalkit.ask.runner import Runner
 from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.core import read_caps
 from evalkit.core.types import Outcome, Query, Record
-from evalkit.engine.batching import batch_notes, fallback_live, waiting_workers
 from evalkit.engine.budgeting import RunBudget, open_budget, start_line
 from evalkit.engine.cutoffs import reask_note, to_reask, with_budget
-from evalkit.engine.gate import Preflight
+from evalkit.engine.endpoints.batching import batch_notes, fallback_live, waiting_workers
+from evalkit.engine.endpoints.gate import Preflight
+from evalkit.engine.endpoints.wiring import make_runner, open_cache
 from evalkit.engine.job import Job, Talk
-from evalkit.engine.records_read import damaged_note
 from evalkit.engine.repeats import mark
 from evalkit.engine.resume import OLDER_REQUESTS, Resume, may_hold_unmarked_v010, sort_records_off_loop
-from evalkit.engine.shutdown import on_signals
-from evalkit.engine.wiring import make_runner, open_cache
-from evalkit.engine.write_stop import WriteStop
+from evalkit.engine.stopping.shutdown import on_signals
+from evalkit.engine.stopping.write_stop import WriteStop
 from evalkit.grading.grade import grade, judge_records, make_record
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run
 from evalkit.providers import BATCH_PROVIDERS
 from evalkit.report.progress import RunProgress
+from evalkit.rundir.records import damaged_note
 
 DRAIN_S = 10.0  # after Ctrl-C/SIGTERM, how long replies already on their way may take to arrive
 

@@ -11,15 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.ask.batch_journal import JOURNAL, BatchJournal
+from evalkit.ask.batch.journal import JOURNAL, BatchJournal
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.core.shard import items_in
 from evalkit.engine.asking import Asked
-from evalkit.engine.batching import batch_summary
 from evalkit.engine.budgeting import stop_line
 from evalkit.engine.data_errors import closing_line
+from evalkit.engine.endpoints.batching import batch_summary
 from evalkit.engine.job import Job, Talk
-from evalkit.engine.provenance import run_facts
 from evalkit.engine.repeats import add_repeats, first_repeat
 from evalkit.engine.result import RunResult
 from evalkit.engine.resume import OLDER_REQUESTS
@@ -28,6 +27,7 @@ from evalkit.metrics.fit_store import fits_kept_in, shared_kept_in
 from evalkit.money.costs import records_cost
 from evalkit.report.figure_memo import FIGURES
 from evalkit.report.outputs import draw_plots, publish
+from evalkit.rundir.provenance import run_facts
 
 
 def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool]:

@@ -15,11 +15,11 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import Query, Record
 from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
-from evalkit.engine.rundir import RunDir
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import plan_dry_run, records_cost
 from evalkit.money.pricing import Price, estimate_cost
 from evalkit.providers import ProviderSpec
+from evalkit.rundir.layout import RunDir
 
 
 async def dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env: Mapping[str, str],

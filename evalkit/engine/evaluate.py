@@ -30,18 +30,18 @@ from evalkit.core.types import GenParams
 from evalkit.data.source import data_headline, describe
 from evalkit.engine.budgeting import check_budget_flags
 from evalkit.engine.cutoffs import split_options
-from evalkit.engine.in_thread import run_blocking
+from evalkit.engine.endpoints.specs import specs_for
 from evalkit.engine.job import Job, Talk
 from evalkit.engine.location import forget_created, locate, locate_cut_off_run
-from evalkit.engine.lock import hold_run_dir
 from evalkit.engine.result import RunResult
 from evalkit.engine.reuse import command_key, forget_stamp, reuse, reuse_command, stampable, write_stamp
 from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
-from evalkit.engine.specs import specs_for
-from evalkit.engine.write_stop import WriteStopped
+from evalkit.engine.stopping.in_thread import run_blocking
+from evalkit.engine.stopping.write_stop import WriteStopped
 from evalkit.lint import lint_at_start
 from evalkit.money.pricing import load_prices
 from evalkit.providers.registry import info
+from evalkit.rundir.lock import hold_run_dir
 
 
 def run(bench: str, model: str, **options: Any) -> RunResult:

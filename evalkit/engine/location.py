@@ -19,16 +19,16 @@ from evalkit.benchmarks.run_settings import RunSettings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query
 from evalkit.engine.cutoffs import check_budget, run_cut_off, with_budget
-from evalkit.engine.identity import (
+from evalkit.engine.run_data import data_files_read
+from evalkit.providers import ProviderSpec
+from evalkit.rundir.identity import (
     DataFingerprint,
     FileHashes,
     data_fingerprint_parts,
     legacy_identity,
     run_identity,
 )
-from evalkit.engine.run_data import data_files_read
-from evalkit.engine.rundir import RunDir, default_run_dir, remove_own_dir
-from evalkit.providers import ProviderSpec
+from evalkit.rundir.layout import RunDir, default_run_dir, remove_own_dir
 
 FILE_HASHES = "file-hashes.json"  # in the cache folder: sha256 of data files and images (identity.FileHashes)
 

@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from evalkit.analysis.comparison import PAIRED_TEST, CommonRepeats
-from evalkit.analysis.result import OverRepeats
-from evalkit.analysis.scoretable import ScoreTable, mean_over_repeats
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query, Record
+from evalkit.metrics.analysis.comparison import PAIRED_TEST, CommonRepeats
+from evalkit.metrics.analysis.result import OverRepeats
+from evalkit.metrics.analysis.scoretable import ScoreTable, mean_over_repeats
 from evalkit.metrics.basic import usage_totals
 from evalkit.metrics.reliability import fit_histogram, histogram
 from evalkit.metrics.repeats import agreement, majority_vote_pct, mean_sd, pass_at_ks

@@ -25,10 +25,7 @@ from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.core.settings import RunConfig
-from evalkit.engine.identity import is_legacy, saved_settings
 from evalkit.engine.location import FILE_HASHES, data_of
-from evalkit.engine.lock import hold_run_dir
-from evalkit.engine.records_read import DamagedLine, damaged_note
 from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
 from evalkit.engine.resume import (
     OLDER_REQUESTS,
@@ -37,13 +34,16 @@ from evalkit.engine.resume import (
     sort_records_off_loop,
     spec_of_identity,
 )
-from evalkit.engine.rundir import RunDir, other_data
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.fit_store import fits_kept_in
 from evalkit.providers import api_key_for, create_provider, parse_spec
 from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import publish
+from evalkit.rundir.identity import is_legacy, saved_settings
+from evalkit.rundir.layout import RunDir, other_data
+from evalkit.rundir.lock import hold_run_dir
+from evalkit.rundir.records import DamagedLine, damaged_note
 
 
 async def rereport(run_dir: Path, *, judge: str | None = None, judge_base_url: str | None = None,

@@ -10,7 +10,7 @@ from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
-from evalkit.engine.rows import COLUMNS, price_in, query_rows
+from evalkit.rundir.rows import COLUMNS, price_in, query_rows
 
 
 @dataclass(repr=False)

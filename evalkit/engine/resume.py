@@ -35,8 +35,8 @@ from typing import Any
 
 from evalkit.core.types import Query, Record
 from evalkit.engine.cutoffs import with_budget
-from evalkit.engine.rundir import SUMMARY
 from evalkit.providers.base import ProviderSpec
+from evalkit.rundir.layout import SUMMARY
 
 KeysOf = Callable[[Query], Sequence[str]]
 OLDER_REQUESTS = "evalkit-0.1 (not official)"  # summary["requests"] of a run keeping 0.1's paid answers

@@ -38,12 +38,12 @@ from evalkit.core.files import write_json_atomic
 from evalkit.core.types import Record
 from evalkit.core.version import __version__
 from evalkit.engine.job import Job, Talk
-from evalkit.engine.lock import hold_run_dir
-from evalkit.engine.records_read import read_records
 from evalkit.engine.result import RunResult
-from evalkit.engine.rundir import CONFIG, RECORDS, SUMMARY
 from evalkit.money.pricing import Price
 from evalkit.providers import ProviderSpec
+from evalkit.rundir.layout import CONFIG, RECORDS, SUMMARY
+from evalkit.rundir.lock import hold_run_dir
+from evalkit.rundir.records import read_records
 
 STAMP = ".reuse.json"
 _WRITTEN = (CONFIG, RECORDS, SUMMARY, "report.md", "manifest.json")  # what a full evaluation rewrites

@@ -19,9 +19,9 @@ from evalkit.core.files import IMAGE_SUFFIXES
 from evalkit.core.resources import dataset_path
 from evalkit.data.registry import sources_for
 from evalkit.data.source import DataSource, is_hub
-from evalkit.engine.identity import FileHashes, data_fingerprint_parts, run_identity
-from evalkit.engine.rundir import default_run_dir
 from evalkit.providers import ProviderSpec
+from evalkit.rundir.identity import FileHashes, data_fingerprint_parts, run_identity
+from evalkit.rundir.layout import default_run_dir
 
 
 def is_bundled_sample(path: str | Path, default_sample: str | None) -> bool:

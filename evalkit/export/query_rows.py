@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from evalkit.engine.rows import COLUMNS, query_row
 from evalkit.export.runs import ExportRun
+from evalkit.rundir.rows import COLUMNS, query_row
 
 
 def query_rows(runs: Iterable[ExportRun]) -> Iterator[dict[str, Any]]:

@@ -17,10 +17,10 @@ from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
-from evalkit.engine.records_read import damaged_note, read_records
-from evalkit.engine.rows import price_in
-from evalkit.engine.rundir import RECORDS, read_finished
 from evalkit.money.pricing import Price
+from evalkit.rundir.layout import RECORDS, read_finished
+from evalkit.rundir.records import damaged_note, read_records
+from evalkit.rundir.rows import price_in
 
 MANIFEST = "manifest.json"
 REPORT = "report.md"

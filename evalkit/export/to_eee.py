@@ -19,12 +19,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.result import N_BOOT
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
 from evalkit.core.usage import Usage
 from evalkit.data.source import parse_hub
 from evalkit.export.runs import ExportRun, without_secrets
+from evalkit.metrics.analysis.result import N_BOOT
 from evalkit.money.costs import record_cost
 from evalkit.providers.registry import find
 

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalkit.core import read_caps
 from evalkit.core.errors import DataError, EvalkitError
-from evalkit.core.image_files import open_regular, read_problem
 from evalkit.core.inline import b64_bytes, inline_bytes, inline_size, span_text
 from evalkit.core.memo import BoundedMemo
 from evalkit.core.types import ImagePart, ImageRef, Transform
 from evalkit.images import bomb
+from evalkit.images.files import open_regular, read_problem
 from evalkit.images.ops import (
     _ALPHA_MODES,
     _FP_MEMO_BYTES,

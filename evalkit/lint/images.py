@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from evalkit.core import read_caps
 from evalkit.core.findings import Finding
-from evalkit.core.image_files import not_a_file, open_regular
 from evalkit.core.inline import inline_bytes, inline_size
 from evalkit.core.types import ImageRef, Item
+from evalkit.images.files import not_a_file, open_regular
 from evalkit.lint.items import image_key, locate
 from evalkit.lint.model import finding
 

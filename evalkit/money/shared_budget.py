@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from evalkit.ask.shared_cache import RedisStore
+from evalkit.ask.shared.cache import RedisStore
 from evalkit.core.errors import EvalkitError, RunError
 from evalkit.money.budget import Hold
 

@@ -13,7 +13,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import Provider, ProviderSpec
 from evalkit.providers.batch_api import BatchAPI
 from evalkit.providers.registry import RECORDS, batch_providers, find, info, load
-from evalkit.providers.url_rules import check_one_authorization
+from evalkit.providers.wire.url_rules import check_one_authorization
 
 PROVIDERS = {name: record.description for name, record in RECORDS.items()}  # `evalkit list`
 DEFAULT_VLLM_URL = RECORDS["vllm"].default_url
@@ -86,7 +86,7 @@ async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSp
     """`vllm/auto`: the one model the server lists at /v1/models."""
     if spec.model != "auto" or not info(spec.provider).asks_unlisted:  # the self-hosted servers
         return spec
-    from evalkit.providers.openai_compat import served_models
+    from evalkit.providers.openai.compat import served_models
 
     names = await served_models(spec.base_urls[0], api_key_for(spec, env))
     if len(names) != 1:

@@ -3,7 +3,7 @@
 A batch adapter is as thin as a live one: it turns a request into the provider's batch line (the
 same body a live call sends, so the answer is the same cache entry), submits and polls batches,
 reads their results back as Responses, and finds batches by evalkit's tag. Everything else —
-which requests to submit, waiting, resubmitting, recording — lives in `evalkit.ask.batch_pool`.
+which requests to submit, waiting, resubmitting, recording — lives in `evalkit.ask.batch.pool`.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.http_limits import DEFAULT_MAX_RESPONSE_BYTES
-from evalkit.providers.openai_compat import OpenAICompatProvider
+from evalkit.providers.openai.compat import OpenAICompatProvider
 from evalkit.providers.registry import info
+from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 
 APP_TITLE = "evalkit"  # X-Title: the app named on OpenRouter's pages (HTTP-Referer only when the user gives one)
 # The user's own attribution, when they want their app named instead.

@@ -51,10 +51,10 @@ from urllib.parse import quote, urlsplit
 
 from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import ProviderSpec, azure_endpoint, canonical_url, public_url
-from evalkit.providers.connect import BODY_BYTES, get_metadata
-from evalkit.providers.redact import Redactor, url_credentials
 from evalkit.providers.registry import info
-from evalkit.providers.url_rules import check_no_query
+from evalkit.providers.wire.connect import BODY_BYTES, get_metadata
+from evalkit.providers.wire.redact import Redactor, url_credentials
+from evalkit.providers.wire.url_rules import check_no_query
 
 ANTHROPIC_VERSION = "2023-06-01"
 SIM_OWNER = "evalkit-sim"
@@ -224,12 +224,12 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
                 env: Mapping[str, str] | None = None) -> Probe:
     """One endpoint's metadata call; every failure becomes a cause (never an exception)."""
     if info(spec.provider).wire == "vertex":  # a token first, then the model's lookup (vertex_preflight)
-        from evalkit.providers.vertex_preflight import probe_vertex
+        from evalkit.providers.vertex.preflight import probe_vertex
 
         cause, body = await probe_vertex(spec, base, env or {}, timeout_s)
         return Probe(public_url(base), cause, isinstance(body, dict) and body.get("owned_by") == SIM_OWNER,
                      unlisted=cause is None)  # the lookup does not say the project may use it: the first request does
-    from evalkit.providers.openai_compat import proxy_for
+    from evalkit.providers.openai.compat import proxy_for
 
     url, headers = _request(spec, base, key, env or {})
     redact = Redactor([key, *url_credentials(base)])

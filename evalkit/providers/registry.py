@@ -34,7 +34,7 @@ from evalkit.images.provider_limits import (
 from evalkit.providers.batch_api import BatchLimits
 
 Wire = Literal["chat-completions", "azure", "anthropic", "gemini", "vertex", "bedrock"]  # "azure": chat completions on Azure's routes
-RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.rate_headers reads them (and the simulator speaks)
+RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.wire.rate_headers reads them (and the simulator speaks)
 
 
 # ---------------------------------------------------------------- image-token formulas (dry-run estimates)
@@ -152,18 +152,18 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         name="openai",
         description="OpenAI API chat completions (OPENAI_API_KEY; OPENAI_BASE_URL, OPENAI_ORG_ID, "
                     "OPENAI_PROJECT_ID optional)",
-        client="evalkit.providers.openai_api:openai_provider", wire="chat-completions",
+        client="evalkit.providers.openai.api:openai_provider", wire="chat-completions",
         key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL", default_url="https://api.openai.com/v1",
         image_limits=OPENAI_IMAGES, rate_headers="openai", reasoning="reasoning_effort",
         image_tokens=openai_image_tokens, price_key="openai",
         batch=BatchLimits(50_000, 200 * 1024 * 1024,
                           "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
-        batch_client="evalkit.providers.batch_openai:OpenAIBatches", batch_discount=0.5,
-        editor="evalkit.providers.edit_openai:OpenAIImageEditor"),
+        batch_client="evalkit.providers.openai.batch:OpenAIBatches", batch_discount=0.5,
+        editor="evalkit.providers.openai.edit:OpenAIImageEditor"),
     ProviderInfo(
         name="vllm",
         description="a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
-        client="evalkit.providers.openai_compat:compat_provider", wire="chat-completions",
+        client="evalkit.providers.openai.compat:compat_provider", wire="chat-completions",
         key_env=("VLLM_API_KEY",), key_required=False, base_url_env="VLLM_BASE_URL",
         default_url="http://localhost:8000/v1", default_in_endpoint=True, asks_unlisted=True,
         image_limits=VLLM_IMAGES, rate_headers="openai", reasoning="chat_template_kwargs.enable_thinking",
@@ -172,7 +172,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         name="openai-compatible",
         description="any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL; "
                     "OPENAI_API_KEY optional)",
-        client="evalkit.providers.openai_compat:compat_provider", wire="chat-completions",
+        client="evalkit.providers.openai.compat:compat_provider", wire="chat-completions",
         key_env=("OPENAI_API_KEY",), key_required=False, base_url_env="OPENAI_BASE_URL", asks_unlisted=True,
         image_limits=COMPAT_IMAGES, rate_headers="openai",
         reasoning="chat_template_kwargs.enable_thinking", image_tokens=openai_image_tokens,
@@ -180,26 +180,26 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
     ProviderInfo(
         name="anthropic",
         description="Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
-        client="evalkit.providers.anthropic:anthropic_provider", wire="anthropic",
+        client="evalkit.providers.anthropic.client:anthropic_provider", wire="anthropic",
         key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL", default_url="https://api.anthropic.com",
         sdk=("anthropic", "anthropic"), image_limits=ANTHROPIC_IMAGES, rate_headers="anthropic",
         reasoning="thinking.budget_tokens", image_tokens=anthropic_image_tokens, price_key="anthropic",
         batch=BatchLimits(100_000, 256 * 1024 * 1024,
                           "docs.anthropic.com/en/docs/build-with-claude/batch-processing (read 2026-11-25)"),
-        batch_client="evalkit.providers.batch_anthropic:AnthropicBatches", batch_discount=0.5,
+        batch_client="evalkit.providers.anthropic.batch:AnthropicBatches", batch_discount=0.5,
         seedless_batch=True),
     ProviderInfo(
         name="google",
         description="Google Gemini API through google-genai (GEMINI_API_KEY or GOOGLE_API_KEY; GEMINI_BASE_URL optional)",
-        client="evalkit.providers.google:google_provider", wire="gemini",
+        client="evalkit.providers.google.client:google_provider", wire="gemini",
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"), base_url_env="GEMINI_BASE_URL",
         default_url="https://generativelanguage.googleapis.com", sdk=("google.genai", "google"),
         image_limits=GOOGLE_IMAGES, rate_headers="none", reasoning="thinking_config.thinking_budget",
         image_tokens=gemini_image_tokens, price_key="google", reasoning_in_output=False,
         batch=BatchLimits(10_000, 20 * 1024 * 1024,
                           "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
-        batch_client="evalkit.providers.batch_google:GoogleBatches", batch_discount=0.5,
-        editor="evalkit.providers.edit_google:GoogleImageEditor"),
+        batch_client="evalkit.providers.google.batch:GoogleBatches", batch_discount=0.5,
+        editor="evalkit.providers.google.edit:GoogleImageEditor"),
     # Azure OpenAI, read 2026-11-26 (learn.microsoft.com/azure/ai-foundry/openai/reference and /api-version-
     # lifecycle, /how-to/batch): the classic route takes ?api-version= and the deployment in the path; the
     # v1 API (/openai/v1) takes the deployment as `model`. The key goes in the `api-key` header. Global
@@ -209,13 +209,13 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         description="Azure OpenAI chat completions, azure/DEPLOYMENT (AZURE_OPENAI_ENDPOINT or --base-url; "
                     "AZURE_OPENAI_API_KEY, or Microsoft Entra ID: AZURE_OPENAI_AD_TOKEN or evalkit[azure-entra]; "
                     "OPENAI_API_VERSION or --api-version for the classic route, else the v1 API)",
-        client="evalkit.providers.azure:azure_provider", wire="azure",
+        client="evalkit.providers.azure.client:azure_provider", wire="azure",
         key_env=("AZURE_OPENAI_API_KEY",), key_required=False, base_url_env="AZURE_OPENAI_ENDPOINT",
         image_limits=AZURE_IMAGES, rate_headers="openai", reasoning="reasoning_effort",
         image_tokens=openai_image_tokens, price_key="azure",
         batch=BatchLimits(100_000, 200 * 1024 * 1024,
                           "learn.microsoft.com/azure/ai-foundry/openai/how-to/batch (read 2026-11-26)"),
-        batch_client="evalkit.providers.batch_azure:AzureBatches", batch_discount=0.5),
+        batch_client="evalkit.providers.azure.batch:AzureBatches", batch_discount=0.5),
     # OpenRouter, read 2026-11-26 (openrouter.ai/docs/api-reference/overview, /use-cases/usage-accounting,
     # /features/provider-routing, /api-reference/limits, /faq): OpenAI's chat shape at /api/v1, a bearer key,
     # `usage.cost` in credits (1 credit = 1 USD) on every reply, `provider` routing preferences in the body,
@@ -237,13 +237,13 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         description="Google Cloud Vertex AI: Gemini (vertex/gemini-…) and Claude (vertex/claude-…) "
                     "(GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION, application-default credentials: "
                     "GOOGLE_APPLICATION_CREDENTIALS or gcloud; GOOGLE_VERTEX_BASE_URL optional; evalkit[vertex])",
-        client="evalkit.providers.vertex:vertex_provider", wire="vertex",
+        client="evalkit.providers.vertex.client:vertex_provider", wire="vertex",
         key_env=("GOOGLE_APPLICATION_CREDENTIALS",), key_required=False, base_url_env="GOOGLE_VERTEX_BASE_URL",
         default_url="https://aiplatform.googleapis.com", sdk=("google.auth", "vertex"),
         image_limits=VERTEX_IMAGES, rate_headers="none",
         reasoning="thinking_config.thinking_budget (Gemini); thinking.budget_tokens (Claude)",
         image_tokens=gemini_image_tokens, price_key="vertex", reasoning_in_output=False,
-        model_vendor=vertex_vendor, locate="evalkit.providers.vertex_auth:locate"),
+        model_vendor=vertex_vendor, locate="evalkit.providers.vertex.auth:locate"),
     # Amazon Bedrock, read 2026-11-27 (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html,
     # /userguide/inference-profiles-support.html; anthropic 2.14's Bedrock client): requests signed with SigV4
     # (service bedrock) from the AWS credential chain, or a Bedrock API key as a bearer token; Claude on its
@@ -254,13 +254,13 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         description="Amazon Bedrock, bedrock/MODEL_ID: Claude or, through Converse, Nova, Llama, Pixtral "
                     "(AWS_REGION; the AWS credential chain: AWS_ACCESS_KEY_ID, AWS_PROFILE, …, or "
                     "AWS_BEARER_TOKEN_BEDROCK; AWS_ENDPOINT_URL_BEDROCK_RUNTIME optional; evalkit[bedrock])",
-        client="evalkit.providers.bedrock:bedrock_provider", wire="bedrock",
+        client="evalkit.providers.bedrock.client:bedrock_provider", wire="bedrock",
         key_env=("AWS_BEARER_TOKEN_BEDROCK",), key_required=False, base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
         default_url="https://bedrock-runtime.{AWS_REGION}.amazonaws.com", sdk=("botocore", "bedrock"),
         image_limits=BEDROCK_IMAGES, rate_headers="none",
         reasoning="thinking.budget_tokens (Claude); additionalModelRequestFields.reasoningConfig (Amazon Nova)",
         image_tokens=anthropic_image_tokens, price_key="bedrock",
-        model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock:locate"),
+        model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock.client:locate"),
 )}
 
 

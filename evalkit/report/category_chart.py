@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evalkit.analysis.result import ModelResult
+from evalkit.metrics.analysis.result import ModelResult
 from evalkit.report.plots_common import Chance, chance_label
 
 TITLE = "Accuracy per category with 95% intervals (an item's variants count as one item)"

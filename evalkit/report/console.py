@@ -12,7 +12,7 @@ from evalkit.grading.failures import banner
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
 
 if TYPE_CHECKING:
-    from evalkit.analysis.comparison import Leaderboard
+    from evalkit.metrics.analysis.comparison import Leaderboard
 
 
 def _metrics_table(title: str, metrics: dict[str, Any]) -> Table:

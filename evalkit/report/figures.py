@@ -25,8 +25,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-from evalkit.analysis.result import ModelResult
-from evalkit.analysis.views import Confusion
+from evalkit.metrics.analysis.result import ModelResult
+from evalkit.metrics.analysis.views import Confusion
 from evalkit.report import category_chart as category_chart_module
 from evalkit.report import plots, plots_common
 from evalkit.report.category_chart import category_chart

@@ -12,7 +12,7 @@ from evalkit.grading.failures import banner
 from evalkit.report.tables import decimals, fmt, md_table, metric_rows, outcome_keys, pct_ci
 
 if TYPE_CHECKING:
-    from evalkit.analysis.result import ModelResult
+    from evalkit.metrics.analysis.result import ModelResult
     from evalkit.report.figures import Plotter
 
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evalkit.analysis.result import ModelResult, analyze
 from evalkit.benchmarks.base import Benchmark
 from evalkit.core.types import DATA_ERROR, Record
 from evalkit.grading.failures import nothing_answered
+from evalkit.metrics.analysis.result import ModelResult, analyze
 from evalkit.report.markdown import write_report
 
 if TYPE_CHECKING:

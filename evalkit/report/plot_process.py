@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalkit.analysis.result import ModelResult
+    from evalkit.metrics.analysis.result import ModelResult
 
 DRAW_TIMEOUT_S = 300.0
 

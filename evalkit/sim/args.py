@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from evalkit.sim.faults import DEFAULT_KINDS, FAULT_KINDS, SimFaults
+from evalkit.sim.machinery.faults import DEFAULT_KINDS, FAULT_KINDS, SimFaults
 from evalkit.sim.model import STYLES, SimParams
 
 if TYPE_CHECKING:  # the server (aiohttp) and the answer key (numpy) load when a server is configured
     from collections.abc import Callable
 
     from evalkit.sim.answerkey import AnswerKey
-    from evalkit.sim.aws_shapes import AwsTestKeys
+    from evalkit.sim.machinery.aws_shapes import AwsTestKeys
     from evalkit.sim.server import SimConfig
 
 # What `evalkit sim` answers without --theta/--r: a plausible model (about 77% on four options, 82% on
@@ -141,7 +141,7 @@ def _aws_keys(text: str | None) -> AwsTestKeys | None:
     """ACCESS_KEY:SECRET[:TOKEN] as the simulated Bedrock's credentials (ValueError naming the flag)."""
     if not text:
         return None
-    from evalkit.sim.aws_shapes import AwsTestKeys
+    from evalkit.sim.machinery.aws_shapes import AwsTestKeys
 
     access, _, rest = text.partition(":")
     secret, _, token = rest.partition(":")

@@ -26,10 +26,10 @@ from typing import Any
 
 from aiohttp import web
 
-from evalkit.sim.batches import BatchStore, SimBatch
 from evalkit.sim.dialects import DIALECTS
-from evalkit.sim.state import STATE
-from evalkit.sim.wire import BadRequest
+from evalkit.sim.machinery.batches import BatchStore, SimBatch
+from evalkit.sim.machinery.state import STATE
+from evalkit.sim.machinery.wire import BadRequest
 
 BATCHES: web.AppKey[BatchStore] = web.AppKey("batches", BatchStore)
 _DIALECT = {d.name: d for d in DIALECTS}

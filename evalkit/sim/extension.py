@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from evalkit.sim.dialects import Dialect
-from evalkit.sim.state import STATE
+from evalkit.sim.machinery.dialect import Dialect, Handler
+from evalkit.sim.machinery.state import STATE
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # a reply as the route would send it, counted as a request but not as a completion
 QuietServe = Callable[[web.Request, Dialect], Awaitable[web.StreamResponse]]
 

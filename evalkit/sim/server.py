@@ -2,7 +2,7 @@
 
 The real SDKs and plain HTTP clients all work against it, so tests exercise the real client
 code paths. The simulated model sees only the request body. Every API request is logged, without its
-credentials, in SimServer.heard (evalkit.sim.heard). Code outside the package adds routes of its own
+credentials, in SimServer.heard (evalkit.sim.machinery.heard). Code outside the package adds routes of its own
 through `routes=` (evalkit.sim.extension): the test suite's hostile replies, for one.
 """
 
@@ -18,25 +18,26 @@ from typing import Any
 from aiohttp import web
 
 from evalkit.core.errors import EvalkitError
-from evalkit.sim.azure_routes import add_azure_routes, azure_gate
-from evalkit.sim.azure_routes import owns as azure_owns
+from evalkit.sim.azure.routes import add_azure_routes, azure_gate
+from evalkit.sim.azure.routes import owns as azure_owns
 from evalkit.sim.batch_routes import BATCHES, add_batch_routes
-from evalkit.sim.batches import BatchStore
-from evalkit.sim.bedrock_auth import bedrock_gate
-from evalkit.sim.bedrock_auth import owns as bedrock_owns
-from evalkit.sim.counters import SimCounters
-from evalkit.sim.dialects import DIALECTS, Dialect
-from evalkit.sim.edits import handle_image_edit
+from evalkit.sim.bedrock.auth import bedrock_gate
+from evalkit.sim.bedrock.auth import owns as bedrock_owns
+from evalkit.sim.dialects import DIALECTS
 from evalkit.sim.extension import Handler, SimRoutes
-from evalkit.sim.gate import ReplyGate
-from evalkit.sim.heard import Heard, heard_route, listen
-from evalkit.sim.metadata_routes import add_metadata_routes
-from evalkit.sim.openrouter_routes import add_openrouter_routes, openrouter_gate
-from evalkit.sim.openrouter_routes import owns as openrouter_owns
-from evalkit.sim.serving import dialect_handler, model_reply, serve_quietly
-from evalkit.sim.state import STATE, SimConfig, SimState
-from evalkit.sim.vertex_routes import add_vertex_routes, vertex_gate
-from evalkit.sim.vertex_routes import owns as vertex_owns
+from evalkit.sim.machinery.batches import BatchStore
+from evalkit.sim.machinery.counters import SimCounters
+from evalkit.sim.machinery.dialect import Dialect
+from evalkit.sim.machinery.gate import ReplyGate
+from evalkit.sim.machinery.heard import Heard, heard_route, listen
+from evalkit.sim.machinery.serving import dialect_handler, model_reply, serve_quietly
+from evalkit.sim.machinery.state import STATE, SimConfig, SimState
+from evalkit.sim.openai.edits import handle_image_edit
+from evalkit.sim.openai.metadata import add_metadata_routes
+from evalkit.sim.openrouter.routes import add_openrouter_routes, openrouter_gate
+from evalkit.sim.openrouter.routes import owns as openrouter_owns
+from evalkit.sim.vertex.routes import add_vertex_routes, vertex_gate
+from evalkit.sim.vertex.routes import owns as vertex_owns
 
 
 async def handle_counters(request: web.Request) -> web.Response:
@@ -55,14 +56,14 @@ async def handle_reset(request: web.Request) -> web.Response:
 def key_check(key: str) -> Any:
     """Middleware: 401 for an API request without `key` (as a bearer token, api-key, x-api-key or
     x-goog-api-key), as `vllm serve --api-key` does; the simulator's own /sim and /health routes stay
-    open, and Azure's and OpenRouter's routes check their own way (evalkit.sim.azure_routes, .openrouter_routes)."""
+    open, and Azure's and OpenRouter's routes check their own way (evalkit.sim.azure.routes, .openrouter_routes)."""
 
     @web.middleware
     async def check(request: web.Request, handler: Any) -> web.StreamResponse:
         if (request.path.startswith(("/sim/", "/health")) or azure_owns(request) or openrouter_owns(request)
                 or vertex_owns(request)):
             return await handler(request)
-        if bedrock_owns(request):  # checked as AWS checks them (evalkit.sim.bedrock_auth)
+        if bedrock_owns(request):  # checked as AWS checks them (evalkit.sim.bedrock.auth)
             return await handler(request)
         given = {request.headers.get("Authorization", ""), request.headers.get("api-key", ""),
                  request.headers.get("x-api-key", ""), request.headers.get("x-goog-api-key", "")}
@@ -125,12 +126,12 @@ class SimServer:
 
     @property
     def gate(self) -> ReplyGate:
-        """The gate every reply passes (evalkit.sim.gate): tests hold replies to keep a run open."""
+        """The gate every reply passes (evalkit.sim.machinery.gate): tests hold replies to keep a run open."""
         return self._state.gate
 
     @property
     def heard(self) -> tuple[Heard, ...]:
-        """The API requests heard since the start or the last /sim/reset, oldest first (evalkit.sim.heard)."""
+        """The API requests heard since the start or the last /sim/reset, oldest first (evalkit.sim.machinery.heard)."""
         return self._state.heard.snapshot()
 
     @property
@@ -246,7 +247,7 @@ class SimThread:
         self._server.credits = remaining
 
     def hold(self, after: int = 0) -> None:
-        """Let `after` more replies through, then hold the rest until release() (evalkit.sim.gate);
+        """Let `after` more replies through, then hold the rest until release() (evalkit.sim.machinery.gate);
         in force when this returns."""
         self._on_loop(lambda server: server.gate.hold(after))
 

@@ -16,10 +16,10 @@ from typing import Any
 from evalkit.core.errors import EvalkitError
 from evalkit.core.surrogates import repaired_if_escaped
 from evalkit.core.types import Record
-from evalkit.engine.compare import label_all
-from evalkit.engine.identity import protocol_view, saved_settings
-from evalkit.engine.records_read import damaged_note
-from evalkit.engine.rundir import read_finished
+from evalkit.multi.compare import label_all
+from evalkit.rundir.identity import protocol_view, saved_settings
+from evalkit.rundir.layout import read_finished
+from evalkit.rundir.records import damaged_note
 
 MANIFEST = "manifest.json"
 # Settings that may differ between the models of one site without a note (who answered, and how).

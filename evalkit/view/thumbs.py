@@ -25,11 +25,11 @@ from urllib.parse import quote
 from evalkit.core.errors import EvalkitError
 from evalkit.core.files import write_json_atomic
 from evalkit.core.types import ImagePart, ImageRef, Transform
-from evalkit.engine.identity import FileHashes
 from evalkit.images.ops import fit_size
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.images.provider_limits import LIMITS_VERSION, fit_transform
 from evalkit.providers.registry import limits_for
+from evalkit.rundir.identity import FileHashes
 
 THUMB_SIDE = 384  # px, the long side of a thumbnail (crisp at the page's 320 px on most screens)
 THUMB_QUALITY = 80

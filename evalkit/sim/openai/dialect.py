@@ -1,0 +1,76 @@
+"""The OpenAI / vLLM chat-completions dialect, the base of the services that speak its shape
+(Azure OpenAI, OpenRouter): they differ only in extra reply fields, so `dress` is their hook."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from evalkit.sim.machinery.prompt_cache import prompt_chunks
+from evalkit.sim.machinery.wire import ParsedRequest, Usage, error_response, parse_body
+
+if TYPE_CHECKING:
+    from evalkit.sim.machinery.state import SimState
+    from evalkit.sim.thinking import Thought
+
+_OPENAI_TYPES = {"bad_request": "BadRequestError", "not_found": "NotFoundError", "rate_limit": "RateLimitError",
+                 "server": "InternalServerError", "overloaded": "InternalServerError"}
+
+
+class OpenAIDialect:
+    """OpenAI / vLLM chat completions."""
+
+    name = "openai"
+    routes: tuple[str, ...] = ("/v1/chat/completions",)
+    overloaded_status = 503
+
+    def parse(self, body: Any, request: web.Request) -> ParsedRequest:
+        return parse_body(body)
+
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+           thought: Thought | None = None) -> web.Response:
+        """OpenAI returns no thinking, only its count; vLLM's chat template writes it into the content as a
+        `<think>` block, left open when the output limit ended it."""
+        reply = self._completion(state, req, content, finish, usage)
+        if thought is not None and thought.style == "vllm":
+            closed = "" if thought.cut else f"\n</think>\n\n{content}"
+            reply["choices"][0]["message"]["content"] = f"<think>\n{thought.text}{closed}"
+        elif thought is not None:
+            reply["usage"]["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens,
+                                                           "audio_tokens": 0, "accepted_prediction_tokens": 0,
+                                                           "rejected_prediction_tokens": 0}
+        return web.json_response(self.dress(state, req, reply, usage))
+
+    def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
+        """The reply as this service sends it: the services built on this shape add their own fields."""
+        return reply
+
+    @staticmethod
+    def _completion(state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> dict[str, Any]:
+        return {
+            "id": state.next_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": state.config.snapshot or req.model,
+            **({"system_fingerprint": state.config.system_fingerprint} if state.config.system_fingerprint else {}),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": finish, "logprobs": None}],
+            "usage": {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+                      "total_tokens": usage.input_tokens + usage.output_tokens,
+                      "prompt_tokens_details": {"cached_tokens": usage.cached_input_tokens}},
+        }
+
+    def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+        code = "rate_limit_exceeded" if kind == "rate_limit" else status
+        return error_response(status, message, _OPENAI_TYPES.get(kind, "APIError"), code, headers)
+
+    def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
+        usage = Usage(0, 0)
+        return web.json_response(self.dress(state, req, self._completion(state, req, "", "content_filter", usage), usage))
+
+    def cached_tokens(self, state: SimState, body: Any, image_sizes: list[tuple[int, int]]) -> int:
+        """Automatic prefix caching (evalkit.sim.machinery.prompt_cache states the rule)."""
+        chunks = prompt_chunks(body.get("messages") or [], image_sizes)
+        return state.prefix_cache.lookup_and_store(chunks, ready_in=state.latency_s)
