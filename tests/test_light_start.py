@@ -51,9 +51,10 @@ print("LOADED " + json.dumps(sorted(loaded & set(json.loads(sys.argv[3])))))
 
 # Packages whose modules must import light, and the modules heavy by nature among them.
 LIGHT_PACKAGES = ("evalkit.cli", "evalkit.benchmarks", "evalkit.core", "evalkit.grading", "evalkit.protocols",
-                  "evalkit.metrics", "evalkit.analysis", "evalkit.engine", "evalkit.images", "evalkit.money",
+                  "evalkit.metrics", "evalkit.rundir", "evalkit.multi", "evalkit.engine", "evalkit.images", "evalkit.money",
                   "evalkit.report", "evalkit.data", "evalkit.export")
-HEAVY_BY_NATURE = ("evalkit.core.fingerprint",)  # a PIL thumbnail; the image pipeline imports it on use
+HEAVY_BY_NATURE = ("evalkit.core.fingerprint",  # a PIL thumbnail; the image pipeline imports it on use
+                   "evalkit.cli.demo")  # starts the simulated server (aiohttp); loaded only by `evalkit demo`
 
 COMMANDS = [["--help"], ["--version"], ["list"], ["run", "--help"], ["data", "--help"], ["data", "list"],
             ["export", "--help"],
