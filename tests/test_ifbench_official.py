@@ -25,8 +25,8 @@ from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main as cli_main
 from evalkit.core.resources import read_prompt
 from evalkit.core.types import ImagePart, Query, TextPart
-from evalkit.sim.openai import dialect as sim_dialects  # where the OpenAI dialect reads a body
 from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.openai import dialect as sim_dialects  # where the OpenAI dialect reads a body
 from evalkit.sim.server import SimConfig, SimThread
 
 OFFICIAL_FILE = SHARED_DATA.parent / "official" / "ifb_bench_evaluate.py"
