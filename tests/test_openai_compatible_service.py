@@ -9,6 +9,7 @@ exist there, so its keys are pinned as equal to the `--base-url` spelling's) and
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import io
@@ -31,7 +32,7 @@ from evalkit.core.resources import dataset_path
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Query, TextPart
 from evalkit.engine.resume import KeyOnlyProvider
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.providers import api_key_for, parse_spec
+from evalkit.providers import api_key_for, parse_spec, resolve_auto
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.machinery import serving as sim_serving
 from evalkit.sim.server import SimConfig, SimThread
@@ -120,6 +121,14 @@ def test_the_base_url_spelling_finds_the_service_forms_answers(tmp_path, clean_e
         assert sim.counters.snapshot()["completions"] == asked == 5
     assert first.exit_code == again.exit_code == 0
     assert again.summary["cache"]["hits"] == 5 and again.summary["metrics"] == first.summary["metrics"]
+
+
+def test_auto_names_the_services_one_model_with_its_key(tmp_path):
+    env = {"TOGETHER_API_KEY": KEY}
+    with service_sim(make_mcq_jsonl(tmp_path / "ds", 1)) as sim:
+        spec = parse_spec("openai-compatible/together/auto", (), {**env, "TOGETHER_BASE_URL": sim.url})
+        resolved = asyncio.run(resolve_auto(spec, env))
+    assert (resolved.model, resolved.service) == ("some-model", "together")
 
 
 # ---- (b) the keys of both spellings, and of a 0.3 slash-named model -----------------------------------------

@@ -101,5 +101,6 @@ async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSp
     names = await served_models(spec.base_urls[0], api_key_for(spec, env))
     if len(names) != 1:
         raise EvalkitError(f"{spec.label}: {spec.base_urls[0]} serves {len(names)} models "
-                           f"({', '.join(names) or 'none'}); name one with --model {spec.provider}/NAME")
+                           f"({', '.join(names) or 'none'}); name one with --model "
+                           f"{spec.provider}/{spec.service + '/' if spec.service else ''}NAME")
     return replace(spec, model=names[0])
