@@ -12,6 +12,7 @@ from dataclasses import replace
 from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import Provider, ProviderSpec
 from evalkit.providers.batch_api import BatchAPI
+from evalkit.providers.openai.service import service_hint, service_key, service_spec
 from evalkit.providers.registry import RECORDS, batch_providers, find, info, load
 from evalkit.providers.wire.url_rules import check_one_authorization
 
@@ -20,7 +21,9 @@ DEFAULT_VLLM_URL = RECORDS["vllm"].default_url
 
 
 def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] | None = None) -> ProviderSpec:
-    """`vllm/Qwen/Qwen2.5-VL-7B` -> provider "vllm", model "Qwen/Qwen2.5-VL-7B", with its base URLs."""
+    """`vllm/Qwen/Qwen2.5-VL-7B` -> provider "vllm", model "Qwen/Qwen2.5-VL-7B", with its base URLs; without
+    --base-url, `openai-compatible/together/M` with TOGETHER_BASE_URL set -> model "M" of the service
+    `together` at that URL (providers/openai/service.py)."""
     env = env if env is not None else {}
     provider, sep, model = (text or "").partition("/")
     if not sep or not provider or not model or model.strip() != model:
@@ -29,12 +32,17 @@ def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] 
     if record is None:
         raise EvalkitError(f"unknown provider '{provider}' in --model '{text}' (known: {', '.join(RECORDS)})")
     urls = tuple(u for u in base_urls if u)
+    if not urls and record.services:  # PROVIDER/SERVICE/MODEL with <SERVICE>_BASE_URL set (else 0.3's reading)
+        service = service_spec(provider, model, env, record.base_url_env)
+        if service is not None:
+            return service
     if not urls:
         env_url = env.get(record.base_url_env)
         if env_url:
             urls = tuple(env_url.replace(",", " ").split())
         elif record.default_url is None:
-            raise EvalkitError(f"--model '{text}' needs --base-url (or {record.base_url_env})")
+            hint = service_hint(model) if record.services else ""
+            raise EvalkitError(f"--model '{text}' needs --base-url (or {record.base_url_env}{hint})")
         elif record.default_in_endpoint:
             urls = (record.default_url,)
     if record.locate is not None:  # where the model runs enters the spec (Vertex AI's project and location)
@@ -46,6 +54,8 @@ def api_key_for(spec: ProviderSpec, env: Mapping[str, str], flag: str = "--model
     """The key for a provider (its record's variables, first set wins), or a one-line error when a
     required key is missing, or when it and URL credentials would share one header (naming the flag
     that asked for it: --model, or --judge)."""
+    if spec.service is not None:  # openai-compatible/<service>/<model>: the service's own key, required
+        return service_key(spec, env, flag)
     record = info(spec.provider)
     key = next((env[var] for var in record.key_env if env.get(var)), None)
     if key is None and record.key_required:
@@ -91,5 +101,6 @@ async def resolve_auto(spec: ProviderSpec, env: Mapping[str, str]) -> ProviderSp
     names = await served_models(spec.base_urls[0], api_key_for(spec, env))
     if len(names) != 1:
         raise EvalkitError(f"{spec.label}: {spec.base_urls[0]} serves {len(names)} models "
-                           f"({', '.join(names) or 'none'}); name one with --model {spec.provider}/NAME")
+                           f"({', '.join(names) or 'none'}); name one with --model "
+                           f"{spec.provider}/{spec.service + '/' if spec.service else ''}NAME")
     return replace(spec, model=names[0])

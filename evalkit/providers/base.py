@@ -26,6 +26,8 @@ class ProviderSpec:
     base_urls: tuple[str, ...] = ()
     cache_tag: str | None = None  # stands in for the endpoint in the cache key (e.g. a moved server)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    service: str | None = None  # `openai-compatible/<service>/<model>`: the service as typed, whose variables hold
+    #                              the key and URL (providers/openai/service.py); never in a key or identity
 
     @property
     def label(self) -> str:

@@ -115,6 +115,8 @@ class ProviderInfo:
     #                               (a cloud serving several vendors' models): its image limits and prices apply
     locate: str | None = None  # optional: "module:function" f(urls, env, label) -> the spec's base URLs,
     #                            naming where the model runs (Vertex AI's project and location)
+    services: bool = False  # optional: PROVIDER/SERVICE/MODEL reaches an OpenAI-shaped service through SERVICE_BASE_URL
+    #                         and SERVICE_API_KEY when no --base-url is given (providers/openai/service.py)
 
     @property
     def optional(self) -> frozenset[str]:
@@ -133,7 +135,7 @@ class ProviderInfo:
 
 _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
                        "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
-                       "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate"})
+                       "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate", "services"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -171,12 +173,13 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
     ProviderInfo(
         name="openai-compatible",
         description="any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL; "
-                    "OPENAI_API_KEY optional)",
+                    "OPENAI_API_KEY optional); a service: openai-compatible/SERVICE/MODEL with SERVICE_BASE_URL "
+                    "and SERVICE_API_KEY",
         client="evalkit.providers.openai.compat:compat_provider", wire="chat-completions",
         key_env=("OPENAI_API_KEY",), key_required=False, base_url_env="OPENAI_BASE_URL", asks_unlisted=True,
         image_limits=COMPAT_IMAGES, rate_headers="openai",
         reasoning="chat_template_kwargs.enable_thinking", image_tokens=openai_image_tokens,
-        price_key="openai-compatible"),
+        price_key="openai-compatible", services=True),
     ProviderInfo(
         name="anthropic",
         description="Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",

@@ -1,5 +1,5 @@
-"""`vllm/<model>`, `openai-compatible/<model>` (and `openai/`, see openai_api): chat completions over
-one pooled aiohttp session.
+"""`vllm/<model>`, `openai-compatible/<model>`, `openai-compatible/<service>/<model>` (and `openai/`, see
+openai_api): chat completions over one pooled aiohttp session.
 
 Raw aiohttp rather than an SDK because local servers are fast and the client must not be
 the bottleneck (bench/throughput.py measures it against a bare aiohttp loop). Replies are read
@@ -21,6 +21,7 @@ from evalkit.core.types import GenParams, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec, public_url
 from evalkit.providers.openai.format import chat_body, openai_messages, response_from_openai
+from evalkit.providers.openai.service import service_reasoning
 from evalkit.providers.reasoning import chat_fields
 from evalkit.providers.replicas import Replica, ReplicaPool
 from evalkit.providers.wire.connect import connect_cause
@@ -135,7 +136,7 @@ class OpenAICompatProvider:
         if not self._send_temperature:
             d["temperature"] = None
         try:
-            d.update(chat_fields(self.spec.provider, self.spec.model, params))  # as sent (gpt-5: none -> minimal)
+            d.update(self._reasoning(params))  # as sent (gpt-5: none -> minimal)
         except ProviderError as e:
             d["error"] = e.message
         return d
@@ -198,11 +199,17 @@ class OpenAICompatProvider:
         out.limits = limits
         return out
 
+    def _reasoning(self, params: GenParams) -> dict:
+        """The reasoning switch's body fields: the provider's (which also refuses what it cannot take), or
+        OpenAI's `reasoning_effort` for a service (`openai-compatible/<service>/<model>`)."""
+        fields = chat_fields(self.spec.provider, self.spec.model, params)
+        return service_reasoning(params) if self.spec.service is not None else fields
+
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
         """The request body as a dict, images inline: what a batch line carries (the same JSON as _encode's)."""
         return chat_body(self.spec.model, openai_messages(messages, images), params,
                          max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
-                         reasoning=chat_fields(self.spec.provider, self.spec.model, params))
+                         reasoning=self._reasoning(params))
 
     def _encode(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> bytes:
         """JSON body with the data URIs spliced in as bytes: JSON-encoding a 40 KB base64 string
@@ -210,7 +217,7 @@ class OpenAICompatProvider:
         marks = [f"{self._nonce}{i}@" for i in range(len(images))]
         body = chat_body(self.spec.model, openai_messages(messages, marks), params,
                          max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
-                         reasoning=chat_fields(self.spec.provider, self.spec.model, params))
+                         reasoning=self._reasoning(params))
         payload = json.dumps(body, ensure_ascii=False).encode()
         for mark, img in zip(marks, images, strict=True):
             payload = payload.replace(mark.encode(), img.data_uri_bytes(), 1)
