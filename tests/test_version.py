@@ -17,7 +17,7 @@ import pytest
 from evalkit import __version__
 
 REPO = Path(__file__).resolve().parents[1]
-CHECKOUT = re.compile(r"^0\.3\.0 \(([0-9a-f]{7,})\)$")
+CHECKOUT = re.compile(r"^0\.4\.0\.dev0 \(([0-9a-f]{7,})\)$")
 PROBE = "import sys; from evalkit.cli import main; main(sys.argv[1:])"
 
 
@@ -39,7 +39,7 @@ def _copy_package(dest: Path) -> Path:
 
 
 def test_the_version_is_0_3_0_in_the_package_and_in_pyproject():
-    assert __version__ == "0.3.0"
+    assert __version__ == "0.4.0.dev0"
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^version = "([^"]+)"$', pyproject, re.MULTILINE).group(1) == __version__
 
@@ -82,4 +82,4 @@ def test_outside_its_checkout_it_prints_the_plain_version(where, tmp_path):
     _copy_package(root)
     if where != "copied":
         shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
-    assert _evalkit(["--version"], pythonpath=root, cwd=root) == "0.3.0\n"
+    assert _evalkit(["--version"], pythonpath=root, cwd=root) == "0.4.0.dev0\n"

@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-__version__ = "0.3.0"
+__version__ = "0.4.0.dev0"
 
 GIT_TIMEOUT_S = 2.0
 _NAME = re.compile(r'^name\s*=\s*"evalkit"\s*$', re.MULTILINE)
@@ -27,7 +27,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 
 
 def describe() -> str:
-    """`0.3.0 (de344ad)` from a git checkout, the plain `0.3.0` from an installed wheel."""
+    """`0.4.0.dev0 (de344ad)` from a git checkout, the plain version from an installed wheel."""
     commit = checkout_commit()
     return f"{__version__} ({commit})" if commit else __version__
 
