@@ -21,7 +21,7 @@ from evalkit.core.resources import dataset_path, read_prompt
 from evalkit.core.types import Parsed, Record
 from evalkit.engine.evaluate import run
 from evalkit.grading.extract import parse_judge_reply
-from evalkit.metrics.ifbench import Scored, ifbench_metrics
+from evalkit.metrics.ifbench import IFBenchScored, ifbench_metrics
 from evalkit.protocols.circular import all_shifts, circular_summary, shift_options
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams, judge_answer
@@ -258,7 +258,7 @@ def test_metrics_unweighted_over_dimensions_and_strict() -> None:
     for item, dim, right in (("a1", "Scene Understanding", 4), ("a2", "Scene Understanding", 4),
                              ("a3", "Scene Understanding", 0), ("b1", "Object Counting", 3)):
         for lang in ("en", "cn"):
-            outs += [Scored(item, dim, lang, s, s < right if lang == "en" else True) for s in range(4)]
+            outs += [IFBenchScored(item, dim, lang, s, s < right if lang == "en" else True) for s in range(4)]
     m = ifbench_metrics(outs, ("en", "cn"))
     assert m["dimensions_en"] == {"SU": pytest.approx(200 / 3), "OC": 75.0}
     assert m["Avg (en)"] == pytest.approx((200 / 3 + 75) / 2)  # unweighted, not (4+4+0+3)/16

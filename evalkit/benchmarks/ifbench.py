@@ -45,7 +45,7 @@ from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import parse_judge_reply
 from evalkit.metrics.analysis.scoretable import ScoreTable
-from evalkit.metrics.ifbench import Scored, ifbench_metrics, item_scores
+from evalkit.metrics.ifbench import IFBenchScored, ifbench_metrics, item_scores
 from evalkit.protocols.circular import all_shifts
 
 _PLACEHOLDER = re.compile(r"<input_question>|<input_options>")
@@ -286,8 +286,8 @@ class IFBench(Benchmark):
         return ScoreTable("Avg", tuple(units), np.array(values), tuple(strata), 100.0)
 
     @staticmethod
-    def _outcomes(records: Sequence[Record]) -> list[Scored]:
-        return [Scored(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
+    def _outcomes(records: Sequence[Record]) -> list[IFBenchScored]:
+        return [IFBenchScored(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
                         r.correct is True) for r in records]
 
     def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[Any]:  # ReportTables
