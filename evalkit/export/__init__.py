@@ -41,12 +41,12 @@ def export(run_dirs: Sequence[str | Path], to: str, *, out: str | Path | None = 
     _check_options(to, out=out, tracking_uri=tracking_uri, project=project, organization=organization)
     if to in ("eee", "wandb") and out is not None and Path(out).exists() and not Path(out).is_dir():
         raise EvalkitError(f"--out {out}: a file; --to {to} writes into a folder")
-    from evalkit.export.runs import read_run
+    from evalkit.export.runs import read_export_run
 
     paths = list(dict.fromkeys(Path(p) for p in run_dirs))
     if not paths:
         raise EvalkitError("export: name at least one run directory")
-    runs = [read_run(p) for p in paths]
+    runs = [read_export_run(p) for p in paths]
     tell = say or (lambda _line: None)
     for run in runs:
         for note in run.notes:
