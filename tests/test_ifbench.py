@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.benchmarks.ifbench import JUDGE_VALID, IFBench, fill, parse_langs, render_options
+from evalkit.benchmarks.ifbench import JUDGE_VALID, IFBench, fill, options_dict_str, parse_langs
 from evalkit.benchmarks.ifbench_judge import extractor_prompt, judgment_counts, official_rule, robust_rule
 from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main as cli_main
@@ -160,7 +160,7 @@ def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
     s1 = next(q for q in mine if q.variant["shift"] == 1)
     assert "{'A': 'The surrounding plants', 'B': 'The pole', 'C': 'The ground', 'D': \"The rider's body\"}" \
         in s1.prompt_text() and s1.gold == "D"
-    assert render_options({"A": "it's"}) == "{'A': \"it's\"}"
+    assert options_dict_str({"A": "it's"}) == "{'A': \"it's\"}"
     assert fill("<input_question> <input_options>", "Q <input_options>?", {"A": "x"}) == "Q <input_options>? {'A': 'x'}"
 
 

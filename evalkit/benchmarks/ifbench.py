@@ -58,20 +58,20 @@ PROMPT_SETS = ("official", "paper")  # --if-prompt: the official code's strings,
 # ---------------------------------------------------------------------------------------
 
 
-def render_options(options: Mapping[str, str]) -> str:
+def options_dict_str(options: Mapping[str, str]) -> str:
     """The options exactly as the official code prints them: Python's str() of the dict."""
     return str(dict(options))
 
 
 def fill(template: str, question: str, options: Mapping[str, str]) -> str:
     """Replace the paper's placeholders in one pass (a question holding one stays as is)."""
-    values = {"<input_question>": question, "<input_options>": render_options(options)}
+    values = {"<input_question>": question, "<input_options>": options_dict_str(options)}
     return _PLACEHOLDER.sub(lambda m: values[m.group(0)], template)
 
 
 def official_fill(template: str, question: str, options: Mapping[str, str]) -> str:
     """The official construction: replace the question, then the options (`str()` of the dict) in the result."""
-    return template.replace("<input_question>", str(question)).replace("<input_options>", render_options(options))
+    return template.replace("<input_question>", str(question)).replace("<input_options>", options_dict_str(options))
 
 
 def prompt_file(kind: str, lang: str, prompt_set: str | None) -> str:
