@@ -56,7 +56,7 @@ from evalkit.sim.dialects import DIALECTS
 from evalkit.sim.extension import Handler, QuietServe, SimRoutes
 from evalkit.sim.machinery.dialect import Dialect
 from evalkit.sim.machinery.state import STATE
-from evalkit.sim.machinery.wire import ParsedRequest, Usage
+from evalkit.sim.machinery.wire import ParsedRequest, SimUsage
 
 HOSTILE_PREFIX = "/hostile/{selector}"
 SINK_ROUTE = "/sink/{tail:.*}"
@@ -207,7 +207,7 @@ class HostileRoutes:
         dialect = next((d for d in DIALECTS if request.path.endswith(_SINK_SUFFIX.get(d.name, "\0"))), DIALECTS[0])
         req = ParsedRequest(model="sink-model", text="", all_text="", image_urls=[], max_tokens=None, stop=[],
                             guided_choice=None)
-        return dialect.ok(request.app[STATE], req, SINK_ANSWER, "stop", Usage(1, 1))
+        return dialect.ok(request.app[STATE], req, SINK_ANSWER, "stop", SimUsage(1, 1))
 
     async def _show_log(self, request: web.Request) -> web.Response:
         """GET /sim/sink: the selectors' counts and every request the sink received, headers included."""

@@ -22,7 +22,7 @@ from evalkit.core.types import GenParams, Message, Query, Record, Response, Usag
 from evalkit.engine.cutoffs import check_budget, split_options, to_reask, with_budget
 from evalkit.grading.grade import grade, needs_judge, summarize
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.metrics.basic import counts
+from evalkit.metrics.basic import outcome_counts
 from evalkit.providers.base import ProviderSpec
 
 
@@ -106,7 +106,7 @@ def test_cut_offs_are_counted_apart_from_unparsed_and_never_judged(mode):
         ("", "length"), ("<think>\nthe answer may be", "length"), ("no idea", "stop"), ("B", "stop"),
         ("<think>x</think>A", "length")]]
     assert [r.correct for r in graded] == [False, False, False, True, False]
-    assert counts(graded) == {"correct": 1, "wrong": 1, "unparsed": 1, "errors": 0, "refusals": 0, "cutoffs": 2}
+    assert outcome_counts(graded) == {"correct": 1, "wrong": 1, "unparsed": 1, "errors": 0, "refusals": 0, "cutoffs": 2}
     assert [needs_judge(r) for r in graded[:2]] == [False, mode == "official"]  # official: as the official code
     if mode == "robust":
         assert {r.parse_method for r in graded[:2]} == {"cutoff"} and graded[1].parsed is None

@@ -21,7 +21,7 @@ from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import ImagePart, ImageRef
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.sim import SimConfig, SimFaults, SimServer, start_sim
-from evalkit.sim.openai.edits import edit_key, simulated_edit
+from evalkit.sim.openai.edits import server_edit_key, simulated_edit
 
 ENV = {"OPENAI_API_KEY": "sk-test", "GEMINI_API_KEY": "gm-test"}
 
@@ -79,7 +79,7 @@ async def test_openai_sdk_edit_returns_the_simulated_edit(sim: SimServer, tmp_pa
     assert not np.array_equal(pixels(data), pixels(src))  # it is an edit, not an echo
     assert usage.input_tokens > 0 and usage.output_tokens > 0
     snap = sim.counters.snapshot()
-    assert snap["requests"] == 1 and snap["per_key"] == {edit_key(GENVIP_INSTRUCTION, [src]): 1}
+    assert snap["requests"] == 1 and snap["per_key"] == {server_edit_key(GENVIP_INSTRUCTION, [src]): 1}
 
 
 async def test_google_genai_edit_returns_the_simulated_edit(sim: SimServer, tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ async def test_run_edits_under_faults_delivers_each_edit_once_and_reruns_for_fre
             assert sum(snap["faults"].values()) > 0  # the faults really happened
             assert [r.id for r in results] == [r.id for r in reqs] and sorted(seen) == sorted(r.id for r in reqs)
             assert all(r.ok and r.source == "network" and not r.cached for r in results)
-            keys = {edit_key(GENVIP_INSTRUCTION, [p.read_bytes()]) for p in paths}
+            keys = {server_edit_key(GENVIP_INSTRUCTION, [p.read_bytes()]) for p in paths}
             assert set(snap["per_key"]) == keys and set(snap["per_key"].values()) == {1}
             assert snap["completions"] == 20
             for p, r in zip(paths, results, strict=True):

@@ -13,7 +13,7 @@ import pytest
 from export_run import canary_in, make_export_run
 
 from evalkit.export import export
-from evalkit.export.runs import flat_numbers, read_run, run_metrics
+from evalkit.export.runs import flat_numbers, read_export_run, run_metrics
 from evalkit.export.to_mlflow import mlflow_name
 
 mlflow = pytest.importorskip("mlflow")
@@ -41,7 +41,7 @@ def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(run_dir
     assert metrics["counts/correct"] == summary["counts"]["correct"]
     assert metrics["usage/cost_usd"] == pytest.approx(summary["usage"]["cost_usd"])
     assert [metrics["headline/ci95_low"], metrics["headline/ci95_high"]] == summary["headline"]["ci95"]
-    assert set(metrics) == set(run_metrics(read_run(run_dir)))  # every name already allowed: none renamed
+    assert set(metrics) == set(run_metrics(read_export_run(run_dir)))  # every name already allowed: none renamed
     params = got.data.params
     assert params["generation.max_tokens"] == "1024" and params["options.circular"] == "true"
     assert params["data_source.kind"] == "local" and params["benchmark"] == "mcq"
@@ -96,7 +96,7 @@ def test_wandb_offline_run_files_hold_the_metrics_config_and_files(run_dir, tmp_
     records = _wandb_records(log)
     summary_items = {u.key: json.loads(u.value_json) for r in records if r.WhichOneof("record_type") == "summary"
                      for u in r.summary.update if u.key}
-    expected = run_metrics(read_run(run_dir))
+    expected = run_metrics(read_export_run(run_dir))
     assert {k: summary_items[k] for k in expected} == expected
     (start,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     assert start.project == "vlm-evals" and start.display_name == run_dir.name

@@ -16,7 +16,7 @@ from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 
 from evalkit.core.errors import ProviderError
-from evalkit.providers.anthropic.batch import line_result
+from evalkit.providers.anthropic.batch import anthropic_line_result
 from evalkit.providers.anthropic.client import response_from_anthropic
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.machinery.faults import SimFaults
@@ -35,7 +35,7 @@ def test_no_content_blocks_is_the_empty_outcome_live_and_in_a_batch():
         response_from_anthropic(_message([], "end_turn"))
     assert empty.value.kind == "empty" and empty.value.retryable
     assert "content: []" in empty.value.message
-    cid, line = line_result({"custom_id": "ek-1", "result": {"type": "succeeded", "message": _message([], "end_turn")}})
+    cid, line = anthropic_line_result({"custom_id": "ek-1", "result": {"type": "succeeded", "message": _message([], "end_turn")}})
     assert cid == "ek-1" and line.error == "empty" and not line.ok
     cut = response_from_anthropic(_message([], "max_tokens"))  # a cut-off: the same request ends the same
     assert cut.ok and cut.text == "" and cut.finish_reason == "max_tokens"

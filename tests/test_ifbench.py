@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.benchmarks.ifbench import JUDGE_VALID, IFBench, fill, parse_langs, render_options
+from evalkit.benchmarks.ifbench import JUDGE_VALID, IFBench, fill, options_dict_str, parse_langs
 from evalkit.benchmarks.ifbench_judge import extractor_prompt, judgment_counts, official_rule, robust_rule
 from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main as cli_main
@@ -21,7 +21,7 @@ from evalkit.core.resources import dataset_path, read_prompt
 from evalkit.core.types import Parsed, Record
 from evalkit.engine.evaluate import run
 from evalkit.grading.extract import parse_judge_reply
-from evalkit.metrics.ifbench import Scored, ifbench_metrics
+from evalkit.metrics.ifbench import IFBenchScored, ifbench_metrics
 from evalkit.protocols.circular import all_shifts, circular_summary, shift_options
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams, judge_answer
@@ -160,7 +160,7 @@ def test_apostrophe_option_is_double_quoted_in_every_shift() -> None:
     s1 = next(q for q in mine if q.variant["shift"] == 1)
     assert "{'A': 'The surrounding plants', 'B': 'The pole', 'C': 'The ground', 'D': \"The rider's body\"}" \
         in s1.prompt_text() and s1.gold == "D"
-    assert render_options({"A": "it's"}) == "{'A': \"it's\"}"
+    assert options_dict_str({"A": "it's"}) == "{'A': \"it's\"}"
     assert fill("<input_question> <input_options>", "Q <input_options>?", {"A": "x"}) == "Q <input_options>? {'A': 'x'}"
 
 
@@ -258,7 +258,7 @@ def test_metrics_unweighted_over_dimensions_and_strict() -> None:
     for item, dim, right in (("a1", "Scene Understanding", 4), ("a2", "Scene Understanding", 4),
                              ("a3", "Scene Understanding", 0), ("b1", "Object Counting", 3)):
         for lang in ("en", "cn"):
-            outs += [Scored(item, dim, lang, s, s < right if lang == "en" else True) for s in range(4)]
+            outs += [IFBenchScored(item, dim, lang, s, s < right if lang == "en" else True) for s in range(4)]
     m = ifbench_metrics(outs, ("en", "cn"))
     assert m["dimensions_en"] == {"SU": pytest.approx(200 / 3), "OC": 75.0}
     assert m["Avg (en)"] == pytest.approx((200 / 3 + 75) / 2)  # unweighted, not (4+4+0+3)/16

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalkit.core.types import Record
-from evalkit.metrics.basic import accuracy, accuracy_by, counts, outcome, usage_totals
+from evalkit.metrics.basic import accuracy, accuracy_by, outcome, outcome_counts, usage_totals
 
 
 def rec(
@@ -46,10 +46,10 @@ RECORDS = [
 
 
 def test_counts_are_a_partition() -> None:
-    c = counts(RECORDS)
+    c = outcome_counts(RECORDS)
     assert c == {"correct": 2, "wrong": 1, "unparsed": 1, "errors": 2, "refusals": 1, "cutoffs": 0}
     assert sum(c.values()) == len(RECORDS)
-    assert counts([]) == {"correct": 0, "wrong": 0, "unparsed": 0, "errors": 0, "refusals": 0, "cutoffs": 0}
+    assert outcome_counts([]) == {"correct": 0, "wrong": 0, "unparsed": 0, "errors": 0, "refusals": 0, "cutoffs": 0}
 
 
 def test_outcome_priorities() -> None:

@@ -10,7 +10,7 @@ from evalkit.ask.schedule import group_by_image
 from evalkit.core.types import ImagePart, ImageRef, Message, Query
 from evalkit.engine.evaluate import run
 from evalkit.sim.from_bench import answer_key_for
-from evalkit.sim.machinery.prompt_cache import PrefixCache, openai_image_tokens
+from evalkit.sim.machinery.prompt_cache import PrefixCache, server_openai_image_tokens
 from evalkit.sim.server import SimConfig, SimThread
 
 
@@ -29,8 +29,8 @@ def test_group_by_image_sends_primers_first_then_followers():
 
 def test_prefix_cache_follows_the_1024_token_rule():
     cache = PrefixCache()
-    big = [("img:x", openai_image_tokens(1536, 768)), ("txt:q1", 10)]
-    assert openai_image_tokens(1536, 768) == 85 + 170 * 6
+    big = [("img:x", server_openai_image_tokens(1536, 768)), ("txt:q1", 10)]
+    assert server_openai_image_tokens(1536, 768) == 85 + 170 * 6
     assert cache.lookup_and_store(big) == 0  # first sight: written, not read
     assert cache.lookup_and_store([("img:x", 1105), ("txt:q2", 10)]) == 1024  # 1105 -> 1024 + 0*128
     small = [("img:y", 255), ("txt:q", 10)]

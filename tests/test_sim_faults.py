@@ -14,10 +14,10 @@ from sim_helpers import (
 )
 
 from evalkit.sim import (
+    ServerTokenBucket,
     SimConfig,
     SimFaults,
-    TokenBucket,
-    request_key,
+    server_request_key,
     start_sim,
 )
 
@@ -93,7 +93,7 @@ async def test_rps_limit_returns_429_with_retry_after_ms():
 
 def test_token_bucket_refills():
     now = [0.0]
-    bucket = TokenBucket(10, clock=lambda: now[0])
+    bucket = ServerTokenBucket(10, clock=lambda: now[0])
     assert bucket.burst == 1 and bucket.take() == 0.0
     assert bucket.take() == pytest.approx(0.1)
     now[0] = 0.1
@@ -108,8 +108,8 @@ async def test_counters_per_key_and_in_flight():
             await asyncio.gather(*(post(s, server.url, p) for p in payloads))
             await post(s, server.url, payloads[0])
         snap = server.counters.snapshot()
-        assert snap["per_key"][request_key(payloads[0])] == 2
-        assert all(snap["per_key"][request_key(p)] == 1 for p in payloads[1:])
+        assert snap["per_key"][server_request_key(payloads[0])] == 2
+        assert all(snap["per_key"][server_request_key(p)] == 1 for p in payloads[1:])
         assert snap["requests"] == snap["completions"] == 9
         assert snap["in_flight"] == 0 and snap["max_in_flight"] >= 4
     finally:

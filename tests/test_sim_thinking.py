@@ -26,7 +26,7 @@ from evalkit.providers.google.client import GoogleProvider
 from evalkit.providers.openai.api import openai_provider
 from evalkit.providers.openai.compat import OpenAICompatProvider
 from evalkit.sim.args import add_sim_arguments, config_from_args
-from evalkit.sim.machinery.counters import request_key
+from evalkit.sim.machinery.counters import server_request_key
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, start_sim
 from evalkit.sim.thinking import SIGNATURE, think_length, thinking_style, thinking_text
@@ -103,7 +103,7 @@ async def test_openai_cut_off_is_empty_with_every_token_reasoning():
     assert cut.usage.completion_tokens == CUT and cut.usage.completion_tokens_details.reasoning_tokens == CUT
     assert done.choices[0].message.content == answer and done.choices[0].finish_reason == "stop"
     assert done.usage.completion_tokens == T + ANSWER_TOKENS and done.usage.completion_tokens_details.reasoning_tokens == T
-    key = request_key({"model": "sim-model", "messages": MESSAGES})
+    key = server_request_key({"model": "sim-model", "messages": MESSAGES})
     assert counters["cutoffs"] == 1 and counters["per_key_cutoffs"] == {key: 1}
     assert counters["completions"] == 2  # the cut-off is not an answer
 
@@ -287,7 +287,7 @@ async def test_batched_lines_get_the_live_replies_and_count_as_cut_offs():
         assert {**message, "id": ""} == {**reply, "id": ""}
     assert results["cut"]["message"]["stop_reason"] == "max_tokens"
     assert [b["type"] for b in results["done"]["message"]["content"]] == ["thinking", "text"]
-    assert counters["cutoffs"] == 2 and counters["per_key_cutoffs"] == {request_key(lines[0]["params"]): 2}
+    assert counters["cutoffs"] == 2 and counters["per_key_cutoffs"] == {server_request_key(lines[0]["params"]): 2}
 
 
 def test_the_flag_and_the_python_field():

@@ -16,7 +16,7 @@ from evalkit.benchmarks.tdbench import TDBench
 from evalkit.core.types import ImagePart
 from evalkit.engine.evaluate import run
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.metrics.tdbench import Outcome, vlmevalkit_table
+from evalkit.metrics.tdbench import RotationOutcome, vlmevalkit_table
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.machinery import state as sim_state
 from evalkit.sim.model import SimParams
@@ -188,8 +188,8 @@ def test_extractor_request_and_reply_by_mode(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 
-def _outcomes(table: dict[str, dict[str, dict[int, bool]]]) -> list[Outcome]:
-    return [Outcome(p, cat, rot, ok) for cat, probs in table.items() for p, rots in probs.items()
+def _outcomes(table: dict[str, dict[str, dict[int, bool]]]) -> list[RotationOutcome]:
+    return [RotationOutcome(p, cat, rot, ok) for cat, probs in table.items() for p, rots in probs.items()
             for rot, ok in rots.items()]
 
 

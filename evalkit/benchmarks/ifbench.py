@@ -45,7 +45,7 @@ from evalkit.core.settings import option
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
 from evalkit.grading.extract import parse_judge_reply
 from evalkit.metrics.analysis.scoretable import ScoreTable
-from evalkit.metrics.ifbench import Scored, ifbench_metrics, item_scores
+from evalkit.metrics.ifbench import IFBenchScored, ifbench_metrics, item_scores
 from evalkit.protocols.circular import all_shifts
 
 _PLACEHOLDER = re.compile(r"<input_question>|<input_options>")
@@ -58,20 +58,20 @@ PROMPT_SETS = ("official", "paper")  # --if-prompt: the official code's strings,
 # ---------------------------------------------------------------------------------------
 
 
-def render_options(options: Mapping[str, str]) -> str:
+def options_dict_str(options: Mapping[str, str]) -> str:
     """The options exactly as the official code prints them: Python's str() of the dict."""
     return str(dict(options))
 
 
 def fill(template: str, question: str, options: Mapping[str, str]) -> str:
     """Replace the paper's placeholders in one pass (a question holding one stays as is)."""
-    values = {"<input_question>": question, "<input_options>": render_options(options)}
+    values = {"<input_question>": question, "<input_options>": options_dict_str(options)}
     return _PLACEHOLDER.sub(lambda m: values[m.group(0)], template)
 
 
 def official_fill(template: str, question: str, options: Mapping[str, str]) -> str:
     """The official construction: replace the question, then the options (`str()` of the dict) in the result."""
-    return template.replace("<input_question>", str(question)).replace("<input_options>", render_options(options))
+    return template.replace("<input_question>", str(question)).replace("<input_options>", options_dict_str(options))
 
 
 def prompt_file(kind: str, lang: str, prompt_set: str | None) -> str:
@@ -286,8 +286,8 @@ class IFBench(Benchmark):
         return ScoreTable("Avg", tuple(units), np.array(values), tuple(strata), 100.0)
 
     @staticmethod
-    def _outcomes(records: Sequence[Record]) -> list[Scored]:
-        return [Scored(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
+    def _outcomes(records: Sequence[Record]) -> list[IFBenchScored]:
+        return [IFBenchScored(r.item_id, r.category, str(r.variant.get("lang", "en")), int(r.variant.get("shift", 0)),
                         r.correct is True) for r in records]
 
     def tables(self, metrics: dict[str, Any], label: str, options: dict[str, Any]) -> list[Any]:  # ReportTables

@@ -14,7 +14,7 @@ from typing import Any
 
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table, all_right_table
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.readers.mcq import load_jsonl, load_tsv, resolve_data
+from evalkit.benchmarks.readers.mcq import load_jsonl, load_tsv, single_data_file
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
@@ -98,7 +98,7 @@ class MCQ(Benchmark):
         return "circular_accuracy" if options.get("circular") else "accuracy"
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
-        path = resolve_data(Path(data))
+        path = single_data_file(Path(data))
         if path.suffix.lower() == ".tsv":
             return load_tsv(path, images, sink)
         if path.suffix.lower() in (".jsonl", ".json"):

@@ -15,7 +15,7 @@ from typing import Any
 
 from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.readers.mmerealworld import data_files, detect_lang, load_files, option_text
+from evalkit.benchmarks.readers.mmerealworld import detect_lang, load_files, option_text, selected_data_files
 from evalkit.benchmarks.readers.mmerealworld import (
     load_json as load_json,  # re-exported: the readers' old home
 )
@@ -161,7 +161,7 @@ class MMERealWorld(Benchmark):
         return out
 
     def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
-        files = data_files(Path(data), options)
+        files = selected_data_files(Path(data), options)
         items = load_files(files, images, sink)
         lang = options.get("mme_lang") or "auto"
         lang = detect_lang(files, items) if lang == "auto" else lang

@@ -246,7 +246,7 @@ class TDBench(Benchmark):
 
     # ---- aggregate -------------------------------------------------------------------------
     def _outcomes(self, records: Sequence[Record], options: dict[str, Any]
-                  ) -> tuple[list[tdm.Outcome], list[tuple[int, Any, Any]], tuple[int, ...]]:
+                  ) -> tuple[list[tdm.RotationOutcome], list[tuple[int, Any, Any]], tuple[int, ...]]:
         """(outcome per record, grounding (rot, predicted box, gold box) pairs, rotations asked)."""
         criterion = options.get("td_grounding") or "center"
         threshold = float(options.get("td_iou") or 0.5)
@@ -262,7 +262,7 @@ class TDBench(Benchmark):
                 ok = r.error is None and grounding_hit(r.parsed, r.gold, criterion, threshold)
             else:
                 ok = r.correct is True
-            outcomes.append(tdm.Outcome(r.base_id, r.category or "(none)", deg, bool(ok)))
+            outcomes.append(tdm.RotationOutcome(r.base_id, r.category or "(none)", deg, bool(ok)))
         return outcomes, pairs, rotations
 
     def aggregate(self, records: Sequence[Record], options: dict[str, Any]) -> dict[str, Any]:

@@ -87,7 +87,7 @@ def reliability_table(metrics: dict[str, Any]) -> ReportTable | None:
                             "ones; ML: maximum likelihood per category, its mean row pooled over all problems")
 
 
-def vlmevalkit_table(metrics: dict[str, Any]) -> ReportTable | None:
+def rotational_eval_table(metrics: dict[str, Any]) -> ReportTable | None:
     """VLMEvalKit's RotationalEval rows (categories alphabetically, its "Average" over them) and the
     grounding file's row apart, as it reports them (shares, the Average rounded to 3 places)."""
     per = metrics.get("vlmevalkit_per_category")
@@ -124,7 +124,7 @@ def grounding_table(metrics: dict[str, Any]) -> ReportTable | None:
 def tdbench_tables(metrics: dict[str, Any], label: str) -> list[ReportTable]:
     """Tables 2 and 3 (console), categories × rotation (console), then reliability, VLMEvalKit, grounding."""
     tables = [table_2(metrics, label), table_3(metrics, label), categories_table(metrics)]
-    return tables + [t for t in (reliability_table(metrics), vlmevalkit_table(metrics), grounding_table(metrics)) if t]
+    return tables + [t for t in (reliability_table(metrics), rotational_eval_table(metrics), grounding_table(metrics)) if t]
 
 
 

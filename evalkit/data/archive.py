@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from evalkit.core.errors import EvalkitError
 from evalkit.data.checksums import file_digest
-from evalkit.data.hub import OFFER, cache_home, host_slug, probe, truthy
+from evalkit.data.hub import OFFER, cache_home, host_slug, truthy, why_unreachable
 from evalkit.data.lock import check_against, lock_key
 from evalkit.data.registry import RegistryFile, RegistrySource
 from evalkit.data.request import DataRequest, Resolved, load_lock
@@ -162,7 +162,7 @@ def fetch_git(repo: str, revision: str, wanted: list[str], env: Mapping[str, str
     if cached_commit and listing_file and listing_file.is_file() and (git.offline or COMMIT.fullmatch(revision)):
         tree = Tree(cached_commit, {k: tuple(v) for k, v in json.loads(listing_file.read_text()).items()})
     if tree is None:
-        reason = probe(git.api)
+        reason = why_unreachable(git.api)
         if reason is not None:
             if cached_commit and listing_file and listing_file.is_file():  # unreachable: what is cached still reads
                 tree = Tree(cached_commit, {k: tuple(v) for k, v in json.loads(listing_file.read_text()).items()})

@@ -82,7 +82,7 @@ def _size(n: int | None) -> str:
     return "?" if n is None else f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
-def cmd_list(env: Mapping[str, str]) -> int:
+def _list_sources(env: Mapping[str, str]) -> int:
     rows = [("benchmark", "source", "where", "files", "size", "checksums", "read", "here")]
     for s in registry(env):
         pin = "" if s.revision == "main" else f"@{s.revision[:12]}"
@@ -127,7 +127,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     env = os.environ if env is None else env
     lock_path = Path(args.lock) if args.lock else None
     if args.action == "list":
-        return cmd_list(env)
+        return _list_sources(env)
     read_lock_path = lock_path if args.action != "lock" else (lock_path if lock_path and lock_path.is_file() else None)
     done: dict[str, DataSource] = {}
     failed = 0

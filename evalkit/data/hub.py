@@ -126,7 +126,7 @@ def quiet_hub() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def probe(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+def why_unreachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """Why the endpoint cannot be reached (None when a TCP connection opens), within `timeout` seconds
     including the name lookup."""
     parts = urlsplit(endpoint)
@@ -198,7 +198,7 @@ def _hub_error(e: BaseException, ref: HubRef, hub: HubEnv) -> EvalkitError:
 def resolve_remote(ref: HubRef, hub: HubEnv) -> Snapshot:
     """Ask the Hub which commit the revision names and what it holds (one metadata request); a
     401/403 is final here, whatever the cache holds."""
-    reason = probe(hub.endpoint)
+    reason = why_unreachable(hub.endpoint)
     if reason is not None:
         raise Unreachable(f"cannot reach {hub.endpoint} for {ref.uri} ({reason}); {OFFER}")
     with quiet_hub():

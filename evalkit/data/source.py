@@ -112,7 +112,7 @@ def data_headline(source: Mapping[str, Any] | DataSource | None, n_items: int) -
     return sample_label(n_items) if kind == SAMPLE else None
 
 
-def describe(source: DataSource, n_items: int) -> str:
+def source_phrase(source: DataSource, n_items: int) -> str:
     """One phrase naming a run's data, for the dry run and the console."""
     if source.kind == SAMPLE:
         return sample_label(n_items)

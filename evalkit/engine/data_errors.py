@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.types import Item
-from evalkit.lint.items import locate
+from evalkit.lint.items import item_place
 
 LISTED = 5  # items named in the line before "and N more"
 
@@ -23,7 +23,7 @@ def place(item: Item | None) -> str:
     """Where an item is in its data ("data.tsv row 4"), as lint names it, or ""."""
     if item is None:
         return ""
-    file, where = locate(item)
+    file, where = item_place(item)
     return " ".join(x for x in (Path(file).name if file else None, where) if x)
 
 

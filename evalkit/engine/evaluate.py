@@ -27,12 +27,12 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import MATRIX_HOOKS
 from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams
-from evalkit.data.source import data_headline, describe
+from evalkit.data.source import data_headline, source_phrase
 from evalkit.engine.budgeting import check_budget_flags
 from evalkit.engine.cutoffs import split_options
 from evalkit.engine.endpoints.specs import specs_for
 from evalkit.engine.job import Job, Talk
-from evalkit.engine.location import forget_created, locate, locate_cut_off_run
+from evalkit.engine.location import forget_created, locate_cut_off_run, locate_run
 from evalkit.engine.result import RunResult
 from evalkit.engine.reuse import command_key, forget_stamp, reuse, reuse_command, stampable, write_stamp
 from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample, with_files
@@ -102,7 +102,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     queries = prepared.queries
     if cfg.max_cost is not None and price is None and not info(spec.provider).reports_cost:
         raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
-    where = locate(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
+    where = locate_run(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
     if cutoff_budget is not None:  # the run that was cut off, with its own max_tokens
         where, queries = locate_cut_off_run(where, queries, cutoff_budget)
         prepared = prepared._replace(queries=queries)
@@ -125,7 +125,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         from evalkit.engine.dry_run import dry_run
 
         summary = await dry_run(where.rundir, queries, spec, env, cfg, price, prepared.bench.name, config)
-        summary["dry_run"]["data"] = describe(source, len(prepared.items))
+        summary["dry_run"]["data"] = source_phrase(source, len(prepared.items))
         if cfg.limit and source.kind in ("hub", "archive"):
             summary["dry_run"].setdefault("notes", []).append(
                 "--limit asks fewer questions but does not shrink the download: the whole set is fetched once")

@@ -46,7 +46,7 @@ class Located:
     known: Mapping[str, tuple[int, int, str]] = field(default_factory=dict)  # data file / image -> (.., sha256)
 
 
-def locate(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> Located:
+def locate_run(s: RunSettings, spec: ProviderSpec, prepared: Prepared, env: Mapping[str, str]) -> Located:
     """The run identity (with the data's content fingerprint) and the run directory: --out, else the
     default for this identity, else the directory 0.1.0 used for the same command if that exists.
     The defaults are in runs/, or in the `runs_root` hook's folder (a matrix's --out)."""

@@ -25,7 +25,7 @@ DEFAULT_PROJECT = "evalkit"  # the MLflow experiment and the W&B project, unless
 DEFAULT_ORGANIZATION = "unspecified"  # EEE's source_organization_name, unless --organization names it
 
 
-def default_out(run_dirs: Sequence[Path], to: str) -> Path:
+def _default_out(run_dirs: Sequence[Path], to: str) -> Path:
     """RUN_DIR/export/… for one run, runs/export/… for several: queries.csv, queries.jsonl, eee/."""
     folder = run_dirs[0] / "export" if len(run_dirs) == 1 else Path("runs") / "export"
     return folder / {"csv": "queries.csv", "jsonl": "queries.jsonl", "eee": "eee"}[to]
@@ -41,12 +41,12 @@ def export(run_dirs: Sequence[str | Path], to: str, *, out: str | Path | None = 
     _check_options(to, out=out, tracking_uri=tracking_uri, project=project, organization=organization)
     if to in ("eee", "wandb") and out is not None and Path(out).exists() and not Path(out).is_dir():
         raise EvalkitError(f"--out {out}: a file; --to {to} writes into a folder")
-    from evalkit.export.runs import read_run
+    from evalkit.export.runs import read_export_run
 
     paths = list(dict.fromkeys(Path(p) for p in run_dirs))
     if not paths:
         raise EvalkitError("export: name at least one run directory")
-    runs = [read_run(p) for p in paths]
+    runs = [read_export_run(p) for p in paths]
     tell = say or (lambda _line: None)
     for run in runs:
         for note in run.notes:
@@ -54,16 +54,16 @@ def export(run_dirs: Sequence[str | Path], to: str, *, out: str | Path | None = 
     if to in ("csv", "jsonl"):
         from evalkit.export.query_rows import write_csv, write_jsonl
 
-        target = Path(out) if out is not None else default_out(paths, to)
+        target = Path(out) if out is not None else _default_out(paths, to)
         if target.is_dir():  # a folder: the file goes in it
-            target = target / default_out(paths, to).name
+            target = target / _default_out(paths, to).name
         n = (write_csv if to == "csv" else write_jsonl)(runs, target)
         tell(f"wrote {n:,} rows ({len(runs)} run{'s' if len(runs) != 1 else ''}) to {target}")
         return [target]
     if to == "eee":
         from evalkit.export.to_eee import write_eee
 
-        folder = Path(out) if out is not None else default_out(paths, to)
+        folder = Path(out) if out is not None else _default_out(paths, to)
         now = time.time()
         written: list[Path | str] = []
         for run in runs:

@@ -1,6 +1,6 @@
 """`--to csv` and `--to jsonl`: one row per query, every run's rows in one file (the `run` column or key
 names the run directory): what was asked of which model, what it answered, how that was judged, and at
-what latency, tokens and cost, the same rows as `RunResult.to_rows()` gives in Python (engine/rows.py
+what latency, tokens and cost, the same rows as `RunResult.to_rows()` gives in Python (rundir/rows.py
 makes both).
 
 CSV: a variant is its JSON text ({"shift": 1}); true/false for flags and verdicts; an empty cell where a
@@ -19,15 +19,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from evalkit.export.runs import ExportRun
-from evalkit.rundir.rows import COLUMNS, query_row
+from evalkit.rundir.rows import COLUMNS, query_rows
 
 
-def query_rows(runs: Iterable[ExportRun]) -> Iterator[dict[str, Any]]:
+def _rows(runs: Iterable[ExportRun]) -> Iterator[dict[str, Any]]:
     """Every run's queries, run by run, in the order of its records.jsonl."""
     for run in runs:
-        price = run.price
-        for r in run.records:
-            yield query_row(r, price, run=run.name, benchmark=run.benchmark)
+        yield from query_rows(run.records, run.price, run=run.name, benchmark=run.benchmark)
 
 
 def cell(value: Any) -> str:
@@ -47,7 +45,7 @@ def write_csv(runs: Iterable[ExportRun], out: Path) -> int:
         writer = csv.writer(f)
         writer.writerow(COLUMNS)
         n = 0
-        for row in query_rows(runs):
+        for row in _rows(runs):
             writer.writerow([cell(row[c]) for c in COLUMNS])
             n += 1
         return n
@@ -59,7 +57,7 @@ def write_jsonl(runs: Iterable[ExportRun], out: Path) -> int:
     """Write the rows to `out` as JSON Lines (the keys are COLUMNS); returns how many."""
     def write(f: IO[str]) -> int:
         n = 0
-        for row in query_rows(runs):
+        for row in _rows(runs):
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
         return n

@@ -88,7 +88,7 @@ class ExportRun:
             return hashlib.sha256(b"").hexdigest()
 
 
-def read_run(path: str | Path) -> ExportRun:
+def read_export_run(path: str | Path) -> ExportRun:
     """A finished run directory, or one line saying why it is not one (exit 2)."""
     rundir, _, summary = read_finished(Path(path))
     if not isinstance(summary, dict) or "metrics" not in summary:

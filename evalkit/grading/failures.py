@@ -49,7 +49,7 @@ def data_digest(records: Sequence[Record]) -> dict[str, Any] | None:
             "other_causes": max(0, len(ranked) - TOP_CAUSES)}
 
 
-def data_lines(summary: dict[str, Any]) -> list[str]:
+def data_error_lines(summary: dict[str, Any]) -> list[str]:
     """What the banner says of data errors: how many items, their first causes, and that they are not scored."""
     d = summary.get("data_errors")
     if not d:
@@ -69,7 +69,7 @@ def banner(summary: dict[str, Any]) -> list[str]:
     """The lines that lead the console and report.md when a run has errors (none otherwise)."""
     d = summary.get("failures")
     stopped = summary.get("stopped_reason")
-    data = data_lines(summary)
+    data = data_error_lines(summary)
     if not d:
         return data + ([f"stopped sending: {stopped}", "re-run the same command to resume"] if stopped else [])
     n = d["errors"]

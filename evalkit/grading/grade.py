@@ -16,8 +16,7 @@ from evalkit.core.types import DATA_ERROR, GenParams, Message, Outcome, Parsed, 
 from evalkit.core.version import __version__
 from evalkit.grading.extract import JudgeRequest
 from evalkit.grading.failures import data_digest, digest
-from evalkit.metrics.basic import counts as count_records
-from evalkit.metrics.basic import outcome, usage_totals
+from evalkit.metrics.basic import outcome, outcome_counts, usage_totals
 from evalkit.providers.reasoning import EFFORT_BUDGETS
 
 JUDGE_PARAMS = GenParams(temperature=0.0, max_tokens=64)
@@ -171,7 +170,7 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
     if data is not None:
         unscored = [*unscored, *(r.query_id for r in records if r.error == DATA_ERROR)]
         records = [r for r in records if r.error != DATA_ERROR]
-    counts = count_records(records)
+    counts = outcome_counts(records)
     if data is not None:
         counts["data_errors"] = data["queries"]
     missing = n_queries - len(records) - (data["queries"] if data else 0)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from evalkit.core.findings import Finding
 from evalkit.core.types import Item
-from evalkit.lint.items import View, image_key, item_kind, locate, norm, views
+from evalkit.lint.items import View, image_key, item_kind, item_place, norm, views
 from evalkit.lint.model import finding
 
 
@@ -122,8 +122,8 @@ def duplicate_questions(bench: str, items: Iterable[Item], *, per_category: bool
         golds = [norm(it.options.get(it.answer, it.answer)) if it.options else norm(it.answer) for it in copies]
         shown = [it.options.get(it.answer, it.answer) if it.options else it.answer for it in copies]
         contradictory = len(set(golds)) > 1
-        file, _ = locate(copies[0])
-        places = list(dict.fromkeys(p for p in (locate(it)[1] for it in copies) if p))
+        file, _ = item_place(copies[0])
+        places = list(dict.fromkeys(p for p in (item_place(it)[1] for it in copies) if p))
         if len(places) > 1 and all(p.startswith("row ") for p in places):
             places = ["rows " + ", ".join(p.removeprefix("row ") for p in places)]
         if contradictory:

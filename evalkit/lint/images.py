@@ -19,7 +19,7 @@ from evalkit.core.findings import Finding
 from evalkit.core.inline import inline_bytes, inline_size
 from evalkit.core.types import ImageRef, Item
 from evalkit.images.files import not_a_file, open_regular
-from evalkit.lint.items import image_key, locate
+from evalkit.lint.items import image_key, item_place
 from evalkit.lint.model import finding
 
 MIN_FOR_PERCENTILES = 100  # below this the 1st/99th percentiles only ever pick out the smallest and largest
@@ -59,7 +59,7 @@ def collect(items: Iterable[Item]) -> dict[tuple, ImageUse]:
     uses: dict[tuple, ImageUse] = {}
     listed: set[tuple[tuple, str]] = set()  # (image key, item id) already in use.items
     for it in items:
-        file, where = locate(it)
+        file, where = item_place(it)
         refs = []
         variants = it.meta.get("variants")
         if isinstance(variants, dict) and len(variants) > 1:  # TDBench official: every rotation file's picture

@@ -47,7 +47,7 @@ def _split(text: str) -> tuple[str | None, str | None]:
     return (file, rest or None) if sep else (text or None, None)
 
 
-def locate(item: Item) -> tuple[str | None, str | None]:
+def item_place(item: Item) -> tuple[str | None, str | None]:
     """(file, place in it) of an item, from what its benchmark's loader keeps in `meta`."""
     m = item.meta
     if "scene" in m and "block" in m:  # RGB-Th-Bench
@@ -65,7 +65,7 @@ def locate(item: Item) -> tuple[str | None, str | None]:
 def views(item: Item) -> list[View]:
     """Every form of the item that a run asks (see the module docstring)."""
     m = item.meta
-    file, where = locate(item)
+    file, where = item_place(item)
     variants = m.get("variants")
     if m.get("form") == "official" and isinstance(variants, dict) and variants:
         out = []

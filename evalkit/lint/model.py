@@ -70,7 +70,7 @@ def ordered(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(dict.fromkeys(findings), key=sort_key)
 
 
-def counts(findings: Iterable[Finding]) -> dict[str, int]:
+def severity_counts(findings: Iterable[Finding]) -> dict[str, int]:
     out = dict.fromkeys(SEVERITIES, 0)
     for f in findings:
         out[f.severity] += 1
@@ -96,7 +96,7 @@ class LintReport:
 
     @property
     def counts(self) -> dict[str, int]:
-        return counts(self.findings)
+        return severity_counts(self.findings)
 
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "error"]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from evalkit.core.findings import Finding
 from evalkit.core.types import Item
-from evalkit.lint.items import image_key, locate, norm, views
+from evalkit.lint.items import image_key, item_place, norm, views
 from evalkit.lint.model import finding
 
 # The option counts each benchmark's protocol has (TDBench's yes/no problems fill only A and B);
@@ -71,7 +71,7 @@ def tdbench_rotations(items: Sequence[Item]) -> list[Finding]:
         variants = it.meta.get("variants")
         if it.meta.get("form") != "official" or not isinstance(variants, dict) or len(variants) < 2:
             continue
-        file, where = locate(it)
+        file, where = item_place(it)
         counts = {deg: len(v.get("options") or {}) for deg, v in variants.items()}
         if len(set(counts.values())) > 1:
             shown = ", ".join(f"{deg}°: {n}" for deg, n in sorted(counts.items()))
@@ -95,7 +95,7 @@ def mme_question_types(items: Sequence[Item]) -> list[Finding]:
 
     out = []
     for it in items:
-        file, where = locate(it)
+        file, where = item_place(it)
         qtype = it.meta.get("question_type")
         problems = []
         if qtype is not None and norm(qtype).replace("-", " ").replace("_", " ") not in MME_QUESTION_TYPES:

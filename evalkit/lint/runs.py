@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.files import write_json_atomic
 from evalkit.core.findings import Finding
 from evalkit.core.types import Item
-from evalkit.lint.model import LintReport, count_text, counts, ordered
+from evalkit.lint.model import LintReport, count_text, ordered, severity_counts
 
 if TYPE_CHECKING:
     from evalkit.benchmarks.base import Benchmark
@@ -36,7 +36,7 @@ class LintSummary:
 
     @property
     def counts(self) -> dict[str, int]:
-        return counts(self.report.findings)
+        return severity_counts(self.report.findings)
 
     @property
     def errors(self) -> tuple[Finding, ...]:

@@ -31,7 +31,7 @@ def outcome(record: Record) -> str:
     return "unparsed"
 
 
-def counts(records: Iterable[Record]) -> dict[str, int]:
+def outcome_counts(records: Iterable[Record]) -> dict[str, int]:
     """How many records are correct, wrong (parsed but incorrect), unparsed, errors, refusals, cutoffs."""
     out = dict.fromkeys(("correct", "wrong", "unparsed", "errors", "refusals", "cutoffs"), 0)
     for record in records:

@@ -34,7 +34,7 @@ def short_name(dimension: str) -> str:
 
 
 @dataclass(frozen=True)
-class Scored:
+class IFBenchScored:
     """One answered variant, reduced to what the metrics need."""
 
     item: str
@@ -54,13 +54,13 @@ def _order(dimensions: Iterable[str]) -> list[str]:
     return known + sorted(set(dimensions) - set(DIMENSIONS))
 
 
-def item_scores(outcomes: Iterable[Scored]) -> dict[tuple[str, str], tuple[str, float, bool]]:
+def item_scores(outcomes: Iterable[IFBenchScored]) -> dict[tuple[str, str], tuple[str, float, bool]]:
     """(item, lang) -> (dimension, share of shifts right, all shifts right).
 
     "All right" also needs every shift seen for the item (the most any item has), so a
     half-finished item is never strict-correct.
     """
-    groups: dict[tuple[str, str], list[Scored]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[IFBenchScored]] = defaultdict(list)
     for o in outcomes:
         groups[(o.item, o.lang)].append(o)
     full = max((len({o.shift for o in g}) for g in groups.values()), default=0)
@@ -80,7 +80,7 @@ def language_table(scores: dict[tuple[str, str], tuple[str, float, bool]], lang:
     return {short_name(d): 100.0 * _mean(by_dim[d]) for d in _order(by_dim)}
 
 
-def consistency(outcomes: Iterable[Scored]) -> dict[str, float | int]:
+def _item_consistency(outcomes: Iterable[IFBenchScored]) -> dict[str, float | int]:
     """Per item over all its variants (4 shifts x 2 languages): all right, mean, all wrong (%)."""
     groups: dict[str, list[bool]] = defaultdict(list)
     for o in outcomes:
@@ -97,7 +97,7 @@ def consistency(outcomes: Iterable[Scored]) -> dict[str, float | int]:
     }
 
 
-def ifbench_metrics(outcomes: Sequence[Scored], langs: Sequence[str] = ("cn", "en")) -> dict[str, object]:
+def ifbench_metrics(outcomes: Sequence[IFBenchScored], langs: Sequence[str] = ("cn", "en")) -> dict[str, object]:
     """The official table: Avg and per dimension (mean over languages), per language, strict, consistency."""
     scores = item_scores(outcomes)
     present = [lg for lg in langs if any(k[1] == lg for k in scores)]
@@ -118,5 +118,5 @@ def ifbench_metrics(outcomes: Sequence[Scored], langs: Sequence[str] = ("cn", "e
     for lg in present:
         metrics[f"dimensions_{lg}"] = tables[lg]
         metrics[f"dimensions_strict_{lg}"] = strict[lg]
-    metrics["consistency"] = consistency(outcomes)
+    metrics["consistency"] = _item_consistency(outcomes)
     return metrics

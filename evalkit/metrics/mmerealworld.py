@@ -77,7 +77,7 @@ def split_key(key: str) -> tuple[str, str, str]:
 
 
 @dataclass(frozen=True)
-class Scored:
+class MMERealWorldScored:
     """One answered (or failed) query as the metrics see it."""
 
     task: str
@@ -88,11 +88,11 @@ class Scored:
     correct: bool
 
 
-def scored_from_records(records: Iterable[Record]) -> list[Scored]:
+def scored_from_records(records: Iterable[Record]) -> list[MMERealWorldScored]:
     out = []
     for r in records:
         task, domain, group = split_key(r.category)
-        out.append(Scored(task, domain, group, r.gold, r.parsed if r.error is None else None, r.correct is True))
+        out.append(MMERealWorldScored(task, domain, group, r.gold, r.parsed if r.error is None else None, r.correct is True))
     return out
 
 
@@ -100,7 +100,7 @@ def _pct(k: int, n: int) -> float:
     return 100.0 * k / n if n else 0.0
 
 
-def _acc(rows: Sequence[Scored]) -> float:
+def _acc(rows: Sequence[MMERealWorldScored]) -> float:
     return _pct(sum(1 for s in rows if s.correct), len(rows))
 
 
@@ -109,13 +109,13 @@ def _order(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
     return [v for v in preferred if v in vals] + sorted(vals - set(preferred))
 
 
-def accuracy_tables(rows: Sequence[Scored]) -> dict[str, Any]:
+def accuracy_tables(rows: Sequence[MMERealWorldScored]) -> dict[str, Any]:
     """Per task (its domains, Avg item-weighted, Avg-C unweighted over domains), overall, per category.
 
     Shaped like the paper's tables: metrics["Perception"] = {"OCR": .., ..., "Avg": .., "Avg-C": .., "n": ..}.
     Overall Avg-C is the unweighted mean over every (task, domain) cell.
     """
-    by_task: dict[str, list[Scored]] = defaultdict(list)
+    by_task: dict[str, list[MMERealWorldScored]] = defaultdict(list)
     for s in rows:
         by_task[s.task].append(s)
     out: dict[str, Any] = {"Avg": _acc(rows), "Avg-C": 0.0, "n": len(rows)}
@@ -123,7 +123,7 @@ def accuracy_tables(rows: Sequence[Scored]) -> dict[str, Any]:
     n_by_domain: dict[str, int] = {}
     for task in _order(by_task, TASKS):
         trs = by_task[task]
-        by_domain: dict[str, list[Scored]] = defaultdict(list)
+        by_domain: dict[str, list[MMERealWorldScored]] = defaultdict(list)
         for s in trs:
             by_domain[s.domain].append(s)
         domains = {d: _acc(by_domain[d]) for d in _order(by_domain, DOMAINS)}
@@ -131,7 +131,7 @@ def accuracy_tables(rows: Sequence[Scored]) -> dict[str, Any]:
         n_by_domain.update({f"{task}/{d}": len(by_domain[d]) for d in domains})
         out[task] = {**domains, "Avg": _acc(trs), "Avg-C": sum(domains.values()) / len(domains), "n": len(trs)}
     out["Avg-C"] = sum(cells) / len(cells) if cells else 0.0
-    groups: dict[str, list[Scored]] = defaultdict(list)
+    groups: dict[str, list[MMERealWorldScored]] = defaultdict(list)
     for s in rows:
         groups[f"{s.task}/{s.domain}/{s.group}"].append(s)
     out["per_category"] = {k: _acc(v) for k, v in sorted(groups.items())}
@@ -139,21 +139,21 @@ def accuracy_tables(rows: Sequence[Scored]) -> dict[str, Any]:
     return out
 
 
-def e_rates(rows: Sequence[Scored]) -> dict[str, Any]:
+def e_rates(rows: Sequence[MMERealWorldScored]) -> dict[str, Any]:
     """How often the model answers E against how often E is right (paper Fig. 3), overall and per domain."""
-    def one(rs: Sequence[Scored]) -> dict[str, Any]:
+    def one(rs: Sequence[MMERealWorldScored]) -> dict[str, Any]:
         answered = sum(1 for s in rs if s.answer == "E")
         gold = sum(1 for s in rs if s.gold == "E")
         return {"n": len(rs), "answered_E": answered, "gold_E": gold,
                 "answered_E_rate": _pct(answered, len(rs)), "gold_E_rate": _pct(gold, len(rs))}
 
-    cells: dict[str, list[Scored]] = defaultdict(list)
+    cells: dict[str, list[MMERealWorldScored]] = defaultdict(list)
     for s in rows:
         cells[f"{s.domain} ({s.task[:1]})"].append(s)
     return {**one(rows), "by_domain": {k: one(v) for k, v in sorted(cells.items())}}
 
 
-def wrong_choices(rows: Sequence[Scored]) -> dict[str, Any]:
+def wrong_choices(rows: Sequence[MMERealWorldScored]) -> dict[str, Any]:
     """Gold letter -> wrongly chosen letter -> count (paper Fig. 4; the diagonal is 0 by construction),
     and, apart, the wrong answers that named no letter."""
     letters = sorted({*LETTERS, *(s.gold for s in rows), *(s.answer for s in rows if s.answer)})

@@ -30,7 +30,7 @@ CATEGORIES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RotationOutcome:
     """One answered rotation of one problem."""
 
     problem: str
@@ -48,7 +48,7 @@ def _order(categories: Iterable[str]) -> list[str]:
     return [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
 
 
-def category_stats(outcomes: Sequence[Outcome], rotations: Sequence[int]) -> dict[str, dict[str, Any]]:
+def category_stats(outcomes: Sequence[RotationOutcome], rotations: Sequence[int]) -> dict[str, dict[str, Any]]:
     """Per category: acc@rot for each rotation, VE, RE, MA and the number of problems.
 
     A problem is right in all rotations only if each of `rotations` was answered right, so a
@@ -71,7 +71,7 @@ def category_stats(outcomes: Sequence[Outcome], rotations: Sequence[int]) -> dic
     return out
 
 
-def correct_counts(outcomes: Iterable[Outcome], rotations: Sequence[int]) -> dict[str, int]:
+def correct_counts(outcomes: Iterable[RotationOutcome], rotations: Sequence[int]) -> dict[str, int]:
     """problem -> how many of the rotations were answered right."""
     right: dict[str, int] = defaultdict(int)
     for o in outcomes:
@@ -79,7 +79,7 @@ def correct_counts(outcomes: Iterable[Outcome], rotations: Sequence[int]) -> dic
     return dict(right)
 
 
-def tdbench_metrics(outcomes: Sequence[Outcome], rotations: Sequence[int] = (0, 90, 180, 270), *,
+def tdbench_metrics(outcomes: Sequence[RotationOutcome], rotations: Sequence[int] = (0, 90, 180, 270), *,
                     n_boot: int = 200, seed: int = 0) -> dict[str, Any]:
     """The full metrics block: category means first, then tables."""
     stats = category_stats(outcomes, rotations)
@@ -117,7 +117,7 @@ def tdbench_metrics(outcomes: Sequence[Outcome], rotations: Sequence[int] = (0, 
 VLMEVALKIT_ROTATIONS: tuple[int, ...] = (0, 90, 180, 270)
 
 
-def vlmevalkit_table(outcomes: Sequence[Outcome], rotations: Sequence[int]) -> dict[str, Any]:
+def vlmevalkit_table(outcomes: Sequence[RotationOutcome], rotations: Sequence[int]) -> dict[str, Any]:
     """VLMEvalKit's `rotational_eval`: {"per_category": {...}, "average": {...}}.
 
     As there: only problems answered at every rotation count (its inner join of the rotation

@@ -80,7 +80,7 @@ def print_table(console: Console, table: Table, needed: int) -> None:
     console.print(Segments(list(console.render(table, console.options.update_width(needed)))), crop=False)
 
 
-def joined(fields: list[str], width: int) -> list[str]:
+def _field_lines(fields: list[str], width: int) -> list[str]:
     """`fields` joined by " · " into lines of at most `width`, broken only between fields
     (a count is never split from its label)."""
     lines: list[str] = []
@@ -121,7 +121,7 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     rows = dict(count_rows(summary))
     outcomes = (*outcome_keys(summary.get("counts", {})), "queries")
     for fields in ([f"{k} {rows[k]}" for k in outcomes], [f"{k} {v}" for k, v in rows.items() if k not in outcomes]):
-        for line in joined(fields, console.width):
+        for line in _field_lines(fields, console.width):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
     if summary.get("hint"):
         console.print(f"[yellow]{summary['hint']}[/yellow]")

@@ -24,10 +24,10 @@ from evalkit.report.plots_common import (
     bar_span,
     chance_lines,
     chance_pixels,
-    check,
+    chart_format,
+    check_length,
     colors,
     figure,
-    fmt,
     grid,
     group_chance_lines,
     matrix,
@@ -79,7 +79,7 @@ def _grouped_bars(ax: Any, n_groups: int, names: Sequence[str], values: Sequence
     for s in range(n):
         for label, seq in (("values", values), ("lo", lo), ("hi", hi)):
             if seq:
-                check(f"{label}[{s}]", seq[s], n_groups)
+                check_length(f"{label}[{s}]", seq[s], n_groups)
         xs = [g - 0.4 + width * (s + 0.5) for g in range(n_groups)]
         ok = [g for g in range(n_groups) if not missing(values[s][g])]
         vs = {g: float(values[s][g]) for g in ok}  # type: ignore[arg-type]
@@ -90,7 +90,7 @@ def _grouped_bars(ax: Any, n_groups: int, names: Sequence[str], values: Sequence
             ax.errorbar([xs[g] for g in spans], [vs[g] for g in spans], yerr=err, fmt="none",
                         ecolor="#333333", elinewidth=0.9, capsize=min(3.0, 18.0 / n))
         elif n * n_groups <= 40 and vs:
-            ax.bar_label(bars, fmt="{:" + fmt(list(vs.values())) + "}", fontsize=7, padding=1)
+            ax.bar_label(bars, fmt="{:" + chart_format(list(vs.values())) + "}", fontsize=7, padding=1)
         for g in set(range(n_groups)) - set(ok):
             ax.text(xs[g], 0, "—", ha="center", va="bottom", color="#888888", fontsize=8)
     grid(ax)
@@ -102,7 +102,7 @@ def _grouped_chart(path: Path, groups: Sequence[str], names: Sequence[str], valu
                    title: str | None, ylim: tuple[float, float], chance: Sequence[Chance] = (),
                    reference: Chance | None = None) -> Path:
     """Groups on the x axis, one bar per series within a group, legend of series outside on the right."""
-    check("values", values, len(names))
+    check_length("values", values, len(names))
     legend = [wrap(nm, 40) for nm in names]
     side = len(names) > 1  # a single series gets its legend on top, not a column of its own
     leg_w = text_in(legend + [c[1] for c in chance])[0] + 0.8 if side else 0.0
@@ -133,7 +133,7 @@ def headline_bars(path: Path, metric: str, models: list[str], values: list[float
     headline-number chart. Chance lines are vertical here."""
     n = len(models)
     for name, seq in (("values", values), ("lo", lo), ("hi", hi)):
-        check(name, seq, n)
+        check_length(name, seq, n)
     labels = [wrap(m, 40) for m in models]
     extra = 0.35 if chance else 0.0
     fig, ax = figure(4.5 + text_in(labels)[0], 1.2 + extra + 0.45 * n + 0.15 * sum(lb.count("\n") for lb in labels))
@@ -145,7 +145,7 @@ def headline_bars(path: Path, metric: str, models: list[str], values: list[float
     if spans:
         err = [[spans[i][0] for i in spans], [spans[i][1] for i in spans]]
         ax.errorbar([vals[i] for i in spans], list(spans), xerr=err, fmt="none", ecolor="#333333", capsize=4)
-    form = fmt(values) if scale != 100.0 else ".1f"
+    form = chart_format(values) if scale != 100.0 else ".1f"
     for i in ok:
         end = vals[i] + spans.get(i, (0.0, 0.0))[1]
         inside = end > 0.86 * scale  # no room on the right: the number goes inside the bar's end
@@ -170,14 +170,14 @@ def skill_heatmap(path: Path, models: list[str], skills: list[str], values: list
                   vmax: float = 100.0, chance: Sequence[Chance] = (), title: str | None = None) -> Path:
     """Models (rows) x skills (columns) accuracy heatmap, as RGB-Th-Bench Figures 4-5; chance is
     marked on the colour bar."""
-    check("values", values, len(models))
+    check_length("values", values, len(models))
     rows = [wrap(m, 40) for m in models]
     cols = [wrap(s) for s in skills]
     col_w, col_lines = text_in(cols)
     width = 2.2 + text_in(rows)[0] + len(skills) * max(0.62, 0.26 * col_lines + 0.1)
     fig, ax = figure(width, 1.2 + 0.45 * len(models) + col_w * 0.7 + col_lines * 0.12)
     for i, r in enumerate(values):
-        check(f"values[{i}]", r, len(skills))
+        check_length(f"values[{i}]", r, len(skills))
     im = matrix(ax, values, "YlGnBu", vmax, ".1f", annotate=len(skills) <= 40)
     ax.set_yticks(range(len(models)), rows, fontsize=9)
     ax.set_xticks(range(len(skills)), cols, fontsize=9, rotation=40, ha="right", rotation_mode="anchor")
@@ -196,8 +196,8 @@ def dimension_bars(path: Path, models: list[str], dims: list[str], values: list[
                    title: str | None = None) -> Path:
     """Per-dimension accuracy (%), one bar per model (values[model][dim]) with asymmetric 95% CI whiskers.
     `reference`: a solid line at the model's overall score (one model)."""
-    check("lo", lo, len(models))
-    check("hi", hi, len(models))
+    check_length("lo", lo, len(models))
+    check_length("hi", hi, len(models))
     return _grouped_chart(path, dims, models, values, lo, hi, ylabel, title, (0.0, 100.0), chance, reference)
 
 
@@ -224,7 +224,7 @@ def category_bars(path: Path, models: list[str], panels: Sequence[dict[str, Any]
     handles: list[Any] = []
     below = 0.0
     for i, (ax, p) in enumerate(zip(axes[0], panels, strict=True)):
-        check(f"panels[{i}].values", p["values"], len(models))
+        check_length(f"panels[{i}].values", p["values"], len(models))
         patches = _grouped_bars(ax, len(p["groups"]), legend, p["values"], p["lo"], p["hi"])
         handles = handles or patches
         if i == 0 and reference is not None:
@@ -256,10 +256,10 @@ def confusion_grid(path: Path, models: list[str], letters: list[str], matrices: 
     from matplotlib.ticker import MaxNLocator
 
     n, k = len(models), len(letters)
-    check("matrices", matrices, n)
+    check_length("matrices", matrices, n)
     extra = other is not None and any(any(row) for row in other)
     if other is not None:
-        check("other", other, n)
+        check_length("other", other, n)
     cols = letters + ([OTHER_COLUMN] if extra else [])
     grids = [[[None if i == j else m[i][j] for j in range(k)] + ([other[idx][i]] if extra else [])  # type: ignore[index]
               for i in range(k)] for idx, m in enumerate(matrices)]
@@ -290,7 +290,7 @@ def confusion_grid(path: Path, models: list[str], letters: list[str], matrices: 
 def e_rate_bars(path: Path, models: list[str], answered: list[float], gold: float, *,
                 title: str | None = None) -> Path:
     """% of answers choosing option E per model vs a dashed line at the gold share: MME-RealWorld Figure 4."""
-    check("answered", answered, len(models))
+    check_length("answered", answered, len(models))
     fig, ax = figure(1.5 + 0.75 * len(models), 4.0)
     ok = [i for i, v in enumerate(answered) if not missing(v)]
     bars = ax.bar(ok, [answered[i] for i in ok], width=0.6, color=colors(len(models)))

@@ -40,7 +40,7 @@ def missing(v: Num) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def check(name: str, seq: Sequence[Any], n: int) -> None:
+def check_length(name: str, seq: Sequence[Any], n: int) -> None:
     if n == 0:
         raise ValueError(f"{name}: nothing to plot")
     if len(seq) != n:
@@ -54,7 +54,7 @@ def wrap(label: str, width: int = 26, split_words: bool = False) -> str:
                          placeholder=" …") or text
 
 
-def fmt(values: Sequence[Num]) -> str:
+def chart_format(values: Sequence[Num]) -> str:
     """One format for a whole chart: three decimals for 0..1 scores, one for percentages."""
     return ".3f" if max((abs(float(v)) for v in values if not missing(v)), default=0.0) <= 1 else ".1f"
 

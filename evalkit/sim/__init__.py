@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from evalkit.sim.answerkey import AnswerEntry, AnswerKey, build_answer_key, normalise_text
     from evalkit.sim.args import add_sim_arguments, config_from_args
     from evalkit.sim.extension import SimRoutes
-    from evalkit.sim.machinery.counters import SimCounters, request_key
-    from evalkit.sim.machinery.faults import FAULT_KINDS, SimFaults, TokenBucket
+    from evalkit.sim.machinery.counters import SimCounters, server_request_key
+    from evalkit.sim.machinery.faults import FAULT_KINDS, ServerTokenBucket, SimFaults
     from evalkit.sim.model import STYLES, SimModel, SimParams, SimReply, judge_answer, uniform
     from evalkit.sim.server import SimConfig, SimServer, SimThread, build_app, serve_forever, start_sim
 
@@ -26,8 +26,8 @@ _HOME = {
     "AnswerEntry": "answerkey", "AnswerKey": "answerkey", "build_answer_key": "answerkey",
     "normalise_text": "answerkey",
     "add_sim_arguments": "args", "config_from_args": "args",
-    "SimCounters": "machinery.counters", "request_key": "machinery.counters", "SimRoutes": "extension",
-    "FAULT_KINDS": "machinery.faults", "SimFaults": "machinery.faults", "TokenBucket": "machinery.faults",
+    "SimCounters": "machinery.counters", "server_request_key": "machinery.counters", "SimRoutes": "extension",
+    "FAULT_KINDS": "machinery.faults", "SimFaults": "machinery.faults", "ServerTokenBucket": "machinery.faults",
     "STYLES": "model", "SimModel": "model", "SimParams": "model", "SimReply": "model",
     "judge_answer": "model", "uniform": "model",
     "SimConfig": "server", "SimServer": "server", "SimThread": "server", "build_app": "server",
@@ -47,6 +47,7 @@ __all__ = [
     "STYLES",
     "AnswerEntry",
     "AnswerKey",
+    "ServerTokenBucket",
     "SimConfig",
     "SimCounters",
     "SimFaults",
@@ -56,15 +57,14 @@ __all__ = [
     "SimRoutes",
     "SimServer",
     "SimThread",
-    "TokenBucket",
     "add_sim_arguments",
     "build_answer_key",
     "build_app",
     "config_from_args",
     "judge_answer",
     "normalise_text",
-    "request_key",
     "serve_forever",
+    "server_request_key",
     "start_sim",
     "uniform",
 ]

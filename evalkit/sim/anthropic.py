@@ -44,8 +44,8 @@ from aiohttp import web
 from PIL import Image
 
 from evalkit.core import fingerprint
-from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, Usage
-from evalkit.sim.model import estimate_tokens, image_tokens
+from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, SimUsage
+from evalkit.sim.model import server_estimate_tokens, server_image_tokens
 from evalkit.sim.thinking import SIGNATURE
 
 if TYPE_CHECKING:
@@ -139,10 +139,10 @@ class _Prefix:
     def image(self, role: str, media: str, data: str) -> None:
         digest = hashlib.sha1(data.encode("ascii", "replace")).hexdigest()
         self._h.update(f"\x1e{role}\x1fi\x1f{media}\x1f{digest}".encode())
-        self.image_tokens += image_tokens(*self._sizes(digest, data))
+        self.image_tokens += server_image_tokens(*self._sizes(digest, data))
 
     def mark(self) -> None:
-        tokens = estimate_tokens("\n".join(self.texts)) + self.image_tokens  # as the server counts input
+        tokens = server_estimate_tokens("\n".join(self.texts)) + self.image_tokens  # as the server counts input
         self.marks.append((self._h.copy().hexdigest(), tokens))
 
 
@@ -265,7 +265,7 @@ class AnthropicDialect:
                 "model": state.config.snapshot or model, "content": content, "stop_reason": stop_reason, "stop_sequence": stop_sequence,
                 "usage": usage}
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:
         breakpoints = req.breakpoints if isinstance(req, AnthropicRequest) else ()
         read, created = self.cache_for(state).use(breakpoints, processing_s=state.latency_s)

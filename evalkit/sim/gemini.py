@@ -39,8 +39,8 @@ from aiohttp import web
 from PIL import Image, ImageOps
 
 from evalkit.sim.machinery.prompt_cache import prompt_chunks
-from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, Usage
-from evalkit.sim.model import estimate_tokens
+from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, SimUsage
+from evalkit.sim.model import server_estimate_tokens
 
 if TYPE_CHECKING:
     from evalkit.sim.machinery.state import SimState
@@ -199,7 +199,7 @@ class GeminiDialect:
     def _envelope(state: SimState, model: str, extra: dict[str, Any]) -> dict[str, Any]:
         return {**extra, "modelVersion": state.config.snapshot or model, "responseId": "sim-" + state.next_id().removeprefix("chatcmpl-sim")}
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:
         modalities = req.modalities if isinstance(req, GeminiRequest) else ("TEXT",)
         shown = isinstance(req, GeminiRequest) and req.thoughts  # includeThoughts: thoughts come back
@@ -211,14 +211,14 @@ class GeminiDialect:
                 parts.append({"text": thought.text, "thought": True})
         elif content and shown:
             parts.append({"text": THOUGHT_TEXT, "thought": True})
-            thought_tokens = estimate_tokens(THOUGHT_TEXT)
+            thought_tokens = server_estimate_tokens(THOUGHT_TEXT)
         if content and "IMAGE" in modalities and req.image_urls:
             # PIL work on the loop: simulated inputs are small, and ok() cannot await
             png = simulated_edit(base64.b64decode(req.image_urls[0].partition(",")[2]))
             if "TEXT" in modalities:
                 parts.append({"text": EDIT_TEXT})
             parts.append({"inlineData": {"mimeType": "image/png", "data": base64.b64encode(png).decode("ascii")}})
-            output = estimate_tokens(EDIT_TEXT) + IMAGE_OUTPUT_TOKENS
+            output = server_estimate_tokens(EDIT_TEXT) + IMAGE_OUTPUT_TOKENS
         elif content:
             parts.append({"text": content})
         meta: dict[str, Any] = {"promptTokenCount": usage.input_tokens, "candidatesTokenCount": output,
@@ -252,7 +252,7 @@ class GeminiDialect:
         return web.json_response({"error": err}, status=status)
 
     def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
-        meta = {"promptTokenCount": estimate_tokens(req.all_text), "totalTokenCount": estimate_tokens(req.all_text)}
+        meta = {"promptTokenCount": server_estimate_tokens(req.all_text), "totalTokenCount": server_estimate_tokens(req.all_text)}
         return web.json_response(self._envelope(state, req.model, {"promptFeedback": {"blockReason": "SAFETY"},
                                                                    "usageMetadata": meta}))
 

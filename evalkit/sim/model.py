@@ -101,12 +101,12 @@ def uniform(*parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
-def estimate_tokens(text: str) -> int:
+def server_estimate_tokens(text: str) -> int:
     """Roughly four characters per token, the usual rule of thumb."""
     return math.ceil(len(text) / 4)
 
 
-def image_tokens(width: int, height: int) -> int:
+def server_image_tokens(width: int, height: int) -> int:
     """OpenAI-style image cost: 85 base tokens plus 170 per 512-pixel tile."""
     tiles = max(1, math.ceil(width / 512)) * max(1, math.ceil(height / 512))
     return 85 + 170 * tiles

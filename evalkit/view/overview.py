@@ -32,7 +32,7 @@ def overview(runs: Sequence[ViewRun], site: Path) -> dict[str, Any]:
     return {
         "leaderboard": leaderboard(runs),
         "tables": merged_tables(runs),
-        "counts": counts(runs),
+        "counts": _counts(runs),
         "cost": [_cost(r) for r in runs],
         "runs": [_run_facts(r, site) for r in runs],
         "plots": copy_plots(runs, Path(site) / PLOTS),
@@ -136,7 +136,7 @@ def _side_by_side(head: list[Any], per_run: list[tuple[str, list[list[Any]]]]) -
     return new_head, rows_out
 
 
-def counts(runs: Sequence[ViewRun]) -> dict[str, Any]:
+def _counts(runs: Sequence[ViewRun]) -> dict[str, Any]:
     """Every key any summary's counts has (the usual ones first), and the queries, per run."""
     keys = [k for k in COUNT_ORDER if any(k in (r.summary.get("counts") or {}) for r in runs)]
     keys += sorted({k for r in runs for k in (r.summary.get("counts") or {})} - set(keys))

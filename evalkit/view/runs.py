@@ -58,7 +58,7 @@ class ViewRun:
         return str(self.summary.get("mode") or self.identity.get("mode") or "official")
 
 
-def read_run(path: Path) -> ViewRun:
+def read_view_run(path: Path) -> ViewRun:
     """One run directory; a folder that is not one, or has no summary yet, is a one-line error."""
     rundir, saved, summary = read_finished(Path(path))
     records = rundir.load_records()
@@ -80,7 +80,7 @@ def read_runs(paths: Sequence[str | Path]) -> list[ViewRun]:
     """The runs of one benchmark, labelled uniquely; different benchmarks are an error."""
     if not paths:
         raise EvalkitError("view needs at least one run directory")
-    runs = [read_run(Path(p)) for p in paths]
+    runs = [read_view_run(Path(p)) for p in paths]
     benches = {r.benchmark for r in runs}
     if len(benches) > 1:
         named = ", ".join(f"{r.path.name}: {r.benchmark}" for r in runs)

@@ -60,7 +60,7 @@ class Site:
         return self.out / "index.html"
 
 
-def default_out(run_dirs: Sequence[str | Path], benchmark: str) -> Path:
+def _default_out(run_dirs: Sequence[str | Path], benchmark: str) -> Path:
     """RUN_DIR/view for one run; runs/view-<bench> for several."""
     if len(run_dirs) == 1:
         return Path(run_dirs[0]) / "view"
@@ -90,7 +90,7 @@ def _build(run_dirs: Sequence[str | Path], out: str | Path | None, workers: int)
     clock = _Clock()
     runs = read_runs(run_dirs)
     clock.lap("read runs")
-    site = Path(out) if out is not None else default_out(run_dirs, runs[0].benchmark)
+    site = Path(out) if out is not None else _default_out(run_dirs, runs[0].benchmark)
     if site.exists() and not site.is_dir():
         raise EvalkitError(f"--out {site}: exists and is not a folder")
     if any(site.resolve() == r.path.resolve() for r in runs):

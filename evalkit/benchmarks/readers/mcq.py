@@ -68,7 +68,7 @@ class ImagePaths:
         return ref
 
 
-def resolve_data(data: Path) -> Path:
+def single_data_file(data: Path) -> Path:
     """The data file: `data` itself, or the single .tsv/.jsonl/.json file in a folder."""
     if data.is_dir():
         found = sorted(p for p in data.iterdir() if p.suffix.lower() in (".tsv", ".jsonl", ".json"))

@@ -235,7 +235,7 @@ def is_snapshot(folder: Path) -> bool:
     return (folder / EN_FOLDER).is_dir() or (folder / CN_FOLDER).is_dir() or (folder / LITE_TSV).is_file()
 
 
-def data_files(data: Path, options: Mapping[str, Any]) -> list[Path]:
+def selected_data_files(data: Path, options: Mapping[str, Any]) -> list[Path]:
     """The files a run with these options reads from `data` (a file, a snapshot or another folder)."""
     if not data.is_dir():
         return [data]
@@ -266,7 +266,7 @@ def data_files(data: Path, options: Mapping[str, Any]) -> list[Path]:
 
 
 def load_files(files: Sequence[Path], images: Path | None = None, sink: Sink = STRICT) -> list[Item]:
-    """Items from the files `data_files` chose: one TSV, one official JSON, or base64 parts."""
+    """Items from the files `selected_data_files` chose: one TSV, one official JSON, or base64 parts."""
     suffixes = {p.suffix.lower() for p in files}
     if suffixes == {".tsv"} and len(files) == 1:
         return load_vlmeval_tsv(files[0], images, sink)

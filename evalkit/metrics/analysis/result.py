@@ -37,7 +37,7 @@ class OverRepeats:
                 "sd": self.sd}
 
 
-class Scored(Protocol):
+class ScoredBenchmark(Protocol):
     """What the analysis needs of a benchmark: its headline metric as observations."""
 
     def score_table(self, records: Sequence[Record], options: dict[str, Any]) -> ScoreTable | None: ...
@@ -124,7 +124,7 @@ def headline_chance(table: ScoreTable | None, records: Sequence[Record], chance:
     return table.scale * p
 
 
-def analyze(label: str, bench: Scored, records: Sequence[Record], options: dict[str, Any], *,
+def analyze(label: str, bench: ScoredBenchmark, records: Sequence[Record], options: dict[str, Any], *,
             n_boot: int = N_BOOT, seed: int = 0, reliability_boot: int = 200, category_boot: int = N_BOOT,
             chance: float | None = None, category_chance: dict[str, float | None] | None = None) -> ModelResult:
     """Everything the reports need about one run, from its records and its summary's chance_pct (and

@@ -106,13 +106,13 @@ def per_category(records: Sequence[Record], *, n_boot: int = N_BOOT, seed: int =
     return _rates(records, lambda r: (r.category,) if r.category else (), n_boot, seed)
 
 
-def variant_label(key: str, value: Any) -> str:
+def _variant_label(key: str, value: Any) -> str:
     return f"{key}={value}"
 
 
 def per_variant(records: Sequence[Record], *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str, Rate]:
     """Accuracy per value of each variant key (shift=1, rot=90, lang=cn); empty without variants."""
-    rates = _rates(records, lambda r: tuple(variant_label(k, v) for k, v in sorted(r.variant.items())),
+    rates = _rates(records, lambda r: tuple(_variant_label(k, v) for k, v in sorted(r.variant.items())),
                    n_boot, seed)
     return dict(sorted(rates.items(), key=lambda kv: _variant_sort_key(kv[0])))
 

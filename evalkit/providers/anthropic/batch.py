@@ -34,7 +34,7 @@ _TRANSIENT = {"api_error", "overloaded_error", "rate_limit_error", "timeout_erro
 LIST_PAGES = 5
 
 
-def line_result(d: Any) -> tuple[str, Response] | None:
+def anthropic_line_result(d: Any) -> tuple[str, Response] | None:
     """One results line ({custom_id, result: {type, message | error}}) as (custom id, answer or error)."""
     if not isinstance(d, dict) or not isinstance(d.get("custom_id"), str) or not isinstance(d.get("result"), dict):
         return None
@@ -111,7 +111,7 @@ class AnthropicBatches:
         decoder = await self._call(self._client.messages.batches.results, batch_id)
         try:
             async for item in decoder:
-                parsed = line_result(item.model_dump(mode="json"))
+                parsed = anthropic_line_result(item.model_dump(mode="json"))
                 if parsed is not None:
                     out[parsed[0]] = parsed[1]
         except Exception as e:  # noqa: BLE001 - a cut-off stream: read again later

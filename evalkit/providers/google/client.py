@@ -32,7 +32,7 @@ from evalkit.core.sdk import import_sdk
 from evalkit.core.types import GenParams, ImagePart, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.google.reply import GeminiReply, joined, reply_from_gemini
+from evalkit.providers.google.reply import GeminiReply, joined_hops, reply_from_gemini
 from evalkit.providers.reasoning import budget_of
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.redact import Redactor, url_credentials
@@ -208,7 +208,7 @@ class GoogleProvider:
             if reply.continuation is None:
                 break
             reply = await self._ask(contents, config.model_copy(update={"continuation_token": reply.continuation}))
-            out = joined(out, reply.response)
+            out = joined_hops(out, reply.response)
         out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
         out.latency_s = time.perf_counter() - start
         return out

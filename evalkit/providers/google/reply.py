@@ -100,7 +100,7 @@ def response_from_gemini(d: Any) -> Response:
     return reply_from_gemini(d).response
 
 
-def joined(first: Response, then: Response) -> Response:
+def joined_hops(first: Response, then: Response) -> Response:
     """One answer from two continuation hops: texts joined, counts added, the last hop's finish."""
     usage = Usage()
     usage.add(first.usage)

@@ -33,7 +33,7 @@ _STATE = {"validating": "running", "in_progress": "running", "finalizing": "runn
 LIST_PAGES = 10  # batches are listed newest first, 100 a page: a tag is looked for among the last 1,000
 
 
-def line_result(d: Any) -> tuple[str, Response] | None:
+def openai_line_result(d: Any) -> tuple[str, Response] | None:
     """One line of an output or error file as (custom id, answer or classified error)."""
     if not isinstance(d, dict) or not isinstance(d.get("custom_id"), str):
         return None
@@ -116,7 +116,7 @@ class OpenAIBatches:
             content = await self._call(self._client.files.content, file_id)
             for raw in content.content.splitlines():
                 try:
-                    parsed = line_result(json.loads(raw))
+                    parsed = openai_line_result(json.loads(raw))
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     continue
                 if parsed is not None:

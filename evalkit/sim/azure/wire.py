@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, Usage, parse_body
+from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, SimUsage, parse_body
 from evalkit.sim.openai.dialect import OpenAIDialect
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class AzureDialect(OpenAIDialect):
             body = {**body, "model": deployment}
         return parse_body(body)
 
-    def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
+    def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: SimUsage) -> dict[str, Any]:
         reply["prompt_filter_results"] = [{"prompt_index": 0, "content_filter_results": _verdicts("jailbreak")}]
         for choice in reply.get("choices", []):
             choice["content_filter_results"] = _verdicts("protected_material_code", "protected_material_text")

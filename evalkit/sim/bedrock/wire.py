@@ -23,7 +23,7 @@ from aiohttp import web
 
 from evalkit.sim.anthropic import AnthropicDialect, AnthropicRequest
 from evalkit.sim.machinery.aws_shapes import aws_error
-from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, Usage
+from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, SimUsage
 
 if TYPE_CHECKING:
     from evalkit.sim.machinery.state import SimState
@@ -47,7 +47,7 @@ _WORDS = {"rate_limit": "Too many requests, please wait before trying again.",
 BLOCKED = "Sorry, the model cannot answer this question."  # a guardrail's default blocked-input message
 
 
-def bedrock_error(status: int, kind: str, message: str, headers: dict[str, str] | None) -> web.Response:
+def server_bedrock_error(status: int, kind: str, message: str, headers: dict[str, str] | None) -> web.Response:
     """Bedrock's error for the simulator's kinds; its throttling sends no Retry-After (the client backs off)."""
     status, name = _ERRORS.get(kind, (status, "InternalServerException"))
     kept = {k: v for k, v in (headers or {}).items() if k.lower() not in ("retry-after", "retry-after-ms")}
@@ -121,7 +121,7 @@ class ConverseDialect:
             body = {k: v for k, v in body.items() if k != "model"}
         return parse_converse(body, model)
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:
         stop = "max_tokens" if finish == "length" else "stop_sequence" if req.stop and finish == "stop" and \
             any(s in content for s in req.stop) else "end_turn"
@@ -138,7 +138,7 @@ class ConverseDialect:
             "metrics": {"latencyMs": max(1, round(state.latency_s * 1000))}})
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
-        return bedrock_error(status, kind, message, headers)
+        return server_bedrock_error(status, kind, message, headers)
 
     def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
         """A guardrail's verdict: the blocked-input message, stopReason guardrail_intervened."""
@@ -172,7 +172,7 @@ class BedrockClaudeDialect(AnthropicDialect):
         return super().parse({**rest, "model": body["model"]}, _BodyVersioned(request))
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
-        return bedrock_error(status, kind, message, headers)
+        return server_bedrock_error(status, kind, message, headers)
 
 
 class _BodyVersioned:

@@ -21,7 +21,7 @@ def _slim(value: Any) -> Any:
     return value
 
 
-def request_key(body: dict[str, Any]) -> str:
+def server_request_key(body: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of a request's model and messages (what per_key counts by)."""
     canon = json.dumps(
         {"messages": _slim(body.get("messages")), "model": body.get("model")},

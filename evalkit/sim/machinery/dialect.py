@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
-from evalkit.sim.machinery.wire import ParsedRequest, Usage
+from evalkit.sim.machinery.wire import ParsedRequest, SimUsage
 
 if TYPE_CHECKING:
     from evalkit.sim.machinery.state import SimState
@@ -31,7 +31,7 @@ class Dialect(Protocol):
         """The parts the simulator uses; raise BadRequest for a body the real API would reject."""
         ...
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:
         """A success; `thought`: the thinking to carry (content is "" when it was cut off)."""
         ...

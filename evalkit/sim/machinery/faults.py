@@ -78,7 +78,7 @@ class FaultDice:
         return self._rng.choice(self.faults.kinds)
 
 
-class TokenBucket:
+class ServerTokenBucket:
     """rps tokens per second, holding at most `burst`; take() returns 0 or the seconds to wait."""
 
     def __init__(self, rps: float, burst: float | None = None, clock=time.monotonic) -> None:

@@ -15,7 +15,7 @@ import math
 import time
 from datetime import datetime, timezone
 
-from evalkit.sim.machinery.faults import SimFaults, TokenBucket
+from evalkit.sim.machinery.faults import ServerTokenBucket, SimFaults
 
 HEADER_DIALECTS = ("openai", "anthropic", "none")
 
@@ -28,9 +28,9 @@ def _duration(seconds: float) -> str:
 class HiddenLimits:
     def __init__(self, faults: SimFaults, clock=time.monotonic) -> None:
         self.dialect = faults.rate_headers
-        self.requests = TokenBucket(faults.rps, clock=clock) if faults.rps else None
+        self.requests = ServerTokenBucket(faults.rps, clock=clock) if faults.rps else None
         per_s = faults.tpm / 60.0 if faults.tpm else None
-        self.tokens = TokenBucket(per_s, burst=max(1.0, per_s / 10.0), clock=clock) if per_s else None
+        self.tokens = ServerTokenBucket(per_s, burst=max(1.0, per_s / 10.0), clock=clock) if per_s else None
 
     def admit_request(self) -> float:
         """0.0, the request counted; else the seconds until it would be allowed."""

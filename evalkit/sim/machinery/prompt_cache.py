@@ -24,7 +24,7 @@ MIN_PREFIX = 1024
 STEP = 128
 
 
-def openai_image_tokens(width: int, height: int) -> int:
+def server_openai_image_tokens(width: int, height: int) -> int:
     s = min(1.0, 2048 / max(width, height))
     w, h = width * s, height * s
     s = min(1.0, 768 / min(w, h))
@@ -48,7 +48,7 @@ def prompt_chunks(messages: Sequence[Any], image_sizes: Sequence[tuple[int, int]
                 ref = part.get("image_url")
                 url = ref.get("url", "") if isinstance(ref, dict) else str(ref)
                 w, h = next(sizes, (512, 512))
-                chunks.append(("img:" + hashlib.sha1(url.encode()).hexdigest(), openai_image_tokens(w, h)))
+                chunks.append(("img:" + hashlib.sha1(url.encode()).hexdigest(), server_openai_image_tokens(w, h)))
             elif isinstance(part.get("text"), str):
                 for line in part["text"].splitlines(keepends=True):
                     chunks.append(("txt:" + line, max(1, math.ceil(len(line) / 4))))

@@ -12,12 +12,12 @@ from typing import Any
 
 from aiohttp import web
 
-from evalkit.sim.machinery.counters import request_key
+from evalkit.sim.machinery.counters import server_request_key
 from evalkit.sim.machinery.dialect import Dialect, Handler
 from evalkit.sim.machinery.inject import roll_fault
 from evalkit.sim.machinery.state import STATE, SimState
-from evalkit.sim.machinery.wire import BadRequest, Usage, shape_reply
-from evalkit.sim.model import estimate_tokens, image_tokens, sampling_of
+from evalkit.sim.machinery.wire import BadRequest, SimUsage, shape_reply
+from evalkit.sim.model import sampling_of, server_estimate_tokens, server_image_tokens
 from evalkit.sim.thinking import think, think_length, thinking_style
 
 
@@ -61,7 +61,7 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     if config.strict_model and req.model != config.served_model_name:
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
-    prompt = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
+    prompt = server_estimate_tokens(req.all_text) + sum(server_image_tokens(w, h) for _, w, h in fps_info)
     wait = limits.admit_tokens(prompt)  # the output is charged as it is generated (see sim.limits)
     if wait > 0:
         counters.status(429)
@@ -92,28 +92,28 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
     if reply.source == "unknown" and state.config.answer_key is not None and len(state.config.answer_key):
         state.counters.unkeyed_request()  # asked what its key does not hold: answered at chance
     style = thinking_style(dialect.name, body) if state.config.think_tokens > 0 and not empty else None
-    prompt_tokens = estimate_tokens(req.all_text) + sum(image_tokens(w, h) for _, w, h in fps_info)
+    prompt_tokens = server_estimate_tokens(req.all_text) + sum(server_image_tokens(w, h) for _, w, h in fps_info)
     thought = None
     if style is None:
         content, finish = shape_reply(reply.content, reply.answer, req)
         if empty:
             content = ""
-        usage = Usage(max(prompt_tokens, cached), estimate_tokens(content) + 1, cached)
+        usage = SimUsage(max(prompt_tokens, cached), server_estimate_tokens(content) + 1, cached)
     else:  # the output limit covers thinking and answer together: it cuts below, not on the answer alone
         content, finish = shape_reply(reply.content, reply.answer, replace(req, max_tokens=None))
-        answer_tokens = estimate_tokens(content) + 1
+        answer_tokens = server_estimate_tokens(content) + 1
         need = think_length(state.config.think_tokens, state.config.params.seed, req.text, fps)
         thought = think(style, need, req.max_tokens, answer_tokens)
         if thought.cut:
             content, finish, answer_tokens = "", "length", 0
-        usage = Usage(max(prompt_tokens, cached), thought.tokens + answer_tokens, cached, thought.tokens)
+        usage = SimUsage(max(prompt_tokens, cached), thought.tokens + answer_tokens, cached, thought.tokens)
     if generated is not None:  # the output counts against a token limit once it is generated
         generated(usage.output_tokens)
     if thought is not None and thought.cut:
         if count_completion:
-            state.counters.cut_off(request_key(body))
+            state.counters.cut_off(server_request_key(body))
     elif content and count_completion:
-        state.counters.completed(request_key(body))
+        state.counters.completed(server_request_key(body))
     return dialect.ok(state, req, content, finish, usage, thought=thought)
 
 

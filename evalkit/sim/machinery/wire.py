@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from evalkit.sim.model import estimate_tokens
+from evalkit.sim.model import server_estimate_tokens
 
 MALFORMED_BODY = '{"id": "chatcmpl-sim", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assis'
 
@@ -20,7 +20,7 @@ class BadRequest(Exception):
 
 
 @dataclass(frozen=True)
-class Usage:
+class SimUsage:
     """Token counts of one simulated reply, as every dialect reports them."""
 
     input_tokens: int
@@ -118,6 +118,6 @@ def shape_reply(content: str, meant: str | None, req: ParsedRequest) -> tuple[st
         cut = content.find(s)
         if cut >= 0:
             content = content[:cut]
-    if req.max_tokens is not None and estimate_tokens(content) > req.max_tokens:
+    if req.max_tokens is not None and server_estimate_tokens(content) > req.max_tokens:
         return content[: req.max_tokens * 4], "length"
     return content, "stop"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from evalkit.sim.machinery.prompt_cache import prompt_chunks
-from evalkit.sim.machinery.wire import ParsedRequest, Usage, error_response, parse_body
+from evalkit.sim.machinery.wire import ParsedRequest, SimUsage, error_response, parse_body
 
 if TYPE_CHECKING:
     from evalkit.sim.machinery.state import SimState
@@ -29,7 +29,7 @@ class OpenAIDialect:
     def parse(self, body: Any, request: web.Request) -> ParsedRequest:
         return parse_body(body)
 
-    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage,
+    def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:
         """OpenAI returns no thinking, only its count; vLLM's chat template writes it into the content as a
         `<think>` block, left open when the output limit ended it."""
@@ -43,12 +43,12 @@ class OpenAIDialect:
                                                            "rejected_prediction_tokens": 0}
         return web.json_response(self.dress(state, req, reply, usage))
 
-    def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
+    def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: SimUsage) -> dict[str, Any]:
         """The reply as this service sends it: the services built on this shape add their own fields."""
         return reply
 
     @staticmethod
-    def _completion(state: SimState, req: ParsedRequest, content: str, finish: str, usage: Usage) -> dict[str, Any]:
+    def _completion(state: SimState, req: ParsedRequest, content: str, finish: str, usage: SimUsage) -> dict[str, Any]:
         return {
             "id": state.next_id(),
             "object": "chat.completion",
@@ -67,7 +67,7 @@ class OpenAIDialect:
         return error_response(status, message, _OPENAI_TYPES.get(kind, "APIError"), code, headers)
 
     def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:
-        usage = Usage(0, 0)
+        usage = SimUsage(0, 0)
         return web.json_response(self.dress(state, req, self._completion(state, req, "", "content_filter", usage), usage))
 
     def cached_tokens(self, state: SimState, body: Any, image_sizes: list[tuple[int, int]]) -> int:

@@ -24,7 +24,7 @@ from evalkit.sim.machinery.faults import retry_headers
 from evalkit.sim.machinery.inject import roll_fault
 from evalkit.sim.machinery.state import STATE
 from evalkit.sim.machinery.wire import error_response
-from evalkit.sim.model import estimate_tokens, image_tokens
+from evalkit.sim.model import server_estimate_tokens, server_image_tokens
 from evalkit.sim.openai.dialect import OpenAIDialect
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ _DIALECT = OpenAIDialect()
 _IMAGE_FIELDS = ("image", "image[]")
 
 
-def edit_key(prompt: str, images: list[bytes]) -> str:
+def server_edit_key(prompt: str, images: list[bytes]) -> str:
     """Counter key of one edit: sha256 of the prompt and the image bytes (per_key counts by it)."""
     h = hashlib.sha256(prompt.encode("utf-8"))
     for data in images:
@@ -77,9 +77,9 @@ def _render(images: list[bytes]) -> tuple[bytes, list[tuple[int, int]], tuple[in
 
 def _edit_body(png: bytes, n: int, prompt: str, sizes: list[tuple[int, int]],
                out_size: tuple[int, int]) -> dict[str, Any]:
-    text_tokens = estimate_tokens(prompt)
-    img_in = sum(image_tokens(w, h) for w, h in sizes)
-    out_tokens = image_tokens(*out_size) * n
+    text_tokens = server_estimate_tokens(prompt)
+    img_in = sum(server_image_tokens(w, h) for w, h in sizes)
+    out_tokens = server_image_tokens(*out_size) * n
     b64 = base64.b64encode(png).decode("ascii")
     return {
         "created": int(time.time()),
@@ -141,6 +141,6 @@ async def _serve_edit(request: web.Request, state: SimState) -> web.StreamRespon
     except ValueError as exc:
         counters.status(400)
         return _DIALECT.error(400, "bad_request", str(exc))
-    counters.completed(edit_key(prompt, images))
+    counters.completed(server_edit_key(prompt, images))
     return web.json_response(_edit_body(png, n, prompt, sizes, out_size))
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, Usage, parse_body
+from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, SimUsage, parse_body
 from evalkit.sim.openai.dialect import OpenAIDialect
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class RoutedRequest(ParsedRequest):
     upstream: str = DEFAULT_UPSTREAM
 
 
-def cost_of(state: SimState, usage: Usage) -> float:
+def cost_of(state: SimState, usage: SimUsage) -> float:
     """Credits for one answer at the simulator's price (USD per million input and output tokens)."""
     per_in, per_out = state.config.openrouter_price
     return (usage.input_tokens * per_in + usage.output_tokens * per_out) / 1e6
@@ -55,7 +55,7 @@ class OpenRouterDialect(OpenAIDialect):
         first = order[0] if isinstance(order, list) and order and isinstance(order[0], str) else DEFAULT_UPSTREAM
         return RoutedRequest(**vars(req), upstream=first)
 
-    def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
+    def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: SimUsage) -> dict[str, Any]:
         """The upstream that answered and the cost, which is taken from the credits."""
         cost = cost_of(state, usage)
         state.credits.spend(cost)
