@@ -95,7 +95,7 @@ def test_keys_come_from_the_records_variables():
 
 def test_evalkit_list_prints_the_records():
     out = io.StringIO()
-    assert cmd_list(Console(file=out, width=300, color_system=None)) == 0
+    assert cmd_list(None, Console(file=out, width=300, color_system=None)) == 0
     text = out.getvalue()
     providers = text.partition("providers")[2].splitlines()[1:]
     assert len(providers) == len(RECORDS)

@@ -3,8 +3,10 @@
 Exit codes (docs/architecture.md): 0 done; 1 stopped incomplete but resumable; 2 bad input or usage.
 Bad input is one line on stderr, `evalkit: error: ...`, never a traceback.
 
-The flags are built in parser.py, each subcommand's work is in commands.py; this module turns the
-outcome (or the error) into the exit code. `python -m evalkit.cli` runs it (__main__.py).
+The commands are one table (table.py: name → the function adding its flags, the function running it,
+each imported when needed); parser.py builds the flags from it, commands.py does the work of the
+commands that have no module of their own; this module runs the command named and turns the outcome
+(or the error) into the exit code. `python -m evalkit.cli` runs it (__main__.py).
 """
 
 from __future__ import annotations
@@ -15,26 +17,28 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from rich.console import Console
 
-from evalkit.cli.commands import (
-    cmd_batches,
-    cmd_cache,
-    cmd_compare,
-    cmd_demo,
-    cmd_list,
-    cmd_merge,
-    cmd_report,
-    cmd_run,
-    cmd_sim,
-    sim_config,
-)
 from evalkit.cli.parser import DEMO_OUT, build_parser
+from evalkit.cli.table import COMMANDS, load
 from evalkit.core.errors import EvalkitError
 
-__all__ = ["DEMO_OUT", "build_parser", "cmd_batches", "cmd_cache", "cmd_compare", "cmd_demo", "cmd_list",
-           "cmd_merge", "cmd_report", "cmd_run", "cmd_sim", "entry", "main", "sim_config"]
+__all__ = ["COMMANDS", "DEMO_OUT", "build_parser", "cmd_batches", "cmd_cache", "cmd_compare", "cmd_demo",
+           "cmd_list", "cmd_merge", "cmd_report", "cmd_run", "cmd_sim", "entry", "main", "sim_config"]
+
+_FROM_COMMANDS = ("cmd_batches", "cmd_cache", "cmd_compare", "cmd_demo", "cmd_list", "cmd_merge", "cmd_report",
+                  "cmd_run", "cmd_sim", "sim_config")
+
+
+def __getattr__(name: str) -> Any:
+    """commands.py's names, as this module has always offered them, imported when first asked for."""
+    if name in _FROM_COMMANDS:
+        from evalkit.cli import commands
+
+        return getattr(commands, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -44,7 +48,7 @@ def _interrupted(signum: int, frame: object) -> None:
 @contextlib.contextmanager
 def _sigterm_as_ctrl_c() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, for the whole command: the run's asking has
-    its own handlers (engine/shutdown.py), but before and after it (loading, the report, the plots)
+    its own handlers (engine/stopping/shutdown.py), but before and after it (loading, the report, the plots)
     SIGTERM's default action ended the process at once with status -15 and no word."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -78,49 +82,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(argv).parse_args(argv)
-        if args.command == "run":
-            return cmd_run(args, console)
-        if args.command == "report":
-            return cmd_report(args, console)
-        if args.command == "compare":
-            return cmd_compare(args, console)
-        if args.command == "merge":
-            return cmd_merge(args, console)
-        if args.command == "list":
-            return cmd_list(console)
-        if args.command == "cache":
-            return cmd_cache(args, console)
-        if args.command == "batches":
-            return cmd_batches(args, console)
-        if args.command == "sim":
-            return cmd_sim(args)
-        if args.command == "translate":
-            from evalkit.benchmarks.genvip_command import cmd_translate
-
-            return cmd_translate(args, console)
-        if args.command == "derive":
-            from evalkit.benchmarks.tdbench_derive import cmd_derive
-
-            return cmd_derive(args, console)
-        if args.command == "demo":
-            return cmd_demo(args, console)
-        if args.command == "data":
-            from evalkit.benchmarks import get_benchmark
-            from evalkit.data.command import main as cmd_data
-
-            return cmd_data(args, sample_of=lambda bench: get_benchmark(bench).default_data)
-        if args.command == "lint":
-            from evalkit.lint.command import cmd_lint
-
-            return cmd_lint(args, console)
-        if args.command == "view":
-            from evalkit.view.command import cmd_view
-
-            return cmd_view(args, console)
-        if args.command == "export":
-            from evalkit.export.command import cmd_export
-
-            return cmd_export(args, console)
+        return load(COMMANDS[args.command].run)(args, console)
     except EvalkitError as e:
         err.print(f"evalkit: error: {e}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code
@@ -135,7 +97,6 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         err.print(f"evalkit: error: {message}", markup=False, highlight=False, soft_wrap=True)
         return 2
-    return 2
 
 
 def entry() -> None:

@@ -1,6 +1,7 @@
 """What each `evalkit` subcommand does: call the Python API, print what it returned, give the exit code.
 
-Each command imports what it needs when it runs, so that building the parser (and `--help`) stays light.
+Each `cmd_*` has the command table's shape (cli/table.py): `(args, console) -> exit code`. Each imports
+what it needs when it runs, so that building the parser (and `--help`) stays light.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def _print_batches(run_dir: Path, rows: list[dict], note: str | None, console: C
         console.print(note, markup=False, highlight=False)
 
 
-def cmd_list(console: Console) -> int:
+def cmd_list(args: argparse.Namespace | None, console: Console) -> int:
     from evalkit.providers import PROVIDERS
 
     console.print("[bold]benchmarks[/bold]")
@@ -195,13 +196,22 @@ def sim_config(args: argparse.Namespace, say: Any = None) -> Any:
     return config
 
 
-def cmd_sim(args: argparse.Namespace) -> int:
+def cmd_sim(args: argparse.Namespace, console: Console | None = None) -> int:
     from evalkit.sim.server import serve_forever
 
     err = Console(stderr=True)
     serve_forever(sim_config(args, lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True)),
                   args.host, args.port)
     return 0
+
+
+def cmd_data(args: argparse.Namespace, console: Console) -> int:
+    """`evalkit data` (data/command.py), told each benchmark's bundled sample: the CLI knows the benchmarks,
+    the data layer does not."""
+    from evalkit.benchmarks import get_benchmark
+    from evalkit.data.command import main
+
+    return main(args, sample_of=lambda bench: get_benchmark(bench).default_data)
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:

@@ -8,19 +8,24 @@ simulated model's LLM-extractor acting as judge for answers the rules cannot par
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from evalkit.engine.evaluate import RunResult, run
-from evalkit.sim.from_bench import answer_key_for
-from evalkit.sim.model import SimParams
-from evalkit.sim.server import SimConfig, SimThread
+if TYPE_CHECKING:
+    from evalkit.engine.evaluate import RunResult
+    from evalkit.sim.model import SimParams
 
 DEMO_MODEL = "vllm/sim-model"
 
 
 def run_demo(out: Path, console: Console, *, params: SimParams | None = None, plotter: Any = None) -> RunResult:
+    # imported here, as every command's work is (cli/table.py): importing the cli package stays light
+    from evalkit.engine.evaluate import run
+    from evalkit.sim.from_bench import answer_key_for
+    from evalkit.sim.model import SimParams
+    from evalkit.sim.server import SimConfig, SimThread
+
     key = answer_key_for("mcq", {})
     sim_params = params or SimParams(theta=0.8, r=0.95, g=0.25, seed=7, style="mixed")
     config = SimConfig(answer_key=key, params=sim_params)

@@ -1,8 +1,10 @@
 """The `evalkit` command's flags, built so that asking for help stays cheap.
 
-Only the benchmark named on the command line has its module imported (to add its flags), and
-`evalkit sim`'s many flags only when it is the command: `--help`, `--version` and `list` must not
-pay for what they do not show (tests/test_light_start.py).
+`build_parser` adds every command of the table (cli/table.py); the `add_*_parser` functions here are
+the flags of the commands whose work is in commands.py. Only the benchmark named on the command line
+has its module imported (to add its flags), and `evalkit sim`'s many flags only when it is the
+command: `--help`, `--version` and `list` must not pay for what they do not show
+(tests/test_light_start.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks import REGISTRY
+from evalkit.cli.table import COMMANDS, load
 from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
@@ -107,7 +110,24 @@ def _add_bench_options(p: argparse.ArgumentParser, bench: str | tuple[str, ...] 
     p.bench = bench  # type: ignore[attr-defined]
 
 
-def _add_run_arguments(p: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """Every command of the table (cli/table.py) in its order, then what depends on the command line: the flags
+    of the benchmarks `run` names (only their modules imported), and `sim`'s many flags when it is the command."""
+    parser = _Parser(prog="evalkit", description="Evaluate vision-language models on official benchmarks.")
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for command in COMMANDS.values():
+        load(command.flags)(sub)
+    benches = _benches_in_run(argv)
+    _add_bench_options(sub.choices["run"], benches, "{bench} options")
+    parser.bench = benches  # type: ignore[attr-defined]  # unknown flags are reported here
+    if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
+        _add_sim_flags(sub.choices["sim"], argv)
+    return parser
+
+
+def add_run_parser(sub: Any) -> None:
+    p = sub.add_parser("run", help="evaluate a model on a benchmark")
     p.add_argument("bench", nargs="*", metavar="BENCH", help="benchmark(s): " + ", ".join(REGISTRY) + "; several "
                    "with several --model run every (benchmark, model) pair at once (docs/matrix.md)")
     p.add_argument("--model", action="append", help=RunConfig.__dataclass_fields__["model"].metadata["help"]
@@ -116,15 +136,9 @@ def _add_run_arguments(p: argparse.ArgumentParser, argv: Sequence[str]) -> None:
                    "[[models]] (spec, label, base_url, extra, reasoning_effort, repeats) to run as a matrix; "
                    "flags override its values")
     settings.add_arguments(p, RunConfig, skip=("model",))
-    _add_bench_options(p, _benches_in_run(argv), "{bench} options")
 
 
-def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    parser = _Parser(prog="evalkit", description="Evaluate vision-language models on official benchmarks.")
-    parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_run_arguments(sub.add_parser("run", help="evaluate a model on a benchmark"), argv)
-    parser.bench = _benches_in_run(argv)  # type: ignore[attr-defined]  # unknown flags are reported here
+def add_report_parser(sub: Any) -> None:
     rp = sub.add_parser("report", help="re-score a run directory (optionally resolving answers with a judge)")
     rp.add_argument("run_dir", help="the run directory to re-score (its records are never asked again)")
     rp.add_argument("--judge", help="LLM extractor for the answers the rules cannot parse, e.g. openai/gpt-4o-mini "
@@ -132,6 +146,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     rp.add_argument("--judge-base-url", help="base URL of an OpenAI-compatible judge server")
     rp.add_argument("--cache-dir", default=None, help="response cache for the judge's answers and the data's file "
                     "hashes (default ./cache or EVALKIT_CACHE_DIR)")
+
+
+def add_compare_parser(sub: Any) -> None:
     kp = sub.add_parser("compare", help="rank finished runs of one benchmark, with intervals, tests and plots")
     kp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="finished run directories of one benchmark")
     kp.add_argument("--out", help="folder for report.md, comparison.json and plots/ (default: runs/compare-<bench>)")
@@ -139,6 +156,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     kp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resamples (default 0: the same "
                     "intervals every time)")
+
+
+def add_merge_parser(sub: Any) -> None:
     mp = sub.add_parser("merge", help="join the run directories of one run's shards (--shard K/N) into one run")
     mp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="the shards' run directories")
     mp.add_argument("--out", required=True, help="the merged run directory (the unsharded command with this "
@@ -147,7 +167,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                     "(the run is marked incomplete; exit 1)")
     mp.add_argument("--no-plots", dest="plots", action="store_false", help="draw no plots (summary.json and "
                     "report.md only)")
+
+
+def add_list_parser(sub: Any) -> None:
     sub.add_parser("list", help="benchmarks and providers")
+
+
+def add_cache_parser(sub: Any) -> None:
     cp = sub.add_parser("cache", help="response cache: stats, clear, or verify every entry")
     cp.add_argument("action", choices=("stats", "clear", "verify"), help="stats: entries and size; clear: remove "
                     "every cached response; verify: read every entry and report what cannot be read")
@@ -157,37 +183,30 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
                     "move a damaged database aside keeping what it still holds")
     cp.add_argument("--yes", action="store_true", help="clear: really clear a shared cache (it is a team's)")
+
+
+def add_batches_parser(sub: Any) -> None:
     bp = sub.add_parser("batches", help="a run directory's provider batches (--batch) and their states")
     bp.add_argument("run_dir", nargs="?", help="a run directory (default: every one under ./runs with batches)")
     bp.add_argument("--cancel", action="store_true", help="cancel the batches still running (their lines are "
                     "submitted again by the next run)")
-    sp = sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
-    if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
-        _add_sim_parser(sp, argv)
-    from evalkit.benchmarks.genvip_command import add_translate_parser
-    from evalkit.benchmarks.tdbench_derive import add_derive_parser
 
-    add_derive_parser(sub)
-    from evalkit.data.command import add_parser as add_data_parser
-    from evalkit.export.command import add_export_parser
-    from evalkit.lint.command import add_lint_parser
-    from evalkit.view.command import add_view_parser
 
-    add_data_parser(sub)
-    add_lint_parser(sub)
-    add_view_parser(sub)
-    add_export_parser(sub)
-    add_translate_parser(sub)
+def add_sim_parser(sub: Any) -> None:
+    """`evalkit sim` itself; its flags only when it is the command (`build_parser`: `_add_sim_flags`)."""
+    sub.add_parser("sim", help="run the simulated OpenAI/vLLM-compatible server")
+
+
+def add_demo_parser(sub: Any) -> None:
     dp = sub.add_parser("demo", help="offline end-to-end demo against the simulated server")
     dp.add_argument("--out", default=str(DEMO_OUT), help=f"where the demo writes its run and cache (default {DEMO_OUT})")
-    return parser
 
 
 def _command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _add_sim_parser(sp: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+def _add_sim_flags(sp: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     from evalkit.sim.args import add_sim_arguments
 
     sp.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
