@@ -1,6 +1,6 @@
 """`evalkit run BENCH [BENCH...] --model A --model B ... [--suite FILE]`: the matrix, printed.
 
-The work is engine/matrix.py's; this passes the flags on (each benchmark's own flags to its pairs),
+The work is multi/matrix.py's; this passes the flags on (each benchmark's own flags to its pairs),
 builds each benchmark's `evalkit view` site, and prints a row per pair, what each pair said, the
 comparisons and where everything is. The exit code is the matrix's (docs/matrix.md).
 """
