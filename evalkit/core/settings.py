@@ -206,7 +206,7 @@ class RunConfig:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata["role"] == "generation"}
 
 
-#: How a model x benchmark matrix (engine/matrix.py) runs its pairs: the folder each default run
+#: How a model x benchmark matrix (multi/matrix.py) runs its pairs: the folder each default run
 #: directory goes in, the limiters shared per endpoint, the line no pair sends before, and each
 #: pair's progress handed to the matrix's one display.
 MATRIX_HOOKS = ("runs_root", "limiters", "start_gate", "watch_progress")

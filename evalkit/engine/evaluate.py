@@ -51,7 +51,7 @@ def run(bench: str, model: str, **options: Any) -> RunResult:
     line; `quiet=True`: nothing printed at all (the lines said are in RunResult.messages).
 
     Inside a running event loop (a notebook cell) the run goes on a worker thread with its own loop
-    (engine/in_thread.py); interrupting the cell stops it as Ctrl-C does. `await run_async(...)` runs
+    (engine/stopping/in_thread.py); interrupting the cell stops it as Ctrl-C does. `await run_async(...)` runs
     it on the caller's loop instead."""
     return run_blocking(lambda: run_async(bench, model, **options))
 

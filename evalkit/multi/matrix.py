@@ -129,7 +129,7 @@ class _PairGate:
 
 def run_matrix(benches: Sequence[Any] = (), models: Sequence[Any] = (), **options: Any) -> MatrixResult:
     """`run_matrix_async` from synchronous code; inside a running event loop (a notebook cell) on a worker
-    thread with its own loop, interrupted as Ctrl-C interrupts it (engine/in_thread.py)."""
+    thread with its own loop, interrupted as Ctrl-C interrupts it (engine/stopping/in_thread.py)."""
     return run_blocking(lambda: run_matrix_async(benches, models, **options))
 
 

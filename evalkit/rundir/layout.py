@@ -3,7 +3,7 @@
 records.jsonl is appended one line per finished query. Lines are buffered and written in
 batches: at most FLUSH_INTERVAL_S (100 ms) after the first of them (a thread of the RunDir's own,
 started by the first buffered line and stopped by close()), at flush()/close(), at interpreter
-exit, and on SIGINT/SIGTERM (engine/shutdown.py). A run killed with SIGKILL therefore loses at
+exit, and on SIGINT/SIGTERM (engine/stopping/shutdown.py). A run killed with SIGKILL therefore loses at
 most the last 100 ms of records, whose answers are in the response cache (the runner stores each
 answer in a batch committed milliseconds after it reaches the sink; ask/runner.py). With
 `immediate=True` (--no-cache: nothing else keeps the answers) every line is written as it
@@ -12,7 +12,7 @@ saves them to records.damaged.jsonl. The line format is 0.1.0's, byte for byte.
 
 A write that fails (a full disk) keeps its lines buffered and cuts the file back to where it was, so
 no torn line is left for the next try to join; `write_error` holds the first such error, and the run
-stops sending at it (engine/write_stop.py). The flusher tries again every RETRY_S; `give_up` makes a
+stops sending at it (engine/stopping/write_stop.py). The flusher tries again every RETRY_S; `give_up` makes a
 last try and hands back the lines that still could not be written.
 """
 

@@ -7,7 +7,7 @@ the calling thread waits.
 
 Ctrl-C (or the notebook's interrupt) reaches the waiting thread, never the worker, and a worker
 cannot have a signal handler. So the waiting thread tells the worker's run through an
-`Interrupter` (engine/shutdown.py): the run stops as on Ctrl-C (no new request, the replies on their
+`Interrupter` (engine/stopping/shutdown.py): the run stops as on Ctrl-C (no new request, the replies on their
 way received and recorded, records flushed, resumable), the worker ends, is joined, and the caller
 gets KeyboardInterrupt. A second interrupt stops the run at once; the thread is still joined, so
 no thread is left running.

@@ -16,7 +16,7 @@ KeyboardInterrupt at once (a stuck shutdown can still be interrupted).
         stack.enter_context(on_signals(rundir.flush))
 
 Outside the main thread, or where the loop cannot handle signals, it installs nothing; a run on a
-worker thread (engine/in_thread.py: `evalkit.run` inside a notebook's running loop) is told instead
+worker thread (engine/stopping/in_thread.py: `evalkit.run` inside a notebook's running loop) is told instead
 by an `Interrupter` in its context, which the waiting thread calls when Ctrl-C reaches it: the same
 handler then runs on the worker's loop. Several blocks open at once in one event loop (the runs of a
 matrix) share one handler: each signal reaches every block.
@@ -85,7 +85,7 @@ class Interrupter:
                     fallback()
 
 
-#: The interrupter of the run in this context (set by engine/in_thread.py on its worker thread).
+#: The interrupter of the run in this context (set by engine/stopping/in_thread.py on its worker thread).
 INTERRUPTER: contextvars.ContextVar[Interrupter | None] = contextvars.ContextVar("evalkit_interrupter",
                                                                                   default=None)
 

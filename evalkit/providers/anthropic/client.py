@@ -172,7 +172,7 @@ class AnthropicProvider:
         self.sampling = "temperature" in inspect.signature(self._client.messages.create).parameters
 
     def _make_client(self, anthropic: Any, kwargs: dict[str, Any]) -> Any:
-        """The Anthropic API's client (Vertex AI's: providers/vertex.py)."""
+        """The Anthropic API's client (Vertex AI's: providers/vertex/client.py)."""
         if self.spec.base_urls:
             kwargs["base_url"] = self.spec.base_urls[0]
         return anthropic.AsyncAnthropic(**kwargs)

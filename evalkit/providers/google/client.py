@@ -169,7 +169,7 @@ class GoogleProvider:
         self._client = self._make_client(genai, options, api_key)
 
     def _make_client(self, genai: Any, options: Any, api_key: str) -> Any:
-        """The Gemini API's client (Vertex AI's: providers/vertex.py)."""
+        """The Gemini API's client (Vertex AI's: providers/vertex/client.py)."""
         if self.spec.base_urls:
             options.base_url = self.spec.base_urls[0]
         return genai.Client(api_key=api_key, vertexai=False, http_options=options)

@@ -3,11 +3,11 @@
 - `vertex/gemini-…` (any model not named `claude-…`): google-genai's client with `vertexai=True`,
   the project and location of the spec and application-default credentials; it posts to
   `{root}/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent`. The Gemini
-  adapter (providers/google.py) is reused whole: request, thinking, reply checks, continuation.
+  adapter (providers/google/client.py) is reused whole: request, thinking, reply checks, continuation.
 - `vertex/claude-…`: the anthropic SDK's AsyncAnthropicVertex; it posts the Messages body to
   `{root}/v1/projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict`, the model in the
   path and `anthropic_version: vertex-2023-10-16` in the body (docs.claude.com "Claude on Vertex AI",
-  read 2026-11-27). The Anthropic adapter (providers/anthropic.py) is reused whole.
+  read 2026-11-27). The Anthropic adapter (providers/anthropic/client.py) is reused whole.
 
 Both SDKs hold the same google-auth credentials (vertex_auth); evalkit refreshes the access token (valid
 about an hour) before they would, one refresh for every request in flight (FreshToken). Every message
