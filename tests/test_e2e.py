@@ -86,7 +86,7 @@ def test_resume_after_sigkill_sends_only_what_is_missing(tmp_path, no_plots):
         assert main(full[3:]) == 0
         sent_again = sim.counters.snapshot()["completions"] - before
         # only the missing queries were sent: records still buffered at the kill (up to 100 ms of them,
-        # see rundir.py) and answers being stored come from the cache
+        # see evalkit/rundir/layout.py) and answers being stored come from the cache
         assert sent_again <= n - done_at_kill
         per_key = sim.counters.snapshot()["per_key"]
         # only requests in flight at the kill (4), and answers of the cache batch being committed then

@@ -7,7 +7,7 @@ exit, and on SIGINT/SIGTERM (engine/stopping/shutdown.py). A run killed with SIG
 most the last 100 ms of records, whose answers are in the response cache (the runner stores each
 answer in a batch committed milliseconds after it reaches the sink; ask/runner.py). With
 `immediate=True` (--no-cache: nothing else keeps the answers) every line is written as it
-arrives, as in 0.1.0. Loading skips damaged lines (records_read.py) and the next rewrite first
+arrives, as in 0.1.0. Loading skips damaged lines (rundir/records.py) and the next rewrite first
 saves them to records.damaged.jsonl. The line format is 0.1.0's, byte for byte.
 
 A write that fails (a full disk) keeps its lines buffered and cuts the file back to where it was, so

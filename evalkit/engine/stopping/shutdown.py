@@ -1,6 +1,6 @@
 """Ctrl-C and SIGTERM during a run: write what was received, then stop the way Ctrl-C does.
 
-Records are buffered for up to 100 ms (see rundir.py). SIGTERM's default action would end the
+Records are buffered for up to 100 ms (see rundir/layout.py). SIGTERM's default action would end the
 process without unwinding, losing that buffer; under `asyncio.run` a first Ctrl-C cancels the
 main task and unwinds, but nothing flushes before the unwinding starts. `on_signals` makes
 both the same: the handler (run on the event loop, never in the middle of an append) calls the
