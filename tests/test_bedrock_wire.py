@@ -13,9 +13,9 @@ import pytest
 from evalkit.core.errors import EvalkitError
 from evalkit.providers import parse_spec
 from evalkit.providers.bedrock.aws_sign import AwsKeys, AwsRedactor, sign
-from evalkit.providers.bedrock.client import is_claude
 from evalkit.providers.bedrock.converse import response_from_converse
 from evalkit.providers.bedrock.errors import bedrock_error
+from evalkit.providers.registry import is_claude
 from evalkit.sim.machinery.aws_shapes import AwsTestKeys
 from evalkit.sim.server import SimConfig, start_sim
 
@@ -115,8 +115,9 @@ def test_the_endpoint_is_the_regions_url_and_the_model_id_never_a_credential():
     assert moved.endpoint == "http://127.0.0.1:9"
     with pytest.raises(EvalkitError, match="AWS_REGION is not set"):
         parse_spec("bedrock/amazon.nova-pro-v1:0", env={})
-    assert is_claude("us.anthropic.claude-sonnet-4-5-20250929-v1:0") and is_claude("anthropic.claude-3-5-haiku")
-    assert not is_claude("amazon.nova-pro-v1:0") and not is_claude("meta.llama3-2-11b-instruct-v1:0")
+    assert is_claude("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert is_claude("bedrock", "anthropic.claude-3-5-haiku")
+    assert not is_claude("bedrock", "amazon.nova-pro-v1:0") and not is_claude("bedrock", "meta.llama3-2-11b-instruct-v1:0")
 
 
 def test_evalkit_sim_takes_the_test_credentials_and_region():
@@ -134,9 +135,9 @@ def test_evalkit_sim_takes_the_test_credentials_and_region():
 
 
 def test_the_reasoning_switch_reaches_each_bedrock_route():
-    from evalkit.core.settings import reasoning_problem
     from evalkit.core.types import GenParams, Message
     from evalkit.providers.bedrock.converse import converse_body
+    from evalkit.providers.reasoning import reasoning_problem
 
     ask = [Message.system("Be brief."), Message.user("Which?")]
     body = converse_body(ask, GenParams(reasoning_effort="low", max_tokens=64, stop=("\n",)), [])

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from conftest import draw_image, make_mcq_jsonl
 
+import evalkit
 from evalkit.cli import main as cli_main
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.settings import RunConfig, build, non_default
@@ -194,9 +195,11 @@ def test_refused_combinations_are_one_line_and_exit_2(capsys, tmp_path, monkeypa
     assert not out.exists()  # nothing written
 
 
-def test_python_api_refuses_the_same_way():
+def test_python_api_refuses_the_same_way(tmp_path):
+    # the provider's refusal is its record's, read when the run resolves its model: before anything is written
     with pytest.raises(EvalkitError, match=r"--thinking-budget: openai/"):
-        build(RunConfig, {"model": "openai/gpt-5.1", "thinking_budget": 1024})
+        evalkit.run("mcq", "openai/gpt-5.1", thinking_budget=1024, out=str(tmp_path / "run"), env={})
+    assert not (tmp_path / "run").exists()
     with pytest.raises(EvalkitError, match="must be one of none, low, medium, high"):
         build(RunConfig, {"model": "openai/gpt-5.1", "reasoning_effort": "max"})
     with pytest.raises(EvalkitError, match="at least 0"):

@@ -128,14 +128,14 @@ def _print_batches(run_dir: Path, rows: list[dict], note: str | None, console: C
 
 
 def cmd_list(args: argparse.Namespace | None, console: Console) -> int:
-    from evalkit.providers import PROVIDERS
+    from evalkit.providers.registry import RECORDS
 
     console.print("[bold]benchmarks[/bold]")
     for name, entry in REGISTRY.items():
         console.print(f"  {name:<14} {entry.description}", markup=False, highlight=False)
     console.print("[bold]providers[/bold] (--model PROVIDER/MODEL)")
-    for name, desc in PROVIDERS.items():
-        console.print(f"  {name:<18} {desc}", markup=False, highlight=False)
+    for name, record in RECORDS.items():
+        console.print(f"  {name:<18} {record.description}", markup=False, highlight=False)
     return 0
 
 

@@ -1,5 +1,5 @@
 """Typed settings: what a run is told (RunConfig), the hooks `evalkit.run` takes besides settings,
-and which provider takes which reasoning switch.
+and the values the reasoning switch takes.
 
 Every setting is an `option(...)` field with its help text and its role (core/options.py, whose
 names are re-exported here, where benchmarks and tests import them), so the command line, the
@@ -10,7 +10,6 @@ Stdlib only: the CLI builds its parser from these classes before anything heavy 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -28,45 +27,21 @@ from evalkit.core.options import unknown_option as unknown_option
 from evalkit.core.read_caps import IMAGE_MB, LINE_MB
 from evalkit.core.shard import parse_shard
 
-# ---- the reasoning switch: which provider takes what (the wire fields: providers/reasoning.py) ----
+# ---- the reasoning switch: which values it takes (what each provider takes: its record, providers/reasoning.py) ----
 
 REASONING_EFFORTS = ("none", "low", "medium", "high")
-ANTHROPIC_MIN_BUDGET = 1024  # docs.anthropic.com, extended thinking: budget_tokens >= 1024
-_O_SERIES = re.compile(r"^o\d")  # OpenAI o-series: reasoning cannot be switched off, lowest effort is "low"
 
 
-_BEDROCK_CLAUDE = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")  # Claude's Bedrock ids, inference profiles too
-
-
-def reasoning_problem(provider: str, model: str, effort: str | None, budget: int | None) -> str | None:
-    """Why `--reasoning-effort` / `--thinking-budget` cannot go to PROVIDER/MODEL (one line naming the flag
-    and the provider), or None. OpenAI has effort levels and no budget; chat templates (vllm/,
-    openai-compatible/) switch thinking on or off only."""
-    if effort is None and budget is None:
-        return None
+def switch_problem(effort: str | None, budget: int | None) -> str | None:
+    """Why `--reasoning-effort` / `--thinking-budget` cannot go to any provider (one line naming the flag), or
+    None. Which provider refuses which is its record's to say (providers/reasoning.py: reasoning_problem),
+    checked where the settings are resolved for a model, before anything is written."""
     if effort is not None and budget is not None:
         return "give --reasoning-effort or --thinking-budget, not both"
     if effort is not None and effort not in REASONING_EFFORTS:
         return f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, not {effort!r}"
-    if budget is not None:
-        if budget < 0:
-            return f"--thinking-budget must be at least 0, not {budget}"
-        if provider in ("openai", "azure"):
-            return (f"--thinking-budget: {provider}/ takes no thinking budget; use --reasoning-effort "
-                    "low|medium|high")
-        if provider in ("vllm", "openai-compatible"):
-            return (f"--thinking-budget: {provider}/ servers take no thinking budget (chat templates switch "
-                    f"thinking on or off); use --reasoning-effort")
-        bedrock_claude = provider == "bedrock" and _BEDROCK_CLAUDE.match(model) is not None
-        if provider == "bedrock" and not bedrock_claude:
-            return (f"--thinking-budget: bedrock/{model} goes through Converse, which takes --reasoning-effort "
-                    "(Amazon Nova's reasoningConfig); a budget is for Claude's ids (…anthropic.…)")
-        claude = provider == "anthropic" or (provider == "vertex" and model.startswith("claude-")) or bedrock_claude
-        if claude and 0 < budget < ANTHROPIC_MIN_BUDGET:
-            return (f"--thinking-budget: {provider}/{'' if provider == 'anthropic' else model} needs at least "
-                    f"{ANTHROPIC_MIN_BUDGET} tokens (0 for no thinking), not {budget}")
-    if provider == "openai" and effort == "none" and _O_SERIES.match(model):
-        return f"--reasoning-effort none: openai/{model} cannot switch reasoning off (its lowest is low)"
+    if budget is not None and budget < 0:
+        return f"--thinking-budget must be at least 0, not {budget}"
     return None
 
 
@@ -189,8 +164,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.shard is not None:  # kept as "K/N": the identity's spelling, whatever spaces were typed
             object.__setattr__(self, "shard", str(parse_shard(self.shard)))
-        provider, _, name = self.model.partition("/")
-        problem = reasoning_problem(provider, name, self.reasoning_effort, self.thinking_budget)
+        problem = switch_problem(self.reasoning_effort, self.thinking_budget)
         if problem is not None:  # refused before anything is written
             raise EvalkitError(problem)
 

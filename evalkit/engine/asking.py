@@ -31,7 +31,7 @@ from evalkit.engine.stopping.write_stop import WriteStop
 from evalkit.grading.grade import grade, judge_records, make_record
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run
-from evalkit.providers import BATCH_PROVIDERS
+from evalkit.providers import has_batch_api
 from evalkit.report.progress import RunProgress
 from evalkit.rundir.records import damaged_note
 
@@ -250,7 +250,7 @@ class _Asking:
         judge_spec = job.judge_spec
         assert judge_spec is not None
         judge_config = replace(cfg, rpm=None, tpm=None)
-        judge_batch = cfg.batch and judge_spec.provider in BATCH_PROVIDERS  # judged in batches too
+        judge_batch = cfg.batch and has_batch_api(judge_spec)  # judged in batches too
         judge_runner = await make_runner(self.stack, judge_spec, job.env, judge_config, self.cache, self.pipeline,
                                          fingerprints=False, gate=self.preflight.judge,
                                          batch_dir=rundir.path if judge_batch else None,

@@ -30,9 +30,6 @@ from evalkit.providers.registry import find
 
 SCHEMA_VERSION = "0.2.2"
 INSTANCE_SCHEMA_VERSION = "instance_level_eval_0.2.2"
-DEVELOPERS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google"}
-API_PLATFORMS = frozenset({"openai", "anthropic", "google", "azure", "openrouter", "bedrock", "vertex"})
-LOCAL_SERVERS = frozenset({"vllm", "openai-compatible"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -173,19 +170,19 @@ def model_info(run: ExportRun) -> dict[str, Any]:
     ident = model_id(run.model)
     info: dict[str, Any] = {"name": name or run.model, "id": ident}
     record = find(provider)  # a cloud serving several vendors' models (vertex/claude-…): the vendor developed it
-    vendor = record.model_vendor(name) if record is not None and record.model_vendor is not None else None
-    developer = (DEVELOPERS.get(provider) or DEVELOPERS.get(vendor or "")
+    vendor = find(record.model_vendor(name) or "") if record is not None and record.model_vendor is not None else None
+    developer = ((record.developer if record is not None else None) or (vendor.developer if vendor else None)
                  or (ident.split("/")[0] if ident != run.model else None))
     if developer:
         info["developer"] = developer
     endpoint = run.config.get("endpoint")
-    if provider in LOCAL_SERVERS:
+    if record is not None and record.self_hosted:  # a server the user runs: the engine, and its version
         server = (run.manifest.get("servers") or {}).get(endpoint) if isinstance(endpoint, str) else None
         engine = {"name": provider}
         if isinstance(server, dict) and server.get("version"):
             engine["version"] = str(server["version"])
         info["inference_engine"] = engine
-    elif provider in API_PLATFORMS:
+    elif record is not None:
         info["inference_platform"] = provider
     details = {"spec": run.model, "provider": provider}
     if isinstance(endpoint, str):

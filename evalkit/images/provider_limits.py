@@ -1,5 +1,5 @@
-"""What each provider accepts as an image (one ImageLimits per provider, which its record in
-evalkit.providers.registry names), and the pure planning that fits an image to it.
+"""What each provider accepts as an image (an ImageLimits that its record in evalkit.providers.registry
+names, and may share with another record), and the pure planning that fits an image to it.
 
 Why: a provider either rejects an image that is too big (a wasted request, counted as a
 permanent error) or silently resizes it again (latency, and a second resampling we do not
@@ -39,7 +39,9 @@ MIN_SIDE = 64  # below this an image is useless; give up instead
 
 @dataclass(frozen=True)
 class ImageLimits:
-    """One provider's image limits (None = no limit) and where the figures come from."""
+    """One provider's image limits (None = no limit) and where the figures come from. The figures may serve
+    several providers (a new OpenAI-shaped one reuses OpenAI's): the record that names them stamps its
+    own name on them (providers.registry.ProviderInfo), for the messages below."""
 
     max_bytes: int | None  # per image, base64 text
     max_side: int | None  # long side we send at most (the provider's own resize-to size)
@@ -48,7 +50,7 @@ class ImageLimits:
     formats: tuple[str, ...]  # accepted MIME types; () = anything
     source: str
     read_on: str
-    name: str = ""
+    name: str = ""  # the provider whose record names them (messages say who refuses); "": "the provider"
     reject_side: int | None = None  # the provider rejects an image with a side above this
     many_images: tuple[int, int] | None = None  # (n, side): with more than n images, reject_side is side
     max_request_bytes: int | None = None  # all inline images of one request, base64
@@ -64,7 +66,7 @@ OPENAI_IMAGES = ImageLimits(
     max_bytes=20 * MB, max_side=2048, max_pixels=None, max_images=500,
     formats=("image/png", "image/jpeg", "image/webp"),
     source="https://platform.openai.com/docs/guides/images-vision (via openai-hd4n6.mintlify.app/docs/guides/images)",
-    read_on=READ_ON, name="openai", max_request_bytes=50 * MB)
+    read_on=READ_ON, max_request_bytes=50 * MB)
 
 # https://platform.claude.com/docs/en/build-with-claude/vision (read 2026-11-22): up to 100
 # images per API request (600 for models with a larger context: we keep the conservative 100);
@@ -76,7 +78,7 @@ ANTHROPIC_IMAGES = ImageLimits(
     max_bytes=5 * MB, max_side=1568, max_pixels=1_150_000, max_images=100,
     formats=("image/jpeg", "image/png", "image/webp"),
     source="https://platform.claude.com/docs/en/build-with-claude/vision",
-    read_on=READ_ON, name="anthropic", reject_side=8000, many_images=(20, 2000),
+    read_on=READ_ON, reject_side=8000, many_images=(20, 2000),
     max_request_bytes=32 * MB)
 
 # https://ai.google.dev/gemini-api/docs/image-understanding : inline data only for a "total
@@ -91,14 +93,14 @@ GOOGLE_IMAGES = ImageLimits(
     formats=("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"),
     source="https://ai.google.dev/gemini-api/docs/image-understanding; "
            "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/image-understanding",
-    read_on=READ_ON, name="google", max_request_bytes=20 * MB)
+    read_on=READ_ON, max_request_bytes=20 * MB)
 
 # OpenAI-compatible servers (vLLM, SGLang, llama.cpp) document no fixed limits: images go as
 # they are unless --max-side/--max-pixels say otherwise (the server's own flags still apply).
 # Azure OpenAI serves OpenAI's models: OpenAI's working size; its own refusal is "The image size must be
 # greater than zero and cannot exceed 20971520 bytes" (Azure OpenAI error 400, as reported 2026-11-26).
 # Images per request: 10, the lowest Azure has documented for a vision deployment (conservative).
-AZURE_IMAGES = replace(OPENAI_IMAGES, max_bytes=20 * MB, max_images=10, name="azure",
+AZURE_IMAGES = replace(OPENAI_IMAGES, max_bytes=20 * MB, max_images=10,
                        source="https://learn.microsoft.com/azure/ai-services/openai/how-to/gpt-with-vision "
                               "and the 20971520-byte refusal of Azure OpenAI (read 2026-11-26)",
                        read_on="2026-11-26")
@@ -111,17 +113,15 @@ BEDROCK_IMAGES = ImageLimits(
     max_bytes=3_750_000, max_side=8000, max_pixels=None, max_images=20,
     formats=("image/png", "image/jpeg", "image/webp"),
     source="https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ImageBlock.html",
-    read_on="2026-11-27", name="bedrock", reject_side=8000)
-VLLM_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON, name="vllm")
-COMPAT_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON,
-                            name="openai-compatible")
+    read_on="2026-11-27", reject_side=8000)
+VLLM_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON)
+COMPAT_IMAGES = ImageLimits(None, None, None, None, (), source="none: server-specific", read_on=READ_ON)
 # OpenRouter passes images to the vendor that serves the model: a model of a vendor evalkit knows gets that
 # vendor's limits (evalkit.providers.registry.limits_for); others go as they are.
-ROUTED_IMAGES = ImageLimits(None, None, None, None, (), source="none: the serving vendor's", read_on=READ_ON,
-                            name="openrouter")
+ROUTED_IMAGES = ImageLimits(None, None, None, None, (), source="none: the serving vendor's", read_on=READ_ON)
 # Vertex AI serves Gemini and Claude: a vertex/ model gets its vendor's limits (registry.limits_for); these,
 # Gemini's on Vertex AI (the 7 MB inline figure above is Vertex's), stand for the provider as a whole.
-VERTEX_IMAGES = replace(GOOGLE_IMAGES, name="vertex", read_on="2026-11-27",
+VERTEX_IMAGES = replace(GOOGLE_IMAGES, read_on="2026-11-27",
                         source="https://docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/image-understanding"
                                "; Claude on Vertex AI: Anthropic's limits")
 

@@ -29,6 +29,7 @@ from evalkit.benchmarks import REGISTRY, benchmark_class
 from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
+from evalkit.providers.reasoning import check_reasoning
 
 BENCH_KEYS = ("name", "data", "images", "options")
 MODEL_KEYS = ("spec", "label", "base_url", "extra", "reasoning_effort", "repeats")
@@ -159,10 +160,16 @@ def _model(path: Path, i: int, table: dict[str, Any]) -> ModelEntry:
     spec = _text(path, where, table, "spec", required=True)
     assert spec is not None
     own = {k: table[k] for k in MODEL_KEYS[2:] if k in table}
-    _checked(path, where, lambda: settings.build(RunConfig, {"model": spec, **own}))
+    _checked(path, where, lambda: _model_settings(spec, own))
     if isinstance(own.get("base_url"), str):
         own["base_url"] = (own["base_url"],)
     return ModelEntry(spec, _text(path, where, table, "label"), own)
+
+
+def _model_settings(spec: str, own: dict[str, Any]) -> None:
+    """A model table's settings as a run checks them: its RunConfig, and its reasoning switch by its record."""
+    config = settings.build(RunConfig, {"model": spec, **own})
+    check_reasoning(config.model, config.reasoning_effort, config.thinking_budget)
 
 
 def _checked(path: Path, where: str, build: Any) -> None:

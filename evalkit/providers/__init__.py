@@ -16,9 +16,6 @@ from evalkit.providers.openai.service import service_hint, service_key, service_
 from evalkit.providers.registry import RECORDS, batch_providers, find, info, load
 from evalkit.providers.wire.url_rules import check_one_authorization
 
-PROVIDERS = {name: record.description for name, record in RECORDS.items()}  # `evalkit list`
-DEFAULT_VLLM_URL = RECORDS["vllm"].default_url
-
 
 def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] | None = None) -> ProviderSpec:
     """`vllm/Qwen/Qwen2.5-VL-7B` -> provider "vllm", model "Qwen/Qwen2.5-VL-7B", with its base URLs; without
@@ -73,14 +70,17 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: fl
     return make(spec, api_key=key, env=env, timeout_s=timeout_s, max_response_bytes=max_response_bytes)  # type: ignore[return-value]
 
 
-BATCH_PROVIDERS = batch_providers()
+def has_batch_api(spec: ProviderSpec) -> bool:
+    """The spec's provider sells a batch API (its record's batch facts; read on use, not kept)."""
+    record = find(spec.provider)
+    return record is not None and record.batch is not None
 
 
 def check_batch(spec: ProviderSpec, flag: str = "--model") -> None:
     """`--batch` needs a provider that sells a batch API: a one-line error before anything is written."""
-    if spec.provider not in BATCH_PROVIDERS:
+    if not has_batch_api(spec):
         raise EvalkitError(f"--batch: {spec.provider}/ has no batch API ({flag} {spec.label}); "
-                           f"batches are for {', '.join(p + '/' for p in BATCH_PROVIDERS)} — run without --batch")
+                           f"batches are for {', '.join(p + '/' for p in batch_providers())} — run without --batch")
 
 
 def create_batch_api(live: Provider, env: Mapping[str, str], *, timeout_s: float = 300.0) -> BatchAPI:

@@ -96,7 +96,7 @@ def canonical_url(provider: str, url: str, *, fold_case: bool = True) -> str:
     if fold_case:
         url = _lower_host(url)
     record = find(provider)
-    if record is not None and record.wire == "azure":
+    if record is not None and record.wire == "azure-openai":
         return azure_endpoint(url)
     if record is not None and record.wire == "chat-completions" and "://" in url and "/" not in url.split("://", 1)[1]:
         url += "/v1"

@@ -97,7 +97,7 @@ class Probe:
     cause: str | None  # None: it answers and serves the model
     simulator: bool = False
     models: tuple[str, ...] = ()  # what a chat-completions server lists at /v1/models (provenance)
-    version: str | None = None  # a vLLM server's /version (provenance)
+    version: str | None = None  # what the record's version call said (vLLM's /version; provenance)
     unlisted: bool = False  # it answers, but does not list the model: asked anyway, the first request confirms it
 
     @property
@@ -131,13 +131,13 @@ def _request(spec: ProviderSpec, base: str, key: str | None, env: Mapping[str, s
     """The metadata call for one base URL: (url, headers)."""
     record = info(spec.provider)
     wire = record.wire
-    if wire == "azure":  # base models, not deployments: it checks the endpoint and the key only
+    if wire == "azure-openai":  # base models, not deployments: it checks the endpoint and the key only
         version = env.get("OPENAI_API_VERSION")
         route = f"/openai/models?api-version={quote(version, safe='')}" if version else "/openai/v1/models"
         return azure_endpoint(public_url(base)) + route, ({"api-key": key} if key else {})
     if record.key_check:
         return canonical_url(spec.provider, base) + record.key_check, ({"Authorization": f"Bearer {key}"} if key else {})
-    if wire == "anthropic":
+    if wire == "messages":
         headers = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
         return f"{base.rstrip('/')}/v1/models/{spec.model}", headers
     if wire == "gemini":
@@ -190,7 +190,7 @@ def judge_reply(spec: ProviderSpec, status: int, body: object, keyed: bool = Tru
     if record.key_check:
         return _credit_left(status, body), False
     wire = record.wire
-    if wire == "azure":
+    if wire == "azure-openai":
         return None, False  # never compare the deployment with Azure's list of base models
     if wire != "chat-completions":  # a model lookup, not a list
         simulator = isinstance(body, dict) and body.get("owned_by") == SIM_OWNER
@@ -223,7 +223,7 @@ def _credit_left(status: int, body: object) -> str | None:
 async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float = PROBE_TIMEOUT_S,
                 env: Mapping[str, str] | None = None) -> Probe:
     """One endpoint's metadata call; every failure becomes a cause (never an exception)."""
-    if info(spec.provider).wire == "vertex":  # a token first, then the model's lookup (vertex_preflight)
+    if info(spec.provider).wire == "vertex-ai":  # a token first, then the model's lookup (vertex_preflight)
         from evalkit.providers.vertex.preflight import probe_vertex
 
         cause, body = await probe_vertex(spec, base, env or {}, timeout_s)
@@ -237,22 +237,24 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
     failed, status, body = await get_metadata(url, headers, timeout_s, proxy_for(url), redact)
     if failed is not None:
         return Probe(shown, failed)
-    cause, simulator = judge_reply(spec, status, body, keyed=bool(key) or info(spec.provider).wire != "azure")
+    cause, simulator = judge_reply(spec, status, body, keyed=bool(key) or info(spec.provider).wire != "azure-openai")
     listing = info(spec.provider).wire == "chat-completions" and not info(spec.provider).key_check
     models = tuple(_listed(body).ids) if status == 200 and listing else ()
-    version = await _vllm_version(base, headers, timeout_s) if spec.provider == "vllm" and cause is None else None
+    path = info(spec.provider).version_path
+    version = await _server_version(base, path, headers, timeout_s) if path and cause is None else None
     unlisted = cause is None and asked_anyway(spec, status, body)
     return Probe(shown, redact(cause) if cause else None, simulator, models, version, unlisted)
 
 
-async def _vllm_version(base: str, headers: dict[str, str], timeout_s: float) -> str | None:
-    """vLLM's `GET /version` (at the server's root): which vLLM answered, for the run's manifest."""
+async def _server_version(base: str, path: str, headers: dict[str, str], timeout_s: float) -> str | None:
+    """The record's version call at the server's root (vLLM's `GET /version`): which server answered, for
+    the run's manifest."""
     import aiohttp
 
     root = base.rstrip("/").removesuffix("/v1")
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session, \
-                session.get(root + "/version", headers=headers, allow_redirects=False) as resp:
+                session.get(root + path, headers=headers, allow_redirects=False) as resp:
             body = json.loads((await resp.content.read(BODY_BYTES)).decode("utf-8")) if resp.status == 200 else None
     except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError, ValueError):
         return None
@@ -264,7 +266,7 @@ async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model",
                     env: Mapping[str, str] | None = None) -> Reachable:
     """Probe every replica at once; EvalkitError when none answers."""
     bases: Sequence[str] = spec.base_urls or (info(spec.provider).default_url or "",)
-    if info(spec.provider).wire == "bedrock":  # no free metadata call: the first request confirms the model
+    if info(spec.provider).wire == "bedrock-runtime":  # no free metadata call: the first request confirms the model
         return Reachable(spec, tuple(Probe(public_url(b), None, unlisted=True) for b in bases))
     probes = tuple(await asyncio.gather(*(probe(spec, b, key, env=env) for b in bases)))
     if not any(p.ok for p in probes):

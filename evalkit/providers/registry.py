@@ -1,11 +1,14 @@
 """One record per provider: every fact evalkit keeps about a provider, in one place (issue 30, item 1).
 
-Adding a provider is three things: its module (the client, in evalkit/providers), its record here
-(RECORDS), and a simulator dialect (evalkit/sim) so its tests run without the network. Nothing else
-keys on provider names: parsing `--model`, keys, base URLs, the SDK check, the preflight's metadata
-call, image limits, batch support and limits, seedless batches, image-token estimates, price-table
-keys and `evalkit list` all read the record. tests/test_provider_records.py fails, naming the
-provider and the field, for a record that leaves a required field empty.
+Adding a provider is three things: its unit (a folder, evalkit/providers/<family>/, or one module, holding
+its client, batch and edit adapters), its record here (RECORDS), and a simulator dialect (evalkit/sim) so
+its tests run without the network. Nothing else keys on provider names (issue 43, item 3): parsing
+`--model`, keys, base URLs, the SDK check, the preflight's metadata call and server version, image
+limits, batch support and limits, seedless batches, the reasoning switches taken and refused,
+image-token estimates, price-table keys, an export's developer and platform, `--api-version` and
+`evalkit list` all read the record. tests/test_provider_records.py fails, naming the provider and the
+field, for a record that leaves a required field empty; tests/test_provider_unit.py fails on a rule
+outside the registry and a provider's unit that tests a provider's name.
 
 Light on import: no SDK, no aiohttp; clients are named as "module:attribute" and imported on use.
 """
@@ -15,8 +18,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Literal
+from dataclasses import dataclass, fields, replace
+from typing import Literal, get_args
 
 from evalkit.core.errors import EvalkitError
 from evalkit.images.provider_limits import (
@@ -33,7 +36,14 @@ from evalkit.images.provider_limits import (
 )
 from evalkit.providers.batch_api import BatchLimits
 
-Wire = Literal["chat-completions", "azure", "anthropic", "gemini", "vertex", "bedrock"]  # "azure": chat completions on Azure's routes
+# The API shape, named for the API and never for a provider (a rule reading it is not keyed on a name):
+# "azure-openai" is chat completions on Azure's routes, "messages" Anthropic's Messages API, "gemini"
+# generateContent, "vertex-ai" either of the last two on Vertex AI, "bedrock-runtime" Bedrock's invoke/Converse.
+Wire = Literal["chat-completions", "azure-openai", "messages", "gemini", "vertex-ai", "bedrock-runtime"]
+# The reasoning switch a provider's requests carry (providers/reasoning.py): "effort" OpenAI's levels,
+# "chat-template" a chat template's on/off, "router" an effort or a budget the router translates, "budget"
+# thinking tokens, "converse" Bedrock Converse's reasoningConfig (levels).
+Switch = Literal["effort", "chat-template", "router", "budget", "converse"]
 RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.wire.rate_headers reads them (and the simulator speaks)
 
 
@@ -76,6 +86,33 @@ def bedrock_vendor(model: str) -> str | None:
     return "anthropic" if _BEDROCK_CLAUDE.match(model) else None
 
 
+# ---------------------------------------------------------------- the reasoning switch
+
+@dataclass(frozen=True)
+class Reasoning:
+    """What `--reasoning-effort` / `--thinking-budget` become on a provider's wire, and which it refuses.
+    Said in the record, so a new provider cannot drop a flag silently: the run refuses what the record
+    refuses, before anything is written (providers/reasoning.py), and sends what it says."""
+
+    field: str  # the wire field, as people read it (docs/reasoning.md)
+    sends: Switch  # which switch its requests carry
+    no_budget: str = ""  # why --thinking-budget is refused, after "--thinking-budget: PROVIDER/ "; "": taken
+    min_budget: int = 0  # the smallest budget above 0 it takes (0 switches thinking off)
+    always_on: str = ""  # a pattern of model names that cannot switch reasoning off (their lowest effort is low)
+
+    def takes_budget(self) -> bool:
+        return not self.no_budget
+
+
+_NO_BUDGET_SWITCHES = ("effort", "chat-template", "converse")  # switches with no budget: the record says why
+OPENAI_REASONING = Reasoning("reasoning_effort", "effort",
+                             no_budget="takes no thinking budget; use --reasoning-effort low|medium|high")
+TEMPLATE_REASONING = Reasoning("chat_template_kwargs.enable_thinking", "chat-template",
+                               no_budget="servers take no thinking budget (chat templates switch thinking on or "
+                                         "off); use --reasoning-effort")
+ANTHROPIC_MIN_BUDGET = 1024  # docs.anthropic.com, extended thinking: budget_tokens >= 1024
+
+
 # ---------------------------------------------------------------- the record
 
 @dataclass(frozen=True)
@@ -91,7 +128,7 @@ class ProviderInfo:
     base_url_env: str  # environment variable holding the base URL(s), when --base-url is not given
     image_limits: ImageLimits  # what it accepts as an image (evalkit.images.provider_limits)
     rate_headers: str  # rate-limit header dialect its replies carry (RATE_DIALECTS)
-    reasoning: str  # the wire field --reasoning-effort / --thinking-budget become (providers/reasoning.py)
+    reasoning: Reasoning  # what --reasoning-effort / --thinking-budget become, and which it refuses
     image_tokens: Callable[[int, int], int]  # its image-token formula (dry-run estimates, batch sizing)
     price_key: str  # the key of its models in the price table (money/pricing.py, --prices files)
     key_required: bool = True  # optional: a missing key is a one-line error before anything runs
@@ -117,6 +154,19 @@ class ProviderInfo:
     #                            naming where the model runs (Vertex AI's project and location)
     services: bool = False  # optional: PROVIDER/SERVICE/MODEL reaches an OpenAI-shaped service through SERVICE_BASE_URL
     #                         and SERVICE_API_KEY when no --base-url is given (providers/openai/service.py)
+    developer: str | None = None  # optional: who develops the models it serves (an export's model developer);
+    #                               None: many developers, named by the model's ORG/ or its model_vendor's record
+    self_hosted: bool = False  # a server the user runs (vLLM, SGLang, …): an export names it the inference
+    #                            engine, with the version its preflight read, not an inference platform
+    version_path: str | None = None  # optional: the free call, at the server's root, saying which version of
+    #                                  the server answers (vLLM's /version), kept in the run's manifest
+    takes_api_version: bool = False  # --api-version applies to it (Azure's classic route, OPENAI_API_VERSION)
+
+    def __post_init__(self) -> None:
+        """The image limits it names carry its name, whoever's figures they are (a new OpenAI-shaped record
+        reuses OpenAI's): their messages name the provider that was asked."""
+        if self.image_limits and self.image_limits.name != self.name:
+            object.__setattr__(self, "image_limits", replace(self.image_limits, name=self.name))
 
     @property
     def optional(self) -> frozenset[str]:
@@ -130,12 +180,17 @@ class ProviderInfo:
             empty += [n for n, x in zip(("batch", "batch_client", "batch_discount"), batch, strict=True) if x is None]
         if self.rate_headers and self.rate_headers not in RATE_DIALECTS:
             empty.append(f"rate_headers (not one of {', '.join(RATE_DIALECTS)})")
+        if self.reasoning and self.reasoning.sends not in get_args(Switch):
+            empty.append(f"reasoning.sends (not one of {', '.join(get_args(Switch))})")
+        elif self.reasoning and self.reasoning.sends in _NO_BUDGET_SWITCHES and self.reasoning.takes_budget():
+            empty.append(f"reasoning.no_budget ({self.reasoning.sends} has no budget: say why one is refused)")
         return empty
 
 
 _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
                        "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
-                       "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate", "services"})
+                       "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate", "services",
+                       "developer", "self_hosted", "version_path", "takes_api_version"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -156,8 +211,9 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
                     "OPENAI_PROJECT_ID optional)",
         client="evalkit.providers.openai.api:openai_provider", wire="chat-completions",
         key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL", default_url="https://api.openai.com/v1",
-        image_limits=OPENAI_IMAGES, rate_headers="openai", reasoning="reasoning_effort",
-        image_tokens=openai_image_tokens, price_key="openai",
+        image_limits=OPENAI_IMAGES, rate_headers="openai",
+        reasoning=replace(OPENAI_REASONING, always_on=r"^o\d"),  # o-series: the lowest effort is "low"
+        image_tokens=openai_image_tokens, price_key="openai", developer="OpenAI",
         batch=BatchLimits(50_000, 200 * 1024 * 1024,
                           "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
         batch_client="evalkit.providers.openai.batch:OpenAIBatches", batch_discount=0.5,
@@ -168,8 +224,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         client="evalkit.providers.openai.compat:compat_provider", wire="chat-completions",
         key_env=("VLLM_API_KEY",), key_required=False, base_url_env="VLLM_BASE_URL",
         default_url="http://localhost:8000/v1", default_in_endpoint=True, asks_unlisted=True,
-        image_limits=VLLM_IMAGES, rate_headers="openai", reasoning="chat_template_kwargs.enable_thinking",
-        image_tokens=openai_image_tokens, price_key="vllm"),
+        image_limits=VLLM_IMAGES, rate_headers="openai", reasoning=TEMPLATE_REASONING,
+        image_tokens=openai_image_tokens, price_key="vllm", self_hosted=True, version_path="/version"),
     ProviderInfo(
         name="openai-compatible",
         description="any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL; "
@@ -177,16 +233,16 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
                     "and SERVICE_API_KEY",
         client="evalkit.providers.openai.compat:compat_provider", wire="chat-completions",
         key_env=("OPENAI_API_KEY",), key_required=False, base_url_env="OPENAI_BASE_URL", asks_unlisted=True,
-        image_limits=COMPAT_IMAGES, rate_headers="openai",
-        reasoning="chat_template_kwargs.enable_thinking", image_tokens=openai_image_tokens,
-        price_key="openai-compatible", services=True),
+        image_limits=COMPAT_IMAGES, rate_headers="openai", reasoning=TEMPLATE_REASONING,
+        image_tokens=openai_image_tokens, price_key="openai-compatible", services=True, self_hosted=True),
     ProviderInfo(
         name="anthropic",
         description="Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
-        client="evalkit.providers.anthropic.client:anthropic_provider", wire="anthropic",
+        client="evalkit.providers.anthropic.client:anthropic_provider", wire="messages",
         key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL", default_url="https://api.anthropic.com",
         sdk=("anthropic", "anthropic"), image_limits=ANTHROPIC_IMAGES, rate_headers="anthropic",
-        reasoning="thinking.budget_tokens", image_tokens=anthropic_image_tokens, price_key="anthropic",
+        reasoning=Reasoning("thinking.budget_tokens", "budget", min_budget=ANTHROPIC_MIN_BUDGET),
+        image_tokens=anthropic_image_tokens, price_key="anthropic", developer="Anthropic",
         batch=BatchLimits(100_000, 256 * 1024 * 1024,
                           "docs.anthropic.com/en/docs/build-with-claude/batch-processing (read 2026-11-25)"),
         batch_client="evalkit.providers.anthropic.batch:AnthropicBatches", batch_discount=0.5,
@@ -197,8 +253,9 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         client="evalkit.providers.google.client:google_provider", wire="gemini",
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"), base_url_env="GEMINI_BASE_URL",
         default_url="https://generativelanguage.googleapis.com", sdk=("google.genai", "google"),
-        image_limits=GOOGLE_IMAGES, rate_headers="none", reasoning="thinking_config.thinking_budget",
-        image_tokens=gemini_image_tokens, price_key="google", reasoning_in_output=False,
+        image_limits=GOOGLE_IMAGES, rate_headers="none",
+        reasoning=Reasoning("thinking_config.thinking_budget", "budget"), image_tokens=gemini_image_tokens,
+        price_key="google", reasoning_in_output=False, developer="Google",
         batch=BatchLimits(10_000, 20 * 1024 * 1024,
                           "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
         batch_client="evalkit.providers.google.batch:GoogleBatches", batch_discount=0.5,
@@ -212,10 +269,10 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         description="Azure OpenAI chat completions, azure/DEPLOYMENT (AZURE_OPENAI_ENDPOINT or --base-url; "
                     "AZURE_OPENAI_API_KEY, or Microsoft Entra ID: AZURE_OPENAI_AD_TOKEN or evalkit[azure-entra]; "
                     "OPENAI_API_VERSION or --api-version for the classic route, else the v1 API)",
-        client="evalkit.providers.azure.client:azure_provider", wire="azure",
+        client="evalkit.providers.azure.client:azure_provider", wire="azure-openai",
         key_env=("AZURE_OPENAI_API_KEY",), key_required=False, base_url_env="AZURE_OPENAI_ENDPOINT",
-        image_limits=AZURE_IMAGES, rate_headers="openai", reasoning="reasoning_effort",
-        image_tokens=openai_image_tokens, price_key="azure",
+        image_limits=AZURE_IMAGES, rate_headers="openai", reasoning=OPENAI_REASONING,
+        image_tokens=openai_image_tokens, price_key="azure", takes_api_version=True,
         batch=BatchLimits(100_000, 200 * 1024 * 1024,
                           "learn.microsoft.com/azure/ai-foundry/openai/how-to/batch (read 2026-11-26)"),
         batch_client="evalkit.providers.azure.batch:AzureBatches", batch_discount=0.5),
@@ -230,7 +287,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         client="evalkit.providers.openrouter:openrouter_provider", wire="chat-completions",
         key_env=("OPENROUTER_API_KEY",), base_url_env="OPENROUTER_BASE_URL",
         default_url="https://openrouter.ai/api/v1", image_limits=ROUTED_IMAGES, rate_headers="openrouter",
-        reasoning="reasoning.effort", image_tokens=openai_image_tokens, price_key="openrouter",
+        reasoning=Reasoning("reasoning.effort or reasoning.max_tokens", "router"),
+        image_tokens=openai_image_tokens, price_key="openrouter",
         reports_cost=True, routes_vendors=True, key_check="/key"),
     # Vertex AI, read 2026-11-27 (docs.claude.com/en/docs/build-with-claude/claude-on-vertex-ai; google-genai
     # 3.6 and anthropic 2.14's Vertex clients): an OAuth token from application-default credentials, the
@@ -240,11 +298,12 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         description="Google Cloud Vertex AI: Gemini (vertex/gemini-…) and Claude (vertex/claude-…) "
                     "(GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION, application-default credentials: "
                     "GOOGLE_APPLICATION_CREDENTIALS or gcloud; GOOGLE_VERTEX_BASE_URL optional; evalkit[vertex])",
-        client="evalkit.providers.vertex.client:vertex_provider", wire="vertex",
+        client="evalkit.providers.vertex.client:vertex_provider", wire="vertex-ai",
         key_env=("GOOGLE_APPLICATION_CREDENTIALS",), key_required=False, base_url_env="GOOGLE_VERTEX_BASE_URL",
         default_url="https://aiplatform.googleapis.com", sdk=("google.auth", "vertex"),
         image_limits=VERTEX_IMAGES, rate_headers="none",
-        reasoning="thinking_config.thinking_budget (Gemini); thinking.budget_tokens (Claude)",
+        reasoning=Reasoning("thinking_config.thinking_budget (Gemini); thinking.budget_tokens (Claude)", "budget"),
+        #                   (the rules of the vendor whose model it is: model_vendor)
         image_tokens=gemini_image_tokens, price_key="vertex", reasoning_in_output=False,
         model_vendor=vertex_vendor, locate="evalkit.providers.vertex.auth:locate"),
     # Amazon Bedrock, read 2026-11-27 (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html,
@@ -257,11 +316,14 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         description="Amazon Bedrock, bedrock/MODEL_ID: Claude or, through Converse, Nova, Llama, Pixtral "
                     "(AWS_REGION; the AWS credential chain: AWS_ACCESS_KEY_ID, AWS_PROFILE, …, or "
                     "AWS_BEARER_TOKEN_BEDROCK; AWS_ENDPOINT_URL_BEDROCK_RUNTIME optional; evalkit[bedrock])",
-        client="evalkit.providers.bedrock.client:bedrock_provider", wire="bedrock",
+        client="evalkit.providers.bedrock.client:bedrock_provider", wire="bedrock-runtime",
         key_env=("AWS_BEARER_TOKEN_BEDROCK",), key_required=False, base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
         default_url="https://bedrock-runtime.{AWS_REGION}.amazonaws.com", sdk=("botocore", "bedrock"),
         image_limits=BEDROCK_IMAGES, rate_headers="none",
-        reasoning="thinking.budget_tokens (Claude); additionalModelRequestFields.reasoningConfig (Amazon Nova)",
+        reasoning=Reasoning("thinking.budget_tokens (Claude); additionalModelRequestFields.reasoningConfig "
+                            "(Amazon Nova)", "converse",  # Claude's ids: Anthropic's rules (model_vendor)
+                            no_budget="goes through Converse, which takes --reasoning-effort (Amazon Nova's "
+                                      "reasoningConfig); a budget is for Claude's ids (…anthropic.…)"),
         image_tokens=anthropic_image_tokens, price_key="bedrock",
         model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock.client:locate"),
 )}
@@ -316,6 +378,13 @@ def vendor_of(provider: str, model: str) -> str | None:
         return record.model_vendor(model)
     vendor = model.partition("/")[0] if record is not None and record.routes_vendors and "/" in model else None
     return vendor if vendor in RECORDS and not RECORDS[vendor].routes_vendors else None
+
+
+def is_claude(provider: str, model: str) -> bool:
+    """A model of Anthropic's on a cloud that serves several vendors' (its record's model_vendor): Bedrock's
+    `anthropic.…` ids and inference profiles, Vertex AI's `claude-…` names. Their clients ask it as Claude."""
+    record = RECORDS.get(provider)
+    return record is not None and record.model_vendor is not None and record.model_vendor(model) == "anthropic"
 
 
 def load(target: str) -> Callable[..., object]:

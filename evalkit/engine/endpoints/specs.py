@@ -12,12 +12,14 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.providers import ProviderSpec, api_key_for, check_batch, parse_spec, resolve_auto
 from evalkit.providers.preflight import check_setup
-from evalkit.providers.registry import info
+from evalkit.providers.reasoning import check_reasoning
+from evalkit.providers.registry import RECORDS, info
 
 
 async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
-    """The model's and the judge's specs; missing keys are errors before any work starts (but a dry run,
-    which sends nothing, needs none)."""
+    """The model's and the judge's specs; a reasoning switch the model's record refuses and missing keys are
+    errors before any work starts (but a dry run, which sends nothing, needs no key)."""
+    check_reasoning(cfg.model, cfg.reasoning_effort, cfg.thinking_budget)
     spec = parse_spec(cfg.model, cfg.base_url, env)
     if cfg.provider_routing is not None and not info(spec.provider).routes_vendors:
         raise EvalkitError(f"--provider-routing is for openrouter/ models, not --model {spec.label}")
@@ -28,8 +30,9 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
         check_batch(spec)
     judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
     judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
-    if cfg.api_version and "azure" not in (spec.provider, judge_spec.provider if judge_spec else None):
-        raise EvalkitError(f"--api-version is for azure/ models, not --model {spec.label}")
+    if cfg.api_version and not any(info(s.provider).takes_api_version for s in (spec, judge_spec) if s):
+        takers = ", ".join(f"{r.name}/" for r in RECORDS.values() if r.takes_api_version)
+        raise EvalkitError(f"--api-version is for {takers} models, not --model {spec.label}")
     if judge_spec:
         check_setup(judge_spec, "--judge", sdk=not cfg.dry_run)
     if not cfg.dry_run:

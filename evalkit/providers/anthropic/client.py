@@ -24,7 +24,7 @@ from evalkit.core.sdk import import_sdk
 from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Message, Response, Usage
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
-from evalkit.providers.reasoning import anthropic_thinking
+from evalkit.providers.reasoning import budget_of, reasoning_problem
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.rate_headers import rate_info
 from evalkit.providers.wire.redact import Redactor, url_credentials
@@ -42,6 +42,20 @@ from evalkit.providers.wire.sdk_errors import sdk_error
 from evalkit.providers.wire.sdk_http import guarded_sdk_client
 
 EPHEMERAL = {"type": "ephemeral"}
+
+
+def anthropic_thinking(params: GenParams) -> tuple[dict[str, Any] | None, int]:
+    """(the `thinking` parameter or None, the max_tokens to send). max_tokens must exceed the budget:
+    when it does not, it is raised to budget + max_tokens so the answer keeps its own room. A budget
+    Anthropic's record refuses is refused here too (Claude on Bedrock and Vertex AI included)."""
+    message = reasoning_problem("anthropic", "", params.reasoning_effort, params.thinking_budget)
+    if message is not None:
+        raise ProviderError("permanent", message)
+    budget = budget_of(params)
+    if not budget:
+        return None, params.max_tokens
+    max_tokens = params.max_tokens if params.max_tokens > budget else budget + params.max_tokens
+    return {"type": "enabled", "budget_tokens": budget}, max_tokens
 
 
 def thinking_enabled(params: GenParams) -> bool:

@@ -28,18 +28,13 @@ from evalkit.providers.base import ProviderSpec
 from evalkit.providers.bedrock.aws_sign import AwsCredentials, AwsRedactor, region_of
 from evalkit.providers.bedrock.converse import ConverseProvider
 from evalkit.providers.bedrock.errors import bedrock_error
-from evalkit.providers.registry import bedrock_vendor
+from evalkit.providers.registry import is_claude
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.sdk_http import ACCEPTED_ENCODINGS
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"  # the body's anthropic_version on Bedrock (AWS's Claude guide)
-
-
-def is_claude(model: str) -> bool:
-    """Claude's model ids, bare or behind an inference profile (`us.anthropic.claude-…`)."""
-    return bedrock_vendor(model) == "anthropic"
 
 
 def locate(urls: Sequence[str], env: Mapping[str, str], label: str, flag: str = "--model") -> tuple[str, ...]:
@@ -112,7 +107,7 @@ def bedrock_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[st
     region = region_of(env, spec.label)
     bearer = api_key or None  # AWS_BEARER_TOKEN_BEDROCK, a Bedrock API key
     credentials = None if bearer else AwsCredentials(env, spec.label)
-    if is_claude(spec.model):
+    if is_claude(spec.provider, spec.model):  # bare or behind an inference profile (`us.anthropic.…`)
         return BedrockClaude(spec, region=region, credentials=credentials, bearer=bearer,
                              profile=env.get("AWS_PROFILE") or None, timeout_s=timeout_s,
                              max_response_bytes=max_response_bytes)

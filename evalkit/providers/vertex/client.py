@@ -30,21 +30,16 @@ from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.anthropic.client import AnthropicProvider
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.google.client import GoogleProvider
+from evalkit.providers.registry import is_claude
 from evalkit.providers.vertex.auth import Place, credential_secrets, load_credentials, place_of
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.redact import MASK, Redactor, url_credentials
 
-CLAUDE = re.compile(r"^claude-")
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"  # the body's anthropic_version on Vertex AI (Anthropic's docs)
 _TOKEN = re.compile(r"ya29\.[0-9A-Za-z_\-.]+")
 _BEARER = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?bearer\s+)[^\s\"',;]+")  # not "the bearer of" in an answer
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL)
 _KEY_ID = re.compile(r"(\"?private_key_id\"?\s*[:=]\s*\"?)[0-9A-Fa-f]{8,}")
-
-
-def is_claude(model: str) -> bool:
-    """A Claude model (Anthropic's publisher on Vertex AI); every other name is asked as Gemini."""
-    return bool(CLAUDE.match(model))
 
 
 class VertexRedactor(Redactor):
@@ -171,7 +166,7 @@ def vertex_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str
     del api_key  # the credentials are application-default ones (vertex_auth)
     place = place_of(spec.base_urls[0])
     credentials = load_credentials(env, spec.label)
-    if is_claude(spec.model):
+    if is_claude(spec.provider, spec.model):  # Anthropic's publisher; every other name is asked as Gemini
         import_sdk("anthropic.lib.vertex", f"{spec.label} (pip install 'evalkit[vertex]')")
         return VertexClaude(spec, place=place, credentials=credentials, timeout_s=timeout_s,
                             max_response_bytes=max_response_bytes)

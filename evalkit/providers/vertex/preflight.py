@@ -17,14 +17,15 @@ from typing import Any
 from urllib.parse import quote
 
 from evalkit.providers.base import ProviderSpec, public_url
+from evalkit.providers.registry import is_claude
 from evalkit.providers.vertex.auth import load_credentials, place_of
-from evalkit.providers.vertex.client import VertexRedactor, is_claude
+from evalkit.providers.vertex.client import VertexRedactor
 from evalkit.providers.wire.connect import get_metadata
 
 
 def model_url(spec: ProviderSpec, base: str) -> str:
     """The publisher-model lookup for the spec's model (Claude's publisher is anthropic). Pure."""
-    publisher = "anthropic" if is_claude(spec.model) else "google"
+    publisher = "anthropic" if is_claude(spec.provider, spec.model) else "google"
     root = place_of(public_url(base)).root
     return f"{root}/v1/publishers/{publisher}/models/{quote(spec.model, safe='@')}"
 

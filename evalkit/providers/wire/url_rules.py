@@ -44,7 +44,7 @@ def check_no_query(spec: ProviderSpec, flag: str) -> None:
     for url in spec.base_urls:
         if "?" in url or "#" in url:
             where = f"{url_flag(flag)} or {record.base_url_env}"
-            hint = ("azure/ adds ?api-version= itself from --api-version" if record.wire == "azure"
+            hint = (f"{record.name}/ adds ?api-version= itself from --api-version" if record.takes_api_version
                     else f"a key goes in {record.key_env[0]}")
             shown = shown_without_query(url)
             raise EvalkitError(f"{flag} {spec.label}: base URL '{shown}' has a query string or fragment, "
@@ -65,7 +65,7 @@ def check_one_authorization(spec: ProviderSpec, key: str | None, flag: str) -> N
     key, which then signs in with an Entra ID token as a bearer) cannot share one header: else
     EvalkitError."""
     record = info(spec.provider)
-    bearer = bool(key) if record.wire == "chat-completions" else record.wire == "azure" and not key
+    bearer = bool(key) if record.wire == "chat-completions" else record.wire == "azure-openai" and not key
     if not bearer or not any(has_userinfo(u) for u in spec.base_urls):
         return
     var = record.key_env[0]
