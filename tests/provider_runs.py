@@ -10,21 +10,19 @@ import time
 from pathlib import Path
 
 from cli_under_test import run_cli
+from sim_providers import key_env, plain_providers
+from sim_providers import pointed_at as sim_pointed_at
 
 from evalkit.sim.server import SimThread
 
-KEYS = {"vllm": {}, "openai": {"OPENAI_API_KEY": "sk-test-bounded"},
-        "anthropic": {"ANTHROPIC_API_KEY": "sk-ant-test-bounded"}, "google": {"GEMINI_API_KEY": "gm-test-bounded"}}
+# The registry's providers on the simulator's plain routes (tests/sim_providers.py), each with a fake key
+# where it needs one.
+KEYS = {p: key_env(p, f"{p}-test-bounded") for p in plain_providers()}
 
 
 def pointed_at(provider: str, url: str) -> tuple[list[str], dict[str, str]]:
     """(flags, environment) that send `provider` to the simulator at url, with a fake key."""
-    env = dict(KEYS[provider])
-    if provider == "anthropic":
-        return [], {**env, "ANTHROPIC_BASE_URL": url}
-    if provider == "google":
-        return [], {**env, "GEMINI_BASE_URL": url}
-    return ["--base-url", url + "/v1" if provider == "openai" else url], env
+    return sim_pointed_at(provider, url, KEYS[provider])
 
 
 def in_process(provider: str, url: str) -> tuple[dict[str, object], dict[str, str]]:

@@ -12,12 +12,15 @@ import time
 import pytest
 from cli_under_test import checkout_under_test, run_cli, start_cli
 from conftest import make_mcq_jsonl
+from sim_providers import base_url, key_env, plain_providers
 
 from evalkit.ask.batch.journal import JOURNAL, read_events
+from evalkit.providers.registry import RECORDS
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 
-ENV = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test", "GEMINI_API_KEY": "g-test"}
+BATCHED = [f"{p}/sim-model" for p in plain_providers() if RECORDS[p].batch is not None]  # the registry's batch APIs
+ENV = {k: v for m in BATCHED for k, v in key_env(m.partition("/")[0], "sk-test").items()}
 N = 6
 # Loaded by the child at start-up (a sitecustomize first on PYTHONPATH): the process dies as a kill would the
 # moment the provider has accepted a batch and evalkit is about to record its id, and never anywhere else.
@@ -44,7 +47,7 @@ def die_after_submit(tmp_path) -> dict[str, str]:  # noqa: ANN001
 
 
 def _args(model: str, sim: SimThread, tmp_path, *extra: str) -> list[str]:
-    url = sim.url + "/v1" if model.startswith("openai/") else sim.url
+    url = base_url(model.partition("/")[0], sim.url)
     return ["run", "mcq", "--model", model, "--data", str(tmp_path / "ds" / "data.jsonl"), "--base-url", url,
             "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
             "--prices", str(tmp_path / "prices.json"), *extra]
@@ -67,7 +70,7 @@ def _setup(model: str, tmp_path) -> SimConfig:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["openai/sim-model", "anthropic/sim-model", "google/sim-model"])
+@pytest.mark.parametrize("model", BATCHED)
 def test_a_run_killed_while_its_batch_is_pending_is_completed_by_the_same_command(model, tmp_path):
     with SimThread(_setup(model, tmp_path)) as sim:
         sim.batches.behaviour.frozen = True
@@ -92,7 +95,7 @@ def test_a_run_killed_while_its_batch_is_pending_is_completed_by_the_same_comman
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["openai/sim-model", "anthropic/sim-model", "google/sim-model"])
+@pytest.mark.parametrize("model", BATCHED)
 def test_a_kill_between_creating_a_batch_and_recording_it_never_submits_twice(model, tmp_path):
     with SimThread(_setup(model, tmp_path)) as sim:
         sim.batches.behaviour.frozen = True

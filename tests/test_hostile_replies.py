@@ -21,28 +21,25 @@ import pytest
 from cli_under_test import run_cli
 from conftest import make_mcq_jsonl
 from hostile_routes import HostileRoutes
+from sim_providers import ANSWER_AT, plain_providers, wire_of
+from sim_providers import pointed_at as sim_pointed_at
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message
 from evalkit.providers import create_provider, parse_spec
+from evalkit.providers.registry import RECORDS
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread, start_sim
 
+PROVIDERS = tuple(plain_providers())  # the registry's, on the simulator's plain routes (tests/sim_providers.py)
 # Keys with characters that change under percent- and base64-encoding, so every form is tested.
-KEYS = {"vllm": ("VLLM_API_KEY", "sk-vllm/Hostile+Key01="), "openai": ("OPENAI_API_KEY", "sk-proj/Hostile+Key02="),
-        "anthropic": ("ANTHROPIC_API_KEY", "sk-ant-api03/Hostile+Key03="),
-        "google": ("GEMINI_API_KEY", "AIzaSy/Hostile+Key04=")}
-PROVIDERS = tuple(KEYS)
+KEYS = {p: (RECORDS[p].key_env[0], f"sk-{p}/Hostile+Key{i:02d}=") for i, p in enumerate(PROVIDERS, 1)}
 
 
 def pointed_at(provider: str, base: str) -> tuple[list[str], dict[str, str]]:
     """(extra CLI args, environment) sending `provider` to `base` with its key."""
     name, key = KEYS[provider]
-    env = {name: key}
-    if provider in ("vllm", "openai"):
-        return ["--base-url", base + "/v1"], env
-    env["ANTHROPIC_BASE_URL" if provider == "anthropic" else "GEMINI_BASE_URL"] = base
-    return [], env
+    return sim_pointed_at(provider, base, {name: key})
 
 
 @dataclass
@@ -117,10 +114,9 @@ def test_each_spoiled_reply_is_its_querys_transient_error(mcq12, provider, behav
     assert all(r["response"] in (None, "") for r in run.errors)
 
 
-# where each wire format keeps its answer text, as the error names it
-CONTENT_NUMBER = {p: f"malformed reply: {where} is a number, not text" for p, where in [
-    ("vllm", "message.content"), ("openai", "message.content"), ("anthropic", "content[0].text"),
-    ("google", "parts[0].text")]}
+def content_number(provider: str) -> str:
+    """The error naming where the provider's wire format keeps its answer text."""
+    return f"malformed reply: {ANSWER_AT[wire_of(provider)]} is a number, not text"
 
 
 @pytest.mark.slow
@@ -129,7 +125,7 @@ def test_retries_and_a_rerun_answer_every_query_once(mcq12, provider):
     first = mcq12(provider, "/hostile/content-number:3", "--max-attempts", "1")
     assert_clean(first)
     assert first.proc.returncode == 1 and first.requests == 12 and len(first.errors) == 4
-    assert {r["error_message"] for r in first.errors} == {CONTENT_NUMBER[provider]}
+    assert {r["error_message"] for r in first.errors} == {content_number(provider)}
     second = mcq12(provider, "/hostile/content-number:3")  # default attempts: the four errors are asked again
     assert_clean(second)
     # requests 13-16: the four; the 15th is spoiled again and retried as a 17th

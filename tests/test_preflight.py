@@ -5,13 +5,14 @@ from __future__ import annotations
 import socket
 
 import pytest
+from sim_providers import plain_providers
 
 from evalkit.core.errors import EvalkitError
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.preflight import probe_all
 from evalkit.sim.server import SimConfig, start_sim
 
-PROVIDERS = ("vllm", "openai", "anthropic", "google")
+PROVIDERS = plain_providers()  # the registry's, on the simulator's plain routes (tests/sim_providers.py)
 
 
 def _closed_port() -> int:

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from conftest import draw_image, make_mcq_jsonl
+from sim_providers import FINISH, REFUSAL_WORD, base_url, key_env, keyed_providers, plain_providers, wire_of
 
 from evalkit.core.errors import EvalkitError, ProviderError, classify_status
 from evalkit.core.fingerprint import fingerprint_bytes
@@ -20,6 +21,7 @@ from evalkit.providers.openai.compat import (
     proxy_for,
     retry_after_from_headers,
 )
+from evalkit.providers.registry import RECORDS
 from evalkit.sim.answerkey import AnswerEntry, AnswerKey
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.machinery.faults import SimFaults
@@ -87,18 +89,14 @@ def test_specs_and_keys():
 
 
 # ---- one behaviour, every provider: the real client (SDK or aiohttp) against its simulated dialect ----
+# The providers are the registry's (tests/sim_providers.py): a new record on the simulator's wires runs here.
 
-KEYED = {"openai": {"OPENAI_API_KEY": "sk-test-SECRET11"}, "anthropic": {"ANTHROPIC_API_KEY": "sk-ant-test-SECRET42"},
-         "google": {"GEMINI_API_KEY": "gm-test-SECRET77"}}
-EVERY = {"vllm": {}, **KEYED}
-REFUSAL_WORD = {"vllm": "content_filter", "openai": "content_filter", "anthropic": "refusal", "google": "SAFETY"}
-FINISH = {"vllm": "stop", "openai": "stop", "anthropic": "end_turn", "google": "STOP"}
 OPTIONS = "A. red\nB. green\nC. blue\nD. white"
 
 
-def base_url(provider: str, sim_url: str) -> str:
-    """What a user passes: the OpenAI SDK takes the URL with its /v1, the others the host."""
-    return sim_url + "/v1" if provider == "openai" else sim_url
+def keys(provider: str) -> dict[str, str]:
+    """A secret in the provider's key variable, where it needs one (never to be found on disk)."""
+    return key_env(provider, f"{provider}-test-SECRET{sum(map(ord, provider)) % 100:02d}")
 
 
 def png(seed: int, size: int = 96) -> PreparedImage:
@@ -111,14 +109,14 @@ def user(n_images: int, text: str) -> Message:
     return Message.user(*[ImagePart(ImageRef.from_bytes(bytes([i]))) for i in range(n_images)], text)
 
 
-@pytest.mark.parametrize("provider", sorted(EVERY))
+@pytest.mark.parametrize("provider", plain_providers())
 def test_faults_every_query_answered_exactly_once(tmp_path, provider, fast_backoff, no_plots):
     n = 150
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=6)
     faults = SimFaults(rate=0.3, kinds=("429", "500", "503", "drop"), retry_after=0.05, seed=5)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
         res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url),
-                  env=EVERY[provider], no_cache=True, out=str(tmp_path / "run"), concurrency=32, max_attempts=14, timeout=10,
+                  env=keys(provider), no_cache=True, out=str(tmp_path / "run"), concurrency=32, max_attempts=14, timeout=10,
                   progress=False)
         counters = sim.counters.snapshot()
     assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
@@ -130,7 +128,7 @@ def test_faults_every_query_answered_exactly_once(tmp_path, provider, fast_backo
     assert counters["requests"] == n + sum(counters["faults"].values())
 
 
-@pytest.mark.parametrize("provider", sorted(EVERY))
+@pytest.mark.parametrize("provider", plain_providers())
 @pytest.mark.parametrize("fault, kind", [("400", "permanent"), ("refusal", "refused")])
 def test_permanent_faults_are_not_retried(tmp_path, provider, fault, kind):
     n = 6
@@ -138,7 +136,7 @@ def test_permanent_faults_are_not_retried(tmp_path, provider, fault, kind):
     faults = SimFaults(rate=1.0, kinds=(fault,))
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
         res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url),
-                  env=EVERY[provider], no_cache=True, out=str(tmp_path / "run"), progress=False)
+                  env=keys(provider), no_cache=True, out=str(tmp_path / "run"), progress=False)
         counters = sim.counters.snapshot()
     assert counters["requests"] == n and counters["completions"] == 0
     recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
@@ -146,16 +144,16 @@ def test_permanent_faults_are_not_retried(tmp_path, provider, fault, kind):
     assert res.summary["error_kinds"] == {kind: n} and res.exit_code == 1
 
 
-@pytest.mark.parametrize("provider", sorted(KEYED))
+@pytest.mark.parametrize("provider", keyed_providers())
 def test_missing_key_is_a_one_line_error_before_anything_is_written(tmp_path, provider):
     spec = parse_spec(f"{provider}/some-model")
-    name = next(iter(KEYED[provider]))
+    name, *others = RECORDS[provider].key_env
     with pytest.raises(EvalkitError, match=name) as info:
         api_key_for(spec, {"SOME_OTHER_KEY": "x"})
     assert "\n" not in str(info.value)
-    assert api_key_for(spec, KEYED[provider]) == KEYED[provider][name]
-    if provider == "google":  # the SDK's other name for the key is accepted and named in the error
-        assert "GOOGLE_API_KEY" in str(info.value) and api_key_for(spec, {"GOOGLE_API_KEY": "g"}) == "g"
+    assert api_key_for(spec, keys(provider)) == keys(provider)[name]
+    for other in others:  # another name for the key (Gemini's GOOGLE_API_KEY) is accepted and named in the error
+        assert other in str(info.value) and api_key_for(spec, {other: "g"}) == "g"
     data = make_mcq_jsonl(tmp_path / "ds", 2)
     with pytest.raises(EvalkitError, match=name) as info:
         run("mcq", f"{provider}/sim-model", data=str(data), base_url="http://127.0.0.1:9", env={},
@@ -163,7 +161,7 @@ def test_missing_key_is_a_one_line_error_before_anything_is_written(tmp_path, pr
     assert "\n" not in str(info.value) and not (tmp_path / "run" / "records.jsonl").exists()
 
 
-@pytest.mark.parametrize("provider", sorted(EVERY))
+@pytest.mark.parametrize("provider", plain_providers())
 async def test_one_and_two_images_arrive_in_order(provider):
     a, b, c = png(11), png(12), png(13)
     fa, fb, fc = (fingerprint_bytes(i.data) for i in (a, b, c))
@@ -172,7 +170,7 @@ async def test_one_and_two_images_arrive_in_order(provider):
     key = AnswerKey([AnswerEntry("pair", two, [fa, fb], "A"), AnswerEntry("pair", two, [fb, fa], "C"),
                      AnswerEntry("one", f"Colour?\n{OPTIONS}", [fc], "B")])
     async with await start_sim(SimConfig(answer_key=key)) as sim:
-        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), EVERY[provider])
+        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), keys(provider))
         try:
             one = await p.complete([user(1, f"Colour?\n{OPTIONS}")], GenParams(max_tokens=8), [c])
             ab = await p.complete([Message.system("Answer with a letter."), user(2, two)], GenParams(), [a, b])
@@ -181,7 +179,7 @@ async def test_one_and_two_images_arrive_in_order(provider):
             await p.close()
         per_key = sim.counters.snapshot()["per_key"]
     assert (one.text, ab.text, ba.text) == ("B", "A", "C")
-    assert one.finish_reason == FINISH[provider] and one.error is None
+    assert one.finish_reason == FINISH[wire_of(provider)] and one.error is None
     assert len(per_key) == 3 and set(per_key.values()) == {1}  # the server tells the three requests apart
     # 96x96 images cost 255 tokens each in the simulator; text is ~4 characters a token
     assert one.usage.input_tokens == 255 + -(-len(f"Colour?\n{OPTIONS}") // 4)
@@ -189,23 +187,23 @@ async def test_one_and_two_images_arrive_in_order(provider):
     assert one.usage.output_tokens == 2 and one.usage.cached_input_tokens == 0
 
 
-@pytest.mark.parametrize("provider", sorted(EVERY))
+@pytest.mark.parametrize("provider", plain_providers())
 async def test_refusal_is_its_own_kind_and_not_retried(provider):
     async with await start_sim(SimConfig(faults=SimFaults(rate=1.0, kinds=("refusal",)))) as sim:
-        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), EVERY[provider])
+        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), keys(provider))
         try:
             with pytest.raises(ProviderError) as info:
                 await p.complete([user(1, "Colour?")], GenParams(), [png(1)])
         finally:
             await p.close()
     assert info.value.kind == "refused" and not info.value.retryable
-    assert REFUSAL_WORD[provider] in info.value.message  # the provider's own reason, for the record
+    assert REFUSAL_WORD[wire_of(provider)] in info.value.message  # the provider's own reason, for the record
 
 
-@pytest.mark.parametrize("provider", sorted(EVERY))
+@pytest.mark.parametrize("provider", plain_providers())
 async def test_a_hung_request_is_a_retryable_timeout(provider):
     async with await start_sim(SimConfig(faults=SimFaults(rate=1.0, kinds=("hang",), hang_s=5.0))) as sim:
-        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), EVERY[provider],
+        p = create_provider(parse_spec(f"{provider}/sim-model", [base_url(provider, sim.url)]), keys(provider),
                             timeout_s=0.2)
         try:
             with pytest.raises(ProviderError) as info:
@@ -215,10 +213,10 @@ async def test_a_hung_request_is_a_retryable_timeout(provider):
     assert info.value.kind == "timeout" and info.value.retryable
 
 
-@pytest.mark.parametrize("provider", sorted(EVERY))
+@pytest.mark.parametrize("provider", plain_providers())
 def test_run_scores_a_perfect_model_and_the_cache_answers_again(tmp_path, provider, no_plots):
     data = make_mcq_jsonl(tmp_path / "ds", 40, seed=3)
-    env = EVERY[provider]
+    env = keys(provider)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url), env=env,
                   out=str(tmp_path / "run"), cache_dir=str(tmp_path / "cache"), progress=False)
@@ -229,7 +227,7 @@ def test_run_scores_a_perfect_model_and_the_cache_answers_again(tmp_path, provid
     assert res.summary["counts"]["correct"] == 40 and res.summary["usage"]["input_tokens"] > 40 * 255
     assert requests == 40 and again.summary["cache"]["hits"] == 40  # evalkit's own cache: nothing re-sent
     recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
-    assert all(r["finish_reason"] == FINISH[provider] and r["usage"]["output_tokens"] > 0 for r in recs)
+    assert all(r["finish_reason"] == FINISH[wire_of(provider)] and r["usage"]["output_tokens"] > 0 for r in recs)
     for path in [*(tmp_path / "run").rglob("*"), *(tmp_path / "cache").rglob("*")]:
         if path.is_file():
             for secret in env.values():
