@@ -22,7 +22,7 @@ KEYS = {p: key_env(p, f"{p}-test-bounded") for p in plain_providers()}
 
 def pointed_at(provider: str, url: str) -> tuple[list[str], dict[str, str]]:
     """(flags, environment) that send `provider` to the simulator at url, with a fake key."""
-    return sim_pointed_at(provider, url, KEYS[provider])
+    return sim_pointed_at(provider, url, key_env(provider, f"{provider}-test-bounded"))
 
 
 def in_process(provider: str, url: str) -> tuple[dict[str, object], dict[str, str]]:

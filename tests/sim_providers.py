@@ -9,6 +9,8 @@ the wire, never by a provider's name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from evalkit.providers.registry import RECORDS, ProviderInfo
 
 # The simulator's plain routes: its OpenAI (vLLM flavour), Anthropic and Gemini dialects, at the root.
@@ -25,14 +27,27 @@ def on_plain_routes(record: ProviderInfo) -> bool:
     return record.wire in PLAIN_WIRES and record.key_check is None
 
 
-def plain_providers() -> list[str]:
-    """Every provider the per-provider behaviour tests run (read now: a record added later is included)."""
-    return [r.name for r in RECORDS.values() if on_plain_routes(r)]
+class Providers(tuple):
+    """The names of the records a rule takes, read from the registry now. A test parametrised with them runs
+    for each; the rule is kept, so tests/test_provider_unit.py can run the same test for a record that a
+    fixture adds later, when the rule takes it."""
+
+    rule: Callable[[ProviderInfo], bool]
+
+    def __new__(cls, rule: Callable[[ProviderInfo], bool]) -> Providers:
+        names = super().__new__(cls, (r.name for r in RECORDS.values() if rule(r)))
+        names.rule = rule
+        return names
 
 
-def keyed_providers() -> list[str]:
+def plain_providers() -> Providers:
+    """Every provider the per-provider behaviour tests run."""
+    return Providers(on_plain_routes)
+
+
+def keyed_providers() -> Providers:
     """Those of them whose key is required."""
-    return [name for name in plain_providers() if RECORDS[name].key_required]
+    return Providers(lambda r: on_plain_routes(r) and r.key_required)
 
 
 def wire_of(provider: str) -> str:

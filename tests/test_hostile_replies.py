@@ -31,14 +31,18 @@ from evalkit.providers.registry import RECORDS
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread, start_sim
 
-PROVIDERS = tuple(plain_providers())  # the registry's, on the simulator's plain routes (tests/sim_providers.py)
-# Keys with characters that change under percent- and base64-encoding, so every form is tested.
-KEYS = {p: (RECORDS[p].key_env[0], f"sk-{p}/Hostile+Key{i:02d}=") for i, p in enumerate(PROVIDERS, 1)}
+PROVIDERS = plain_providers()  # the registry's, on the simulator's plain routes (tests/sim_providers.py)
+
+
+def hostile_key(provider: str) -> tuple[str, str]:
+    """(its key variable, a key) for the provider: characters that change under percent- and base64-encoding,
+    so every form is tested."""
+    return RECORDS[provider].key_env[0], f"sk-{provider}/Hostile+Key{sum(map(ord, provider)) % 100:02d}="
 
 
 def pointed_at(provider: str, base: str) -> tuple[list[str], dict[str, str]]:
     """(extra CLI args, environment) sending `provider` to `base` with its key."""
-    name, key = KEYS[provider]
+    name, key = hostile_key(provider)
     return sim_pointed_at(provider, base, {name: key})
 
 

@@ -8,15 +8,15 @@ import json
 import numpy as np
 import pytest
 from PIL import Image
-from sim_providers import base_url, key_env, plain_providers
+from sim_providers import Providers, base_url, key_env, on_plain_routes
 
 from evalkit.engine.evaluate import run
 from evalkit.images.provider_limits import encoded_size
-from evalkit.providers.registry import RECORDS, limits_for
+from evalkit.providers.registry import limits_for
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 
-LIMITED = [p for p in plain_providers() if RECORDS[p].image_limits.max_side is not None]  # documented limits
+LIMITED = Providers(lambda r: on_plain_routes(r) and r.image_limits.max_side is not None)  # documented limits
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 from conftest import make_mcq_jsonl
 from hostile_routes import HostileRoutes
-from test_hostile_replies import KEYS, PROVIDERS, McqRuns, Run, pointed_at, sim_for
+from test_hostile_replies import PROVIDERS, McqRuns, Run, hostile_key, pointed_at, sim_for
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message
@@ -57,7 +57,7 @@ def test_a_redirect_to_another_origin_is_refused_and_nothing_reaches_it(tmp_path
         run = McqRuns(tmp_path, data, sim)(provider, f"/hostile/redirect-{status}")
         port = sim.url.rsplit(":", 1)[1]
         sink = sim.routes.log.snapshot()["sink"]
-    key = KEYS[provider][1]
+    key = hostile_key(provider)[1]
     received = json.dumps(sink)
     assert leaks(received, key) == []  # no form of the key arrived at the other origin
     assert sink == []  # nor anything else: nothing was followed
@@ -78,7 +78,7 @@ def test_a_server_echoing_the_key_does_not_get_it_into_the_run(tmp_path, provide
     data, sim = two_queries(tmp_path)
     with sim:
         run = McqRuns(tmp_path, data, sim)(provider, "/hostile/echo-key")
-    key = KEYS[provider][1]
+    key = hostile_key(provider)[1]
     assert run.proc.returncode == 1 and "Traceback" not in run.proc.stderr
     assert [r["error"] for r in run.records] == ["permanent", "permanent"]
     assert all("API key not valid" in r["error_message"] and "***" in r["error_message"] for r in run.records)
@@ -100,7 +100,7 @@ async def test_every_provider_masks_an_echoed_key_in_every_form(provider):
             await p.close()
     message = info.value.message
     assert info.value.kind == "permanent" and message.startswith("HTTP 400") and "API key not valid" in message
-    assert leaks(message, KEYS[provider][1]) == [] and message.count("***") >= 3, message
+    assert leaks(message, hostile_key(provider)[1]) == [] and message.count("***") >= 3, message
 
 
 async def test_url_userinfo_never_reaches_a_message():
