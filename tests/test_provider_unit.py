@@ -150,7 +150,7 @@ def register_acme(monkeypatch: pytest.MonkeyPatch) -> ProviderInfo:
                      description="Acme's OpenAI-compatible API (ACME_API_KEY; ACME_BASE_URL optional)",
                      key_env=("ACME_API_KEY",), key_required=True, base_url_env="ACME_BASE_URL",
                      default_url="https://api.acme.example/v1", image_limits=OPENAI_IMAGES, price_key="acme",
-                     self_hosted=False)
+                     self_hosted=False, services=False)
     monkeypatch.setitem(RECORDS, "acme", record)
     return record
 
