@@ -69,7 +69,7 @@ def check_one_authorization(spec: ProviderSpec, key: str | None, flag: str) -> N
     if not bearer or not any(has_userinfo(u) for u in spec.base_urls):
         return
     var = record.key_env[0]
-    sent = f"{var} is set" if key else f"azure/ without {var} signs in with a Microsoft Entra ID token"
+    sent = f"{var} is set" if key else f"{record.name}/ without {var} signs in with a Microsoft Entra ID token"
     other = "" if record.key_required else f", or {'unset' if key else 'set'} {var}"
     raise EvalkitError(f"{flag} {spec.label}: the base URL carries user:password@ (sent as Basic auth) and "
                        f"{sent} (sent as a bearer token), but both go in the one Authorization header: give "
