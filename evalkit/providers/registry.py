@@ -101,6 +101,7 @@ class Reasoning:
     always_on: str = ""  # a pattern of model names that cannot switch reasoning off (their lowest effort is low)
 
     def takes_budget(self) -> bool:
+        """A --thinking-budget goes to it (it gives no reason to refuse one)."""
         return not self.no_budget
 
 
@@ -156,11 +157,11 @@ class ProviderInfo:
     #                         and SERVICE_API_KEY when no --base-url is given (providers/openai/service.py)
     developer: str | None = None  # optional: who develops the models it serves (an export's model developer);
     #                               None: many developers, named by the model's ORG/ or its model_vendor's record
-    self_hosted: bool = False  # a server the user runs (vLLM, SGLang, …): an export names it the inference
-    #                            engine, with the version its preflight read, not an inference platform
+    self_hosted: bool = False  # optional: a server the user runs (vLLM, SGLang, …): an export names it the
+    #                            inference engine, with the version its preflight read, not an inference platform
     version_path: str | None = None  # optional: the free call, at the server's root, saying which version of
     #                                  the server answers (vLLM's /version), kept in the run's manifest
-    takes_api_version: bool = False  # --api-version applies to it (Azure's classic route, OPENAI_API_VERSION)
+    takes_api_version: bool = False  # optional: --api-version applies to it (Azure's classic route)
 
     def __post_init__(self) -> None:
         """The image limits it names carry its name, whoever's figures they are (a new OpenAI-shaped record
