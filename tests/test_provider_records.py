@@ -12,9 +12,10 @@ from rich.console import Console
 
 from evalkit.cli.commands import cmd_list
 from evalkit.core.errors import EvalkitError
+from evalkit.core.sdk import load_target
 from evalkit.images.provider_limits import ImageLimits
 from evalkit.providers import api_key_for, parse_spec
-from evalkit.providers.registry import RATE_DIALECTS, RECORDS, ProviderInfo, info, load
+from evalkit.providers.registry import RATE_DIALECTS, RECORDS, ProviderInfo, info
 
 REQUIRED = [f.name for f in fields(ProviderInfo) if f.name not in RECORDS["openai"].optional]
 
@@ -59,7 +60,7 @@ def test_clients_are_named_not_imported(name):
         module, sep, attribute = target.partition(":")
         assert sep and module.startswith("evalkit.providers.") and attribute
     if record.sdk is None:
-        assert callable(load(record.client))
+        assert callable(load_target(record.client))
 
 
 def test_an_unknown_provider_is_one_line():

@@ -28,13 +28,14 @@ from evalkit.ask.request_key import request_key
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.core.data_json import jsonl_lines
 from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.sdk import load_target
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Transform, Usage
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.providers import api_key_for, parse_spec
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.preflight import check_setup
 from evalkit.providers.registry import RECORDS as PROVIDER_RECORDS
-from evalkit.providers.registry import find, load
+from evalkit.providers.registry import find
 
 T = TypeVar("T")
 
@@ -117,7 +118,7 @@ def create_editor(spec_text: str, base_urls: Sequence[str] = (), env: Mapping[st
     spec = parse_spec(spec_text, base_urls, env)
     check_setup(spec)
     key = api_key_for(spec, env, flag="editor") or ""
-    return load(record.editor)(spec, api_key=key, timeout_s=timeout_s)  # type: ignore[return-value]
+    return load_target(record.editor)(spec, api_key=key, timeout_s=timeout_s)  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- the output folder

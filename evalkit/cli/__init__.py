@@ -22,8 +22,9 @@ from typing import Any
 from rich.console import Console
 
 from evalkit.cli.parser import DEMO_OUT, build_parser
-from evalkit.cli.table import COMMANDS, load
+from evalkit.cli.table import COMMANDS
 from evalkit.core.errors import EvalkitError
+from evalkit.core.sdk import load_target
 
 __all__ = ["COMMANDS", "DEMO_OUT", "build_parser", "cmd_batches", "cmd_cache", "cmd_compare", "cmd_demo",
            "cmd_list", "cmd_merge", "cmd_report", "cmd_run", "cmd_sim", "entry", "main", "sim_config"]
@@ -82,7 +83,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(argv).parse_args(argv)
-        return load(COMMANDS[args.command].run)(args, console)
+        return load_target(COMMANDS[args.command].run)(args, console)
     except EvalkitError as e:
         err.print(f"evalkit: error: {e}", markup=False, highlight=False, soft_wrap=True)
         return e.exit_code

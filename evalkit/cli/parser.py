@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks import REGISTRY
-from evalkit.cli.table import COMMANDS, load
+from evalkit.cli.table import COMMANDS
 from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
+from evalkit.core.sdk import load_target
 from evalkit.core.settings import RunConfig
 
 DEMO_OUT = Path("runs") / "demo"  # `evalkit demo` keeps its files here unless --out says otherwise
@@ -117,7 +118,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for command in COMMANDS.values():
-        load(command.flags)(sub)
+        load_target(command.flags)(sub)
     benches = _benches_in_run(argv)
     _add_bench_options(sub.choices["run"], benches, "{bench} options")
     parser.bench = benches  # type: ignore[attr-defined]  # unknown flags are reported here

@@ -12,8 +12,7 @@ order of `evalkit --help`. What depends on the command line itself (the flags of
 
 from __future__ import annotations
 
-import importlib
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 
 class Command(NamedTuple):
@@ -41,8 +40,3 @@ COMMANDS: dict[str, Command] = {
     "demo": Command("evalkit.cli.parser:add_demo_parser", "evalkit.cli.commands:cmd_demo"),
 }
 
-
-def load(target: str) -> Any:
-    """The function a "module:function" string names, its module imported now."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)

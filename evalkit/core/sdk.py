@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from evalkit.core.errors import EvalkitError
 
@@ -90,3 +91,10 @@ def import_sdk(module: str, needed_by: str) -> ModuleType:
                            f"({installed_version(sdk.distribution)}) fails to import ({type(e).__name__}"
                            f"{': ' + detail if detail else ''}); reinstall or upgrade it: "
                            f"{sdk.fix(upgrade=True)}") from None
+
+
+def load_target(target: str) -> Any:
+    """What a "module:attribute" string names, its module imported now: provider records and the
+    command table name their code this way, so nothing is imported before it is used."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)

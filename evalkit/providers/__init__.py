@@ -10,10 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.sdk import load_target
 from evalkit.providers.base import Provider, ProviderSpec
 from evalkit.providers.batch_api import BatchAPI
 from evalkit.providers.openai.service import service_hint, service_key, service_spec
-from evalkit.providers.registry import RECORDS, batch_providers, find, info, load
+from evalkit.providers.registry import RECORDS, batch_providers, find, info
 from evalkit.providers.wire.url_rules import check_one_authorization
 
 
@@ -43,7 +44,7 @@ def parse_spec(text: str, base_urls: Sequence[str] = (), env: Mapping[str, str] 
         elif record.default_in_endpoint:
             urls = (record.default_url,)
     if record.locate is not None:  # where the model runs enters the spec (Vertex AI's project and location)
-        urls = load(record.locate)(urls, env, text)  # type: ignore[assignment]
+        urls = load_target(record.locate)(urls, env, text)  # type: ignore[assignment]
     return ProviderSpec(provider, model, urls)
 
 
@@ -66,7 +67,7 @@ def api_key_for(spec: ProviderSpec, env: Mapping[str, str], flag: str = "--model
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], *, timeout_s: float = 120.0,
                     max_response_bytes: int = 32 * 1024 * 1024) -> Provider:
     key = api_key_for(spec, env)
-    make = load(info(spec.provider).client)
+    make = load_target(info(spec.provider).client)
     return make(spec, api_key=key, env=env, timeout_s=timeout_s, max_response_bytes=max_response_bytes)  # type: ignore[return-value]
 
 
@@ -88,7 +89,7 @@ def create_batch_api(live: Provider, env: Mapping[str, str], *, timeout_s: float
     spec = live.spec
     check_batch(spec)
     key = api_key_for(spec, env) or ""
-    make = load(info(spec.provider).batch_client or "")
+    make = load_target(info(spec.provider).batch_client or "")
     return make(live, api_key=key, timeout_s=timeout_s)  # type: ignore[return-value]
 
 

@@ -387,10 +387,3 @@ def is_claude(provider: str, model: str) -> bool:
     record = RECORDS.get(provider)
     return record is not None and record.model_vendor is not None and record.model_vendor(model) == "anthropic"
 
-
-def load(target: str) -> Callable[..., object]:
-    """Import a record's "module:attribute" (on use: SDKs load only when their provider is asked)."""
-    import importlib
-
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)

@@ -16,14 +16,15 @@ from typing import Any
 import pytest
 
 from evalkit.cli import build_parser, main
-from evalkit.cli.table import COMMANDS, Command, load
+from evalkit.cli.table import COMMANDS, Command
+from evalkit.core.sdk import load_target
 
 
 def test_every_line_resolves_to_two_functions() -> None:
     for name, command in COMMANDS.items():
         for target in command:
             assert ":" in target, f"{name}: {target!r} is not 'module:function'"
-            assert callable(load(target)), f"{name}: {target} is not a function"
+            assert callable(load_target(target)), f"{name}: {target} is not a function"
 
 
 def test_the_parser_offers_the_table_in_its_order() -> None:
