@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED_DATA
+from synthetic_data import FIXTURES, SHARED_DATA
 
 from evalkit.core.types import Query
 
-HERE = Path(__file__).resolve().parent
-FIDELITY = HERE / "fixtures" / "fidelity"
-GEN = HERE / "fixtures" / "gen"
+FIDELITY = FIXTURES / "fidelity"
+GEN = FIXTURES / "gen"
 OFFICIAL = SHARED_DATA.parent / "official"
 LETTERS = ("A", "B", "C", "D")
 TABLES = ("ifbench_rule", "ifbench_extractor", "tdbench_mc", "tdbench_grounding", "mme", "rgbth")

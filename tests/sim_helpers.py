@@ -5,15 +5,15 @@ from __future__ import annotations
 import base64
 import io
 import json
-from pathlib import Path
 
 import aiohttp
 from PIL import Image, ImageDraw
+from synthetic_data import REPO
 
 from evalkit.core.fingerprint import fingerprint_bytes
 from evalkit.core.types import ImagePart, ImageRef, Message, Query
 
-PROMPTS = Path(__file__).resolve().parents[1] / "prompts" / "extract"
+PROMPTS = REPO / "prompts" / "extract"
 MCQ_TEXT = "What shape is shown?\nA. circle\nB. square\nC. triangle\nD. star\nAnswer with the option's letter."
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_mcq_jsonl
 from provider_runs import assert_all_answered, in_process, run_against
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.adaptive import MARGIN
 from evalkit.engine.evaluate import run

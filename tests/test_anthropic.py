@@ -10,7 +10,7 @@ from pathlib import Path
 import aiohttp
 import anthropic
 import pytest
-from conftest import draw_image
+from synthetic_data import draw_image
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.cli import main
 from evalkit.sim.from_bench import answer_key_for

@@ -11,8 +11,8 @@ import time
 
 import pytest
 from cli_under_test import checkout_under_test, run_cli, start_cli
-from conftest import make_mcq_jsonl
 from sim_providers import base_url, key_env, plain_providers
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.batch.journal import JOURNAL, read_events
 from evalkit.providers.registry import RECORDS

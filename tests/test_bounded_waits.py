@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli, start_cli
-from conftest import make_mcq_jsonl
 from provider_runs import KEYS, assert_all_answered, in_process, pointed_at, run_against
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.engine.evaluate import run

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query, Response, Usage

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import ResponseCache
 from evalkit.cli import main

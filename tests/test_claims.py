@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_mcq_jsonl
 from redis_server import RedisServer, redis_binary
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.claims import PREFIX, LocalClaims, RedisClaims
 from evalkit.sim.from_bench import answer_key_for

@@ -7,7 +7,7 @@ import io
 import json
 
 import pytest
-from conftest import draw_image, make_mcq_jsonl
+from synthetic_data import draw_image, make_mcq_jsonl
 
 from evalkit.cli import main
 

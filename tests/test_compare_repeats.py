@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
 from run_factory import LETTERS, make_run, record
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.types import Record

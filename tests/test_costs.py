@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import draw_image, make_mcq_jsonl
+from synthetic_data import draw_image, make_mcq_jsonl
 
 from evalkit.core.types import Usage
 from evalkit.engine.evaluate import run

@@ -162,7 +162,7 @@ def _sim(data: Path, think: int):  # noqa: ANN202
 
 def _run(sim, data: Path, tmp: Path, provider: str, *extra: str):  # noqa: ANN001, ANN202
     from cli_under_test import run_cli
-    from test_hostile_replies import pointed_at
+    from provider_runs import pointed_at
 
     args, env = pointed_at(provider, sim.url)
     return run_cli(["run", "mcq", "--model", f"{provider}/sim-model", "--data", str(data), "--out", str(tmp / "run"),
@@ -182,7 +182,7 @@ def _read(run: Path) -> tuple[dict, list[dict]]:
 
 @pytest.mark.parametrize("provider", ["vllm", "openai", "anthropic"])
 def test_cut_offs_end_to_end_then_reask_only_those(tmp_path, provider):
-    from conftest import make_mcq_jsonl
+    from synthetic_data import make_mcq_jsonl
 
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=61)
     think = ("--thinking-budget", "1024") if provider == "anthropic" else ("--reasoning-effort", "high")
@@ -223,7 +223,7 @@ def test_cut_offs_end_to_end_then_reask_only_those(tmp_path, provider):
 
 
 def test_reask_cutoffs_needs_a_larger_budget_and_the_run(tmp_path):
-    from conftest import make_mcq_jsonl
+    from synthetic_data import make_mcq_jsonl
 
     data = make_mcq_jsonl(tmp_path / "ds", 4, seed=62)
     with _sim(data, think=1500) as sim:

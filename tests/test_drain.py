@@ -9,7 +9,7 @@ import signal
 
 import pytest
 from cli_under_test import start_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 from waiting import StderrWatch, wait_until_held, wait_until_idle
 
 from evalkit.sim.from_bench import answer_key_for

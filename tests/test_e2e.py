@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import draw_image, make_mcq_jsonl
+from synthetic_data import draw_image, make_mcq_jsonl
 from waiting import wait_for_lines, wait_until_idle
 
 from evalkit.cli import main

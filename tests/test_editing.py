@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import draw_image
 from hostile_routes import HostileRoutes
 from PIL import Image
+from synthetic_data import draw_image
 
 from evalkit.ask.cache import NullCache, ResponseCache
 from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, create_editor, run_edits

@@ -7,8 +7,8 @@ import asyncio
 import json
 
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
-from test_finish import _Echo, _queries
+from echo_provider import Echo, echo_queries
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
@@ -63,8 +63,8 @@ def test_credentials_in_a_base_url_never_reach_the_run_directory(tmp_path):
 def test_an_answer_cached_under_the_url_as_typed_in_0_1_0_is_found(tmp_path):
     """0.1.0 keyed answers by the URLs as typed (`http://h:8000`); today's key spells it `…/v1`."""
     spec = ProviderSpec("vllm", "m", ("http://127.0.0.1:9",))
-    queries = _queries(5)
-    provider, pipeline, cache = _Echo(), ImagePipeline(), ResponseCache(tmp_path / "cache")
+    queries = echo_queries(5)
+    provider, pipeline, cache = Echo(), ImagePipeline(), ResponseCache(tmp_path / "cache")
     provider.spec = spec
     runner = Runner(provider, limiter=Limiter(concurrency=2), cache=cache, pipeline=pipeline, policy=RetryPolicy())
     try:

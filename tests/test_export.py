@@ -14,12 +14,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 from export_run import CANARY, canary_in, make_export_run
+from synthetic_data import FIXTURES
 
 from evalkit.cli import main
 from evalkit.core.errors import EvalkitError
 from evalkit.export import export
 
-EEE = Path(__file__).parent / "fixtures" / "eee"
+EEE = FIXTURES / "eee"
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +125,9 @@ def test_eee_files_validate_against_the_vendored_schemas_and_carry_the_interval(
 
 
 # one run directory per benchmark written by 0.1.0, and 0.2's with --repeats (its sd over repeats)
-FIXTURE_RUNS = [*(next((Path(__file__).parent / "fixtures" / "v010" / name / "runs").glob("*/summary.json"))
+FIXTURE_RUNS = [*(next((FIXTURES / "v010" / name / "runs").glob("*/summary.json"))
                   for name in ("mcq-circular", "if-bench", "tdbench", "rgb-th-bench", "mme-realworld")),
-                next((Path(__file__).parent / "fixtures" / "v02" / "mcq-repeats" / "runs").glob("*/summary.json"))]
+                next((FIXTURES / "v02" / "mcq-repeats" / "runs").glob("*/summary.json"))]
 
 
 def test_every_benchmarks_earlier_run_directories_export_valid_eee(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from export_run import canary_in, make_export_run
+from synthetic_data import FIXTURES
 
 from evalkit.export import export
 from evalkit.export.runs import flat_numbers, read_export_run, run_metrics
@@ -54,7 +55,7 @@ def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(run_dir
     assert canary_in(tmp_path) == []  # the store, the artifacts
     from mlflow.utils.validation import _validate_metric_name
 
-    for path in (Path(__file__).parent / "fixtures" / "v010").glob("*/runs/*/summary.json"):  # every benchmark's
+    for path in (FIXTURES / "v010").glob("*/runs/*/summary.json"):  # every benchmark's
         names = {mlflow_name(n) for n in flat_numbers(json.loads(path.read_text(encoding="utf-8"))["metrics"])}
         for name in names:
             _validate_metric_name(name)  # MLflow's own check accepts every cleaned name

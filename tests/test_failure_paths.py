@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import checkout_under_test, run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
@@ -164,7 +164,7 @@ def _nothing_answered(folder: Path) -> Seen:
 
 def _placeholders(folder: Path) -> Seen:
     (folder / "ds").mkdir()
-    from conftest import draw_image
+    from synthetic_data import draw_image
 
     lines = []
     for i in range(12):
@@ -195,7 +195,7 @@ def _empty_data(folder: Path) -> Seen:
 
 
 def _images_missing(folder: Path) -> Seen:
-    from conftest import REPO
+    from synthetic_data import REPO
 
     (folder / "ds").mkdir()
     data = folder / "ds" / "if_bench.json"  # its images are not beside it: every one is missing

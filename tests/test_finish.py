@@ -13,16 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import draw_image, make_mcq_jsonl
+from echo_provider import Echo, echo_queries
 from run_factory import make_run, record
+from synthetic_data import make_mcq_jsonl
 from waiting import StderrWatch, wait_until_idle
 
 from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
-from evalkit.core.types import ImagePart, ImageRef, Message, Query, Response, Usage
+from evalkit.core.types import Query, Response, Usage
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.providers.base import ProviderSpec
 from evalkit.report import figures, plots
 from evalkit.report.plot_process import PlotProcess
 from evalkit.sim.from_bench import answer_key_for
@@ -163,40 +163,8 @@ def test_set_many_stores_like_set(tmp_path):
     cache.close()
 
 
-class _Echo:
-    """A provider answering "A" at once, counting what it was sent."""
-
-    def __init__(self) -> None:
-        self.spec = ProviderSpec("vllm", "m", ("http://127.0.0.1:9/v1",))
-        self.sent = 0
-
-    async def complete(self, messages, params, images):  # noqa: ANN001, ANN201
-        self.sent += 1
-        return Response(text="A", usage=Usage(10, 1))
-
-    def describe_params(self, params):  # noqa: ANN001, ANN201
-        return params.to_dict()
-
-    async def close(self) -> None:
-        return None
-
-
-def _queries(n: int) -> list[Query]:
-    images = [ImagePart(ImageRef.from_bytes(_png(i))) for i in range(5)]
-    return [Query(f"q{i}", f"q{i}", f"q{i}", {}, (Message.user(images[i % 5], f"Question {i}?"),), "A")
-            for i in range(n)]
-
-
-def _png(seed: int) -> bytes:
-    import io
-
-    buf = io.BytesIO()
-    draw_image(seed).save(buf, "PNG")
-    return buf.getvalue()
-
-
-def _ask_all(cache_dir: Path, queries: list[Query]) -> tuple[list, _Echo, ImagePipeline, int]:
-    provider, pipeline, cache = _Echo(), ImagePipeline(), ResponseCache(cache_dir)
+def _ask_all(cache_dir: Path, queries: list[Query]) -> tuple[list, Echo, ImagePipeline, int]:
+    provider, pipeline, cache = Echo(), ImagePipeline(), ResponseCache(cache_dir)
     single_gets = 0
     real_get = cache.get
 
@@ -218,7 +186,7 @@ def _ask_all(cache_dir: Path, queries: list[Query]) -> tuple[list, _Echo, ImageP
 
 
 def test_cached_queries_are_looked_up_in_batches_without_decoding(tmp_path):
-    queries = _queries(300)
+    queries = echo_queries(300)
     first, p1, _, _ = _ask_all(tmp_path / "cache", queries)
     assert p1.sent == 300 and not any(o.cached for o in first)
     again, p2, pipeline, single_gets = _ask_all(tmp_path / "cache", queries)
@@ -336,7 +304,7 @@ def test_cli_run_draws_its_plots_in_a_child_process(tmp_path, monkeypatch):
     assert pngs == ["categories.png", "confusion.png"] and all(f"plots/{p}" in report for p in pngs)
 
 
-class _Crashing(_Echo):
+class _Crashing(Echo):
     """Answers "A", except that the adapter raises what it did not foresee on every third query."""
 
     async def complete(self, messages, params, images):  # noqa: ANN001, ANN201
@@ -352,7 +320,7 @@ def test_an_unclassified_adapter_exception_is_that_querys_error_and_is_not_retri
                     policy=RetryPolicy(max_attempts=5, initial_s=0.001))
     outcomes: list = []
     try:
-        asyncio.run(runner.run(_queries(8), outcomes.append, workers=4))
+        asyncio.run(runner.run(echo_queries(8), outcomes.append, workers=4))
     finally:
         cache.close()
         pipeline.close()

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import draw_image
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 from PIL import Image
+from synthetic_data import draw_image
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message

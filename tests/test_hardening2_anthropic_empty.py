@@ -13,7 +13,7 @@ import json
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import ProviderError
 from evalkit.providers.anthropic.batch import anthropic_line_result

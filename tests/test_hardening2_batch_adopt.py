@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 from cli_under_test import run_cli, start_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 from test_batch_kill import die_after_submit
 from test_batch_pool import FakeBatches, _ask, _pool
 

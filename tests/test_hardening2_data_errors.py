@@ -14,11 +14,12 @@ import json
 from pathlib import Path
 
 import pytest
+from synthetic_data import REPO
 
 from evalkit.cli import main
 from evalkit.sim.server import SimConfig, SimThread
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "mme-realworld" / "MME_RealWorld.tsv"
+SAMPLE = REPO / "datasets" / "mme-realworld" / "MME_RealWorld.tsv"
 BAD_ROW = 33  # the last row: no other row refers to its image
 
 

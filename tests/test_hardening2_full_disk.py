@@ -24,7 +24,7 @@ import re
 import sqlite3
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import ResponseCache
 from evalkit.cli import main

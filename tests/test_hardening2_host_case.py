@@ -14,8 +14,8 @@ import json
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
 from rich.console import Console
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter

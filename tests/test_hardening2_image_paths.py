@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.editing import _read_records
 from evalkit.benchmarks import get_benchmark
@@ -75,9 +75,9 @@ def test_pope_and_tdbench_read_a_separator_inside_a_string(tmp_path):
     items = get_benchmark("pope").load(pope, None, {})
     assert len(items) == len(lines) and "a\u2028ball" in items[0].question
 
-    from test_tdbench import _tiny_set
+    from synthetic_data import tdbench_set
 
-    gen = _tiny_set(tmp_path / "gen", 4, pairs=False, grounding=False)
+    gen = tdbench_set(tmp_path / "gen", 4, pairs=False, grounding=False)
     rows = [json.loads(x) for x in jsonl_lines(gen.read_text(encoding="utf-8"))]
     rows[0]["question"] = "What is\u0085on the left?"
     gen.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.pope import load_file

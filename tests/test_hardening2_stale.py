@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from cli_under_test import run_cli
-from conftest import draw_image, make_mcq_jsonl
+from synthetic_data import draw_image, make_mcq_jsonl
 
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.types import Record

@@ -15,8 +15,8 @@ import threading
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
-from test_finish import _Echo, _queries
+from echo_provider import Echo, echo_queries
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
@@ -161,7 +161,7 @@ def test_a_surrogate_pair_still_reads_as_its_character():
 
 # ---- the runner: every answer, live or from a batch, and every error message ----------------------
 
-class _Spoiled(_Echo):
+class _Spoiled(Echo):
     """Hands back what a batch results file or an error body can hold: lone surrogates, unrepaired."""
 
     async def complete(self, messages, params, images):  # noqa: ANN001, ANN201
@@ -177,7 +177,7 @@ def test_the_runner_stores_whatever_a_provider_hands_back(tmp_path):
                     policy=RetryPolicy(max_attempts=1))
     outcomes: list = []
     try:
-        asyncio.run(runner.run(_queries(4), outcomes.append, workers=2))
+        asyncio.run(runner.run(echo_queries(4), outcomes.append, workers=2))
         stored = cache.get_many([o.request_key for o in outcomes if o.response.ok])
     finally:
         cache.close()

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
 from run_factory import make_run, record
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.providers import parse_spec

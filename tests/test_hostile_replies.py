@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
 from hostile_routes import HostileRoutes
 from sim_providers import ANSWER_AT, plain_providers, wire_of
 from sim_providers import pointed_at as sim_pointed_at
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, Message

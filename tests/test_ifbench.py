@@ -48,7 +48,7 @@ def test_circular_direction_and_gold_follow_the_official_code() -> None:
 
 
 def test_mcq_circular_flag(tmp_path: Path, no_plots) -> None:
-    from conftest import make_mcq_jsonl
+    from synthetic_data import make_mcq_jsonl
 
     data = make_mcq_jsonl(tmp_path / "ds", 10)
     _, items, queries, *_ = prepare("mcq", {"data": str(data), "circular": True})

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED_DATA
+from synthetic_data import FIXTURES, SHARED_DATA
 
 from evalkit.benchmarks.ifbench import IFBench
 from evalkit.benchmarks.ifbench_judge import after_think
@@ -30,7 +30,7 @@ from evalkit.sim.openai import dialect as sim_dialects  # where the OpenAI diale
 from evalkit.sim.server import SimConfig, SimThread
 
 OFFICIAL_FILE = SHARED_DATA.parent / "official" / "ifb_bench_evaluate.py"
-V010_RECORDS = (Path(__file__).parent / "fixtures" / "v010" / "if-bench" / "runs" / "if-bench-vllm_sim-model-4dc8cf578e"
+V010_RECORDS = (FIXTURES / "v010" / "if-bench" / "runs" / "if-bench-vllm_sim-model-4dc8cf578e"
                 / "records.jsonl")
 # evaluate/qwen3_infer.py `llm_check_infer` at casiatao/IF-Bench@fc784fc: its `system_prompt` literal (not in the
 # shared folder's copies, so transcribed here; note the leading newline and the final "\n    ").

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from synthetic_data import REPO
 
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.types import Record
@@ -41,7 +42,7 @@ def tiny_image(name: str) -> Image.Image:
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    shared = REPO.parent / "shared" / "data"
     if not shared.exists():
         pytest.skip(f"real benchmark data not present at {shared}")
     data = shared / "if-bench" / "if_bench.json"

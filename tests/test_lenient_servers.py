@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import NullCache
 from evalkit.ask.confirm import Confirmation, ModelNotServed, names_model

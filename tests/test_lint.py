@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import draw_image
+from synthetic_data import draw_image
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.lint import lint_for_run

@@ -175,10 +175,10 @@ def test_pope_damage(tmp_path):
 
 
 def test_tdbench_generated_and_case_study_forms(tmp_path):
-    from test_tdbench import _tiny_set
+    from synthetic_data import tdbench_set
 
     bench = get_benchmark("tdbench")
-    src = _tiny_set(tmp_path / "gen", 8)
+    src = tdbench_set(tmp_path / "gen", 8)
     lenient = bench.load_lenient(src, None, {})
     assert lenient.problems == [] and lenient.items == bench.load(src, None, {})
     lines = src.read_text().splitlines()

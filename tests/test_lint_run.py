@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams

@@ -15,8 +15,8 @@ import termios
 import time
 
 from cli_under_test import REPO, checkout_under_test, run_cli
-from conftest import make_mcq_jsonl
 from rich.console import Console
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.types import Outcome, Query, Response, Usage
 from evalkit.report.progress import Field, RunProgress, fit_fields

@@ -16,7 +16,7 @@ import time
 
 import pytest
 from cli_under_test import start_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 from waiting import DEADLINE_S, StderrWatch
 
 from evalkit.cli import main

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import start_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 from waiting import wait_for_lines, wait_until_held, wait_until_idle
 
 from evalkit.cli import main

@@ -12,7 +12,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from conftest import draw_image
+from synthetic_data import draw_image
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.readers.mmerealworld import load_base64_parts

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from synthetic_data import REPO
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.mmerealworld import choices_from_prompt, parse_official, parse_robust

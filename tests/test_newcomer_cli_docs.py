@@ -19,15 +19,15 @@ import importlib
 import importlib.util
 import inspect
 import re
-from pathlib import Path
 from typing import Any
+
+from synthetic_data import REPO
 
 from evalkit.benchmarks import REGISTRY, lenient
 from evalkit.benchmarks.base import Benchmark
 from evalkit.cli.parser import build_parser
 from evalkit.core.errors import EvalkitError
 
-REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NOT_MODULES = {"evalkit.lock"}  # a file name (the data lock), not a module
 

@@ -18,12 +18,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from synthetic_data import REPO
 
 from evalkit.cli import main
 from evalkit.core.errors import EvalkitError
 from evalkit.core.sdk import SdkMissing, import_sdk, installed_version
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_sim_on_a_busy_port_is_one_line(capsys):

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import draw_image
+from synthetic_data import draw_image
 from test_view import script_data
 from test_view_browser import ARGS, CHROMIUM, _need
 

@@ -15,7 +15,7 @@ import signal
 import threading
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 from waiting import wait_until_held, wait_until_idle
 
 import evalkit

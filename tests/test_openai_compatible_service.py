@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_mcq_jsonl
 from rich.console import Console
+from synthetic_data import make_mcq_jsonl
 
 import evalkit
 from evalkit.ask.cache import NullCache

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
 from evalkit.sim.from_bench import answer_key_for

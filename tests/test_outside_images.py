@@ -8,7 +8,7 @@ import os
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.server import SimConfig, SimThread
 

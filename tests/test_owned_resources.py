@@ -16,7 +16,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
 from evalkit.sim.from_bench import answer_key_for

@@ -6,13 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from synthetic_data import REPO
 
 from evalkit import __version__
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from synthetic_data import REPO
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.pope import binary_metrics, load_pope, parse_official, parse_robust, pope_metrics
@@ -18,7 +19,7 @@ from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "pope" / "pope_sample.jsonl"
+SAMPLE = REPO / "datasets" / "pope" / "pope_sample.jsonl"
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ async def test_with_replicas_the_dead_one_is_named_and_the_run_goes_on():
 def test_a_cached_rerun_needs_no_server(tmp_path):
     """The preflight waits for the first request that must be sent: with every answer cached, a run
     into a new directory works with the server gone (and sends nothing)."""
-    from conftest import make_mcq_jsonl
+    from synthetic_data import make_mcq_jsonl
 
     from evalkit import run
     from evalkit.sim.from_bench import answer_key_for

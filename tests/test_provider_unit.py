@@ -23,8 +23,8 @@ import test_preflight
 import test_provider_records
 import test_providers
 import test_redirects_secrets
-from conftest import make_mcq_jsonl
 from sim_providers import Providers, plain_providers
+from synthetic_data import make_mcq_jsonl
 
 import evalkit
 from evalkit.cli import main as cli_main

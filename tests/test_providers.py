@@ -6,8 +6,8 @@ import io
 import json
 
 import pytest
-from conftest import draw_image, make_mcq_jsonl
 from sim_providers import FINISH, REFUSAL_WORD, base_url, key_env, keyed_providers, plain_providers, wire_of
+from synthetic_data import draw_image, make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError, ProviderError, classify_status
 from evalkit.core.fingerprint import fingerprint_bytes

@@ -14,14 +14,15 @@ import importlib.util
 import inspect
 import re
 import threading
-from pathlib import Path
+
+from synthetic_data import REPO
 
 from evalkit.sim.args import PLAUSIBLE
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
+DOC = REPO / "docs" / "python.md"
 SMALL, LARGE = "http://127.0.0.1:8000/v1", "http://127.0.0.1:8001/v1"
 
 

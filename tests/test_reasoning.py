@@ -12,7 +12,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 import pytest
-from conftest import draw_image, make_mcq_jsonl
+from synthetic_data import draw_image, make_mcq_jsonl
 
 import evalkit
 from evalkit.cli import main as cli_main

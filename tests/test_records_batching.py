@@ -11,15 +11,14 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from synthetic_data import FIXTURES, REPO
 
 from evalkit.core.types import Record
 from evalkit.rundir.layout import FLUSH_INTERVAL_S, RunDir, record_line
 
-REPO = Path(__file__).resolve().parents[1]
-V010_RECORDS = sorted((REPO / "tests" / "fixtures" / "v010").glob("*/runs/*/records.jsonl"))
+V010_RECORDS = sorted((FIXTURES / "v010").glob("*/runs/*/records.jsonl"))
 
 
 def rec(i: int, **kw) -> Record:

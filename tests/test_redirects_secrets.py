@@ -15,8 +15,8 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
-from conftest import make_mcq_jsonl
 from hostile_routes import HostileRoutes
+from synthetic_data import make_mcq_jsonl
 from test_hostile_replies import PROVIDERS, McqRuns, Run, hostile_key, pointed_at, sim_for
 
 from evalkit.core.errors import ProviderError

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 import evalkit.sim.machinery.serving as sim_serving
 from evalkit.ask.request_key import request_key

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.engine.evaluate import run

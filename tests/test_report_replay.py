@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
 from evalkit.engine.rereport import rereport

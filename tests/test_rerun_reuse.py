@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 import evalkit.engine.asking as asking
 import evalkit.engine.evaluate as evaluate

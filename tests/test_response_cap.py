@@ -12,11 +12,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import make_mcq_jsonl
 from hostile_routes import HostileRoutes
+from synthetic_data import TESTS, make_mcq_jsonl
 from test_hostile_replies import PROVIDERS, pointed_at, sim_for
 
 from evalkit.core.errors import ProviderError
@@ -28,7 +27,6 @@ from evalkit.providers.openai.api import openai_provider
 from evalkit.providers.openai.compat import OpenAICompatProvider
 from evalkit.sim.server import SimConfig, start_sim
 
-TESTS = Path(__file__).resolve().parent
 PEAK_LIMIT_MB = 250  # a run here peaks at 70-180 MB; 0.1.0 at 300 MB (40 MB body) to 1.5 GB (the bomb)
 _MEASURED = """
 import json, resource, sys

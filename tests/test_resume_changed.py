@@ -13,13 +13,12 @@ import shutil
 from pathlib import Path
 
 from cli_under_test import run_cli
-from conftest import draw_image, make_mcq_jsonl
+from synthetic_data import REPO, draw_image, make_mcq_jsonl
 
 from evalkit.sim.answerkey import AnswerKey
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 
-REPO = Path(__file__).resolve().parents[1]
 CHANGED = ("q00003", "q00007", "q00011", "q00012", "q00019")
 
 

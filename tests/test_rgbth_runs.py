@@ -39,7 +39,7 @@ def test_bundled_sample_perfect_and_refusing(tmp_path):
 
 @pytest.fixture(scope="module")
 def real_key():
-    from conftest import SHARED_DATA
+    from synthetic_data import SHARED_DATA
 
     if not SHARED_DATA.exists():
         pytest.skip(f"real benchmark data not present at {SHARED_DATA}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli, start_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
 from evalkit.rundir.lock import LOCK_FILE, hold_run_dir

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import draw_image
+from synthetic_data import draw_image
 
 from evalkit.ask.schedule import group_by_image
 from evalkit.core.types import ImagePart, ImageRef, Message, Query

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
 from rgbth_common import recorded_replies, replay_replies
+from synthetic_data import REPO
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
@@ -24,7 +24,6 @@ from evalkit.core.types import Query, Record
 from evalkit.grading.grade import grade
 from evalkit.metrics.analysis.scoretable import ScoreTable
 
-REPO = Path(__file__).resolve().parents[1]
 MISS_BOX = "[0.0, 0.0, 0.01, 0.01]"  # a grounding answer far from every gold box of the sample
 
 

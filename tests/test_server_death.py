@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import start_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 from test_failure_paths import says
 
 from evalkit.sim.from_bench import answer_key_for

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.benchmarks import benchmark_class
 from evalkit.benchmarks.prepare import prepare

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_mcq_jsonl
 from redis_server import RedisServer, redis_binary
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
 from evalkit.money.costs import records_cost

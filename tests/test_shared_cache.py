@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
 from redis_server import RedisServer, redis_binary
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.shared.cache import PREFIX, check_url, shown_url
 from evalkit.core.errors import EvalkitError

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import make_mcq_jsonl
 from redis_server import RedisServer, redis_binary
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.shared.limits import PREFIX, scope_of
 from evalkit.sim.from_bench import answer_key_for

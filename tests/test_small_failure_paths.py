@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 NO_KEYS = {k: "" for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")}
 

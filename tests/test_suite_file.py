@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import make_mcq_jsonl
 
 from evalkit.cli import main
 from evalkit.core.errors import EvalkitError

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw
+from synthetic_data import tdbench_set
 
 from evalkit.benchmarks.readers.tdbench import export_official, join_canvas, load_generated
 from evalkit.benchmarks.tdbench import TDBench, parse_official_letter
@@ -171,44 +171,8 @@ def test_join_canvas_halves():
 # ---------------------------------------------------------------------------------------
 
 
-def _tiny_set(folder: Path, n: int, *, seed: int = 0, size: int = 64, unique_text: bool = False,
-              pairs: bool = True, grounding: bool = True) -> Path:
-    """n problems in the generated form across categories, with direction placeholders."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(seed)
-    cats = ["Object Presence", "Spatial Relationship", "Object Localization", "Attribute Recognition"]
-    lines = []
-    for i in range(n):
-        img = Image.new("RGB", (size, size), tuple(rng.randrange(256) for _ in range(3)))
-        d = ImageDraw.Draw(img)
-        for _ in range(3):
-            x, y = rng.randrange(size - 16), rng.randrange(size - 16)
-            d.rectangle((x, y, x + rng.randrange(4, 16), y + rng.randrange(4, 16)),
-                        fill=tuple(rng.randrange(256) for _ in range(3)))
-        d.rectangle((0, 0, 5, 5), fill=(255, 255, 255))
-        img.save(folder / f"{i}.png")
-        tag = f" (#{i})" if unique_text else ""
-        kind = i % 6 if (pairs or grounding) else i % 4
-        if kind == 4 and pairs:
-            img.transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(folder / f"{i}b.png")
-            lines.append({"id": str(i), "images": [f"{i}.png", f"{i}b.png"], "layout": "h",
-                          "category": "Dynamic Temporal", "question": f"Did anything change?{tag}",
-                          "options": ["Yes", "No"], "answer": "A"})
-        elif kind == 5 and grounding:
-            lines.append({"id": str(i), "image": f"{i}.png", "task": "grounding", "category": "Visual Grounding",
-                          "question": f"white square{tag}", "box": [0.0, 0.0, 0.1, 0.1]})
-        else:
-            lines.append({"id": str(i), "image": f"{i}.png", "category": cats[i % 4],
-                          "question": f"Which side is the white square on?{tag}",
-                          "options": ["<dir:top-left>", "<dir:top-right>", "<dir:bottom-left>", "<dir:bottom-right>"],
-                          "answer": "A"})
-    path = folder / "set.jsonl"
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return path
-
-
 def test_official_files_errors(tmp_path):
-    src = _tiny_set(tmp_path / "gen", 8)
+    src = tdbench_set(tmp_path / "gen", 8)
     out = tmp_path / "off"
     export_official(load_generated(src), out, size=64)
     bench = TDBench()
@@ -249,7 +213,7 @@ def _run(tmp: Path, data: Path, params: SimParams, name: str, **opts) -> dict:
 
 @pytest.mark.slow
 def test_generated_and_official_forms_give_identical_metrics(tmp_path):
-    src = _tiny_set(tmp_path / "gen", 120, seed=3)
+    src = tdbench_set(tmp_path / "gen", 120, seed=3)
     export_official(load_generated(src), tmp_path / "off", size=64)
     params = SimParams(theta=0.6, r=0.95, g=0.3, seed=5)
     # td_boot 200: the report's reliability fit bootstraps the same histogram 200 times with the same
@@ -266,7 +230,7 @@ def test_generated_and_official_forms_give_identical_metrics(tmp_path):
 
 @pytest.mark.slow
 def test_estimators_end_to_end_500_problems(tmp_path, no_plots):
-    src = _tiny_set(tmp_path / "gen", 500, seed=11, size=24, unique_text=True, pairs=False, grounding=False)
+    src = tdbench_set(tmp_path / "gen", 500, seed=11, size=24, unique_text=True, pairs=False, grounding=False)
     params = SimParams(theta=0.7, r=0.95, g=0.25, seed=2)
     s = _run(tmp_path, src, params, "e2e", td_image_size=0, td_boot=200)
     assert s["n_queries"] == 2000 and s["counts"]["errors"] == 0
@@ -349,7 +313,7 @@ def test_derive_integrity_share(tmp_path):
 
 
 def test_mcq_rotations_flag(tmp_path):
-    src = _tiny_set(tmp_path / "gen", 4, pairs=False, grounding=False)
+    src = tdbench_set(tmp_path / "gen", 4, pairs=False, grounding=False)
     from evalkit.benchmarks.mcq import MCQ
 
     bench = MCQ()

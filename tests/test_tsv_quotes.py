@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import draw_image
+from synthetic_data import draw_image
 
 from evalkit.benchmarks.readers.mcq import load_tsv
 from evalkit.cli import main

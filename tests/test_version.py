@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from synthetic_data import REPO
 
 from evalkit import __version__
 
-REPO = Path(__file__).resolve().parents[1]
 CHECKOUT = re.compile(r"^0\.4\.0\.dev0 \(([0-9a-f]{7,})\)$")
 PROBE = "import sys; from evalkit.cli import main; main(sys.argv[1:])"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_cli
-from conftest import make_mcq_jsonl
 from hostile_routes import HostileRoutes
+from synthetic_data import make_mcq_jsonl
 from vertex_account import FakeAccount, fake_account
 
 from evalkit.core.errors import EvalkitError

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import make_mcq_jsonl
+from synthetic_data import FIXTURES, make_mcq_jsonl
 
 import evalkit
 from evalkit.benchmarks import get_benchmark
@@ -27,7 +27,7 @@ from evalkit.view import site as site_module
 from evalkit.view.serve import make_server
 from evalkit.view.site import build_site
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "v010"
+FIXTURES = FIXTURES / "v010"
 N_ITEMS = 12
 MODELS = ("vllm/model-a", "vllm/model-b")
 
