@@ -5,7 +5,7 @@ By default the child runs this checkout; EVALKIT_UNDER_TEST=/path/to/an/older/ch
 one instead (its `evalkit.cli.main`), which is how each test is shown to fail on evalkit 0.1.0:
 
     git worktree add /tmp/v010 881f989
-    EVALKIT_UNDER_TEST=/tmp/v010 python -m pytest tests/test_hostile_replies.py
+    EVALKIT_UNDER_TEST=/tmp/v010 python -m pytest tests/providers/test_hostile_replies.py
 """
 
 from __future__ import annotations

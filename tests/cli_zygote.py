@@ -6,7 +6,7 @@ anthropic SDK (which builds its pydantic types at import), about half the suite'
 zygote imports them once per test worker and forks one child per command. A child is still a real
 process of its own (its own pid, environment, working directory, file-size limit, stdout and stderr,
 exit status and signals): only the interpreter start and the imports are shared. Start-up itself is
-covered where it is the behaviour (tests/test_light_start.py, tests/test_packaging.py).
+covered where it is the behaviour (tests/cli/test_light_start.py, tests/cli/test_packaging.py).
 
 Protocol, one Unix-socket connection per command: the client sends one JSON line (argv, env, cwd,
 out/err file paths, max_file_bytes); the zygote answers {"pid": N} at once and {"status": S} (a

@@ -100,7 +100,7 @@ def against_hidden_limit(monkeypatch, headers: str, *, adaptive: bool, n: int = 
                          concurrency: int = 32, max_attempts: int = 100, seed: int = 1) -> Served:
     """n queries, `concurrency` at a time, through the runner's Limiter and retry policy (with_retries) against
     the simulator's hidden limit (HiddenLimits: rps requests/s, announced in `headers`' dialect), all on
-    virtual time (tests/fake_clock.py): each request travels 0.5-2 ms to the server, which refuses it at once
+    virtual time (tests/ask/fake_clock.py): each request travels 0.5-2 ms to the server, which refuses it at once
     or answers 20 ms later, with the headers the server would send. The wire and the providers' reading of
     it are left to the end-to-end tests (test_adaptive_e2e.py); this is the policy, at the speed of
     arithmetic, the same on any machine."""

@@ -1,7 +1,7 @@
 """docs/failures.md, rendered from the tests that check each row (run this file to rewrite it).
 
-Rows come from tests/test_failure_paths.py (CASES), tests/test_flag_bounds.py (BAD) and
-tests/test_server_death.py (ROWS); tests/test_failure_table.py keeps the page in step with them.
+Rows come from tests/cli/test_failure_paths.py (CASES), tests/cli/test_flag_bounds.py (BAD) and
+tests/cli/test_server_death.py (ROWS); tests/cli/test_failure_table.py keeps the page in step with them.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DOC = HERE.parent / "docs" / "failures.md"
+DOC = HERE.parents[1] / "docs" / "failures.md"
 HEAD = """# Failures: what a user tried, what they read, the exit code
 
-Generated from the tests that check each row (`python tests/failure_table.py` rewrites this page;
-`tests/test_failure_table.py` fails when it is out of date). Every row runs the `evalkit` command in
+Generated from the tests that check each row (`python tests/cli/failure_table.py` rewrites this page;
+`tests/cli/test_failure_table.py` fails when it is out of date). Every row runs the `evalkit` command in
 a child process and asserts the exit code, the message (a fragment of it here) and that no traceback
 is printed. Exit codes: 0 done; 1 incomplete, re-run the same command to resume; 2 cannot start or
 continue until something is changed (bad input, usage, unreachable endpoint, environment); 130
@@ -26,7 +26,7 @@ interrupted (resumable).
 
 
 def rows() -> list[tuple[str, int, str, str]]:
-    sys.path.insert(0, str(HERE))
+    sys.path[:0] = [str(HERE), str(HERE.parent)]  # the tests beside this file, the helpers they import
     import test_failure_paths
     import test_flag_bounds
     import test_server_death

@@ -1,6 +1,6 @@
 """Failure paths through the CLI: fail fast, name the cause, never turn a broken run into a score.
 
-Each case is one row of docs/failures.md (tests/failure_table.py renders it from CASES): what a
+Each case is one row of docs/failures.md (tests/cli/failure_table.py renders it from CASES): what a
 user tried, the exit code and the message they get. Each fails on evalkit 0.1.0 (881f989), where
 the same commands gave a traceback, a minute of silent retries, a score of 0.00 or nothing at all.
 """

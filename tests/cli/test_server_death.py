@@ -21,7 +21,7 @@ from evalkit.sim.server import SimConfig, SimThread
 
 pytestmark = pytest.mark.slow
 
-# rows of docs/failures.md (tests/failure_table.py): what was tried, exit code, what the user reads
+# rows of docs/failures.md (tests/cli/failure_table.py): what was tried, exit code, what the user reads
 SERVER_DIES = ("the server dies mid-run (every connection refused)", 1,
                "stopped sending: … nothing succeeded for … s: connection refused (http://127.0.0.1:PORT/v1)")
 JUDGE_DIES = ("the judge dies mid-judging", 1, "the judge stopped: … connection refused (http://127.0.0.1:PORT/v1); "

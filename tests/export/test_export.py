@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from export_run import CANARY, canary_in, make_export_run
+from export_run import CANARY, canary_in
 from synthetic_data import FIXTURES
 
 from evalkit.cli import main
@@ -21,11 +21,6 @@ from evalkit.core.errors import EvalkitError
 from evalkit.export import export
 
 EEE = FIXTURES / "eee"
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_export_run(tmp_path_factory.mktemp("export"))
 
 
 def _summary(run_dir: Path) -> dict:

@@ -10,7 +10,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from export_run import canary_in, make_export_run
+from export_run import canary_in
 from synthetic_data import FIXTURES
 
 from evalkit.export import export
@@ -19,11 +19,6 @@ from evalkit.export.to_mlflow import mlflow_name
 
 mlflow = pytest.importorskip("mlflow")
 wandb = pytest.importorskip("wandb")
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_export_run(tmp_path_factory.mktemp("export"))
 
 
 def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(run_dir, tmp_path, monkeypatch):

@@ -4,7 +4,6 @@ the dry run's spent and left (evalkit.money.budget, evalkit.money.spending, eval
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 from synthetic_data import make_mcq_jsonl
@@ -22,13 +21,6 @@ from evalkit.sim.server import SimConfig, SimThread
 
 KEYS = {"OPENAI_API_KEY": "sk-test"}
 PRICE = Price(2.0, 8.0, 0.5, "test", "today", "openai")
-
-
-@pytest.fixture
-def prices(tmp_path):
-    path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"openai/sim-model": {"input": 2.0, "output": 8.0, "cached_input": 0.5}}))
-    return path
 
 
 def test_a_reservation_that_would_pass_the_cap_is_refused_and_settling_replaces_it():

@@ -4,7 +4,6 @@ stops the run (exit 1, no traceback)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -32,13 +31,6 @@ def redis(tmp_path: Path):
     redis_binary()
     with RedisServer(tmp_path / "redis") as server:
         yield server
-
-
-@pytest.fixture
-def prices(tmp_path: Path) -> Path:
-    path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"openai/sim-model": {"input": 2.0, "output": 8.0, "cached_input": 0.5}}))
-    return path
 
 
 def _until(condition, what: str, deadline_s: float = 60.0) -> None:  # noqa: ANN001

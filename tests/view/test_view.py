@@ -1,7 +1,7 @@
 """`evalkit view` without a browser: the site's files, chunks, deep-link ids, thumbnails, placeholders.
 
 Two simulated models answer a small MCQ set with image files under CircularEval (4 variants per
-question), so every part of the site has something to show. tests/test_view_browser.py renders it.
+question), so every part of the site has something to show. tests/view/test_view_browser.py renders it.
 """
 
 from __future__ import annotations
