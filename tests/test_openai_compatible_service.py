@@ -133,7 +133,7 @@ def test_auto_names_the_services_one_model_with_its_key(tmp_path):
 
 # ---- (b) the keys of both spellings, and of a 0.3 slash-named model -----------------------------------------
 
-PNG_4X4 = base64.b64decode(  # the fixed picture of tests/test_provider_pins.py
+PNG_4X4 = base64.b64decode(  # the fixed picture of tests/providers/test_provider_pins.py
     "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAOUlEQVR4nGNgYGBQjV7rtS0qX5CdYUrOlp3HE+8p"
     "8THX7mbUuJGhGr0Wghj2uMg8nH+S7VeZdqgyANGpE1tBiwQ+AAAAAElFTkSuQmCC")
 TEXT = ("Which colour is the top-left pixel?\nA. red\nB. green\nC. blue\nD. black\n"

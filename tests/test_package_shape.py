@@ -10,12 +10,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from synthetic_data import REPO
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 PACKAGE = ROOT / "evalkit"
 
 
