@@ -1,4 +1,5 @@
-"""Run the `evalkit` command of the checkout under test in a child process.
+"""Run the `evalkit` command of the checkout under test: in a child process (run_cli, start_cli), or in
+this process (run_main) where the process itself is not what the test is about.
 
 The hardening tests drive the command line against the simulator running in the test process.
 By default the child runs this checkout; EVALKIT_UNDER_TEST=/path/to/an/older/checkout runs that
@@ -10,11 +11,14 @@ one instead (its `evalkit.cli.main`), which is how each test is shown to fail on
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import resource
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -78,3 +82,58 @@ def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None,
     if _warm_start(env):
         return zygote_for(checkout_under_test()).start(cmd, cmd[3:], child_env, cwd)  # type: ignore[return-value]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env, cwd=cwd)
+
+
+def run_main(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+             plots: bool = False) -> subprocess.CompletedProcess[str]:
+    """`evalkit ARGS` as run_cli runs it, but in this process: `evalkit.cli.main(ARGS)` with the environment
+    (os.environ plus `env`) and the working directory the child would have had, stdout and stderr captured
+    as text, stdin empty, and the same CompletedProcess back. An exception main() lets out is what the
+    child would have printed: its traceback on stderr, exit 1. For the tests whose subject is what the
+    command does, not the process (signals, kills, file-size limits, races between processes and timeouts
+    stay with run_cli and start_cli): a child costs about 0.1 s of CPU more than the call itself.
+
+    Everything is put back afterwards (os.environ, the working directory, the streams). A test that sets
+    PYTHON* variables, runs an older checkout (EVALKIT_UNDER_TEST) or asks for cold children
+    (EVALKIT_TESTS_COLD=1) gets run_cli: a child, as before."""
+    if not _warm_start(env):
+        return run_cli(args, env=env, cwd=cwd, plots=plots)
+    from evalkit.cli import main
+
+    argv = _argv(args, plots)
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update({"MPLBACKEND": "Agg", **(env or {})})
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with open(os.devnull, encoding="utf-8") as nothing, contextlib.ExitStack() as streams:
+            streams.enter_context(contextlib.redirect_stdout(out))
+            streams.enter_context(contextlib.redirect_stderr(err))
+            saved_stdin, sys.stdin = sys.stdin, nothing
+            try:
+                code = _exit_code(main, argv)
+            finally:
+                sys.stdin = saved_stdin
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["evalkit", *argv], code, out.getvalue(), err.getvalue())
+
+
+def _exit_code(main, argv: list[str]) -> int:  # noqa: ANN001
+    """main(argv)'s exit status as `sys.exit(main(argv))` in a child would give it."""
+    try:
+        result = main(argv)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        raise  # main() turns the run's own interrupts into exit 130: this one is the test runner's
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return result if isinstance(result, int) else 0 if result is None else 1

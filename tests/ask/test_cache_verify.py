@@ -7,7 +7,7 @@ import os
 import random
 import sqlite3
 
-from cli_under_test import run_cli
+from cli_under_test import run_main
 
 from evalkit.ask.cache import ResponseCache
 
@@ -38,15 +38,15 @@ def test_verify_names_what_is_broken_and_repair_mends_only_that(tmp_path):
     victim.write_text('{"text": "not the cache\'s"}')
     (cache_dir / "file-hashes.json").write_text("{}")
     _break(cache_dir, victim)
-    found = run_cli(["cache", "verify", "--cache-dir", str(cache_dir)])
+    found = run_main(["cache", "verify", "--cache-dir", str(cache_dir)])
     assert found.returncode == 1, found.stderr
     out = found.stdout
     assert "16 entries" in out and "1 entries pointing outside the cache folder" in out
     assert "2 entries whose value is not a JSON object" in out and "1 entries whose value file is missing" in out
     assert "2 value files without an entry" in out and "--repair" in out  # the stray one, and k0's own
-    fixed = run_cli(["cache", "verify", "--repair", "--cache-dir", str(cache_dir)])
+    fixed = run_main(["cache", "verify", "--repair", "--cache-dir", str(cache_dir)])
     assert fixed.returncode == 0 and "removed 6" in fixed.stdout, fixed.stdout + fixed.stderr
-    again = run_cli(["cache", "verify", "--cache-dir", str(cache_dir)])
+    again = run_main(["cache", "verify", "--cache-dir", str(cache_dir)])
     assert again.returncode == 0 and "16 entries" in again.stdout and "all readable" in again.stdout
     assert victim.read_text() == '{"text": "not the cache\'s"}'  # nothing outside the cache touched
     assert (cache_dir / "file-hashes.json").exists()
@@ -62,15 +62,15 @@ def test_repair_moves_a_damaged_database_aside_keeping_what_it_can_read(tmp_path
     data = bytearray(db.read_bytes())
     data[-2048:] = random.Random(57).randbytes(2048)  # the last page scrambled, the same bytes every run
     db.write_bytes(bytes(data))
-    found = run_cli(["cache", "verify", "--cache-dir", str(cache_dir)])
+    found = run_main(["cache", "verify", "--cache-dir", str(cache_dir)])
     assert found.returncode == 1 and "database damaged" in found.stdout, found.stdout + found.stderr
-    fixed = run_cli(["cache", "verify", "--repair", "--cache-dir", str(cache_dir)])
+    fixed = run_main(["cache", "verify", "--repair", "--cache-dir", str(cache_dir)])
     assert fixed.returncode == 0 and "moved the damaged database to cache.db.damaged-" in fixed.stdout
     assert len([p for p in cache_dir.glob("cache.db.damaged-*") if not p.name.endswith(("-wal", "-shm"))]) == 1
     with ResponseCache(cache_dir) as cache:
         kept = len(cache)
         assert 300 <= kept < 400 and cache.get("k5") == {"text": "answer 5"}
-    assert run_cli(["cache", "verify", "--cache-dir", str(cache_dir)]).returncode == 0
+    assert run_main(["cache", "verify", "--cache-dir", str(cache_dir)]).returncode == 0
 
 
 def _point_root_back_at_its_first_leaf(db_path):
@@ -96,10 +96,10 @@ def test_repair_of_a_tree_that_goes_round_in_circles_ends_keeping_the_rows_it_ca
     with ResponseCache(cache_dir) as cache:
         cache.set_many([(f"k{i}", {"text": f"answer {i}"}) for i in range(400)])
     _point_root_back_at_its_first_leaf(cache_dir / "cache.db")
-    fixed = run_cli(["cache", "verify", "--repair", "--cache-dir", str(cache_dir)], timeout=60)
+    fixed = run_main(["cache", "verify", "--repair", "--cache-dir", str(cache_dir)])
     assert fixed.returncode == 0 and "moved the damaged database to cache.db.damaged-" in fixed.stdout, (
         fixed.stdout + fixed.stderr)
     with ResponseCache(cache_dir) as cache:
         kept = len(cache)
         assert 0 < kept < 400 and cache.get("k1") == {"text": "answer 1"}
-    assert run_cli(["cache", "verify", "--cache-dir", str(cache_dir)]).returncode == 0
+    assert run_main(["cache", "verify", "--cache-dir", str(cache_dir)]).returncode == 0

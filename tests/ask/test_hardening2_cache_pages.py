@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import ResponseCache
@@ -31,7 +31,7 @@ def filled(tmp_path_factory):
     root = tmp_path_factory.mktemp("filled")
     data = make_mcq_jsonl(root / "ds", N, seed=4)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
-        first = run_cli(_args(sim, data, root / "run", root / "cache"))
+        first = run_main(_args(sim, data, root / "run", root / "cache"))
         assert first.returncode == 0, first.stdout + first.stderr
         with ResponseCache(root / "cache") as cache:
             cache.set_many([(f"{i:064x}", {"text": f"answer {i} " + "x" * 300, "usage": {"input_tokens": 90}})
@@ -61,7 +61,7 @@ def test_the_intact_cache_answers_the_run_with_nothing_sent(filled, tmp_path):
     sim, data, cache = filled
     shutil.copytree(cache, tmp_path / "cache")
     before = sim.counters.snapshot()["requests"]
-    again = run_cli(_args(sim, data, tmp_path / "run", tmp_path / "cache"))
+    again = run_main(_args(sim, data, tmp_path / "run", tmp_path / "cache"))
     assert again.returncode == 0, again.stdout + again.stderr
     assert sim.counters.snapshot()["requests"] == before  # what is at stake: every answer is in the cache
 
@@ -74,14 +74,14 @@ def test_a_damaged_middle_page_is_one_line_and_exit_2_before_any_request(filled,
     page, pages = _damage_page(db, fraction)
     assert 1 < page < pages and pages > 50  # a page in the middle, not the file's header
     before = sim.counters.snapshot()["requests"]
-    run = run_cli(_args(sim, data, tmp_path / "run", tmp_path / "cache"))
+    run = run_main(_args(sim, data, tmp_path / "run", tmp_path / "cache"))
     err = run.stderr.strip()
     assert run.returncode == 2 and "Traceback" not in err and "\n" not in err, run.stdout + run.stderr
     assert f"cache {db} is damaged" in err and "evalkit cache verify --repair" in err
     assert sim.counters.snapshot()["requests"] == before  # nothing paid again
     assert not (tmp_path / "run" / "records.jsonl").exists()
-    repaired = run_cli(["cache", "verify", "--repair", "--cache-dir", str(tmp_path / "cache")])  # as the line says
+    repaired = run_main(["cache", "verify", "--repair", "--cache-dir", str(tmp_path / "cache")])  # as the line says
     assert repaired.returncode == 0 and "moved the damaged database to cache.db.damaged-" in repaired.stdout
-    done = run_cli(_args(sim, data, tmp_path / "run", tmp_path / "cache"))
+    done = run_main(_args(sim, data, tmp_path / "run", tmp_path / "cache"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert sim.counters.snapshot()["requests"] - before <= N  # at most the answers on the damaged page

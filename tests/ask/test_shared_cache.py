@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from redis_server import RedisServer, redis_binary
 from synthetic_data import make_mcq_jsonl
 
@@ -84,9 +84,9 @@ def test_a_second_machine_re_runs_a_finished_evaluation_for_free(data, redis, tm
 def test_an_unreachable_redis_is_one_line_and_exit_2_before_anything_is_sent(data, redis, tmp_path):
     redis.kill()
     with _sim(data) as sim:
-        done = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url + "/v1", "--data", str(data),
+        done = run_main(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url + "/v1", "--data", str(data),
                         "--cache-url", redis.url, "--no-progress", "--cache-dir", str(tmp_path / "cache")],
-                       env=ENV, cwd=tmp_path, timeout=120)
+                       env=ENV, cwd=tmp_path)
         assert sim.counters.snapshot()["requests"] == 0
     out = done.stdout + done.stderr
     assert done.returncode == 2 and "Traceback" not in out, out[-2000:]
@@ -115,7 +115,7 @@ def test_a_redis_that_dies_mid_run_stops_the_run_and_the_same_command_resumes(da
         assert kept and all(r["error"] is None for r in kept)
         sent = _completions(sim)
         redis.start()  # back (empty: it kept nothing); the same command sends only what is missing
-        again = run_cli(args, env=ENV, cwd=tmp_path, timeout=120)
+        again = run_main(args, env=ENV, cwd=tmp_path)
         assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
         assert _completions(sim) - sent <= N - len(kept)
 
@@ -143,12 +143,12 @@ def test_with_fallback_a_redis_that_dies_is_one_line_and_the_run_goes_on(data, r
 def test_cache_stats_and_clear_work_on_redis_and_clear_asks_first(data, redis, tmp_path):
     with _sim(data) as sim:
         _run(sim, data, tmp_path / "run", tmp_path / "cache", cache_url=redis.url)
-    stats = run_cli(["cache", "stats", "--cache-url", redis.url], env={}, cwd=tmp_path, timeout=60)
+    stats = run_main(["cache", "stats", "--cache-url", redis.url], env={}, cwd=tmp_path)
     assert stats.returncode == 0 and f"{N} responses" in stats.stdout and PASSWORD not in stats.stdout
-    refused = run_cli(["cache", "clear", "--cache-url", redis.url], env={}, cwd=tmp_path, timeout=60)
+    refused = run_main(["cache", "clear", "--cache-url", redis.url], env={}, cwd=tmp_path)
     assert refused.returncode == 2 and "--yes" in refused.stdout + refused.stderr
     assert len(list(redis.client().scan_iter(match=PREFIX + "*"))) == N
-    cleared = run_cli(["cache", "clear", "--cache-url", redis.url, "--yes"], env={}, cwd=tmp_path, timeout=60)
+    cleared = run_main(["cache", "clear", "--cache-url", redis.url, "--yes"], env={}, cwd=tmp_path)
     assert cleared.returncode == 0 and f"removed {N}" in cleared.stdout
     assert list(redis.client().scan_iter(match=PREFIX + "*")) == []
 

@@ -13,7 +13,7 @@ import io
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from PIL import Image
 
 from evalkit.benchmarks.lenient import Sink
@@ -55,12 +55,12 @@ def test_a_row_with_cells_past_the_header_is_named(shifted, stream):
 
 def test_run_stops_with_one_line_and_lint_names_the_row(shifted, tmp_path):
     out = tmp_path / "run"
-    proc = run_cli(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--data", str(shifted),
+    proc = run_main(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--data", str(shifted),
                     "--out", str(out), "--no-cache", "--no-progress"], env={"VLLM_API_KEY": "k"})
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [f"evalkit: error: {shifted}: {SAID}"]
     assert not out.exists()
-    lint = run_cli(["lint", "mcq", "--data", str(shifted), "--no-cache", "--json"])
+    lint = run_main(["lint", "mcq", "--data", str(shifted), "--no-cache", "--json"])
     assert lint.returncode == 1, lint.stderr[-2000:]
     assert "10 cells for the header's 9 columns" in lint.stdout and '"row 2"' in lint.stdout
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.editing import _read_records
@@ -58,7 +58,7 @@ def test_a_run_asks_and_grades_the_question_whole(tmp_path):
     """Through the command line and the simulator, which reads the options back from the prompt."""
     data = _mcq_with_separators(tmp_path / "ds", 6)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
-        proc = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url", sim.url,
+        proc = run_main(["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url", sim.url,
                         "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     records = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_bytes().split(b"\n") if x]

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.benchmarks import get_benchmark
@@ -57,7 +57,7 @@ FORMS = ("mcq-line", "mcq-meta", "mcq-json", "if-bench")
 def test_run_says_invalid_json_in_one_line_and_exits_2(deep_files, tmp_path, form):
     path, where = deep_files[form]
     bench = "if-bench" if form == "if-bench" else "mcq"
-    proc = run_cli(["run", bench, "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--data", str(path),
+    proc = run_main(["run", bench, "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--data", str(path),
                     "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.returncode == 2
@@ -68,7 +68,7 @@ def test_run_says_invalid_json_in_one_line_and_exits_2(deep_files, tmp_path, for
 def test_lint_reports_the_row_or_file_as_unreadable(deep_files, form):
     path, where = deep_files[form]
     bench = "if-bench" if form == "if-bench" else "mcq"
-    proc = run_cli(["lint", bench, "--data", str(path)])
+    proc = run_main(["lint", bench, "--data", str(path)])
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
     assert proc.returncode == 1  # its findings hold an error
     finding = "unreadable-file" if not where else "unreadable-row"

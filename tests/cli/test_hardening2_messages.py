@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from cli_under_test import checkout_under_test, run_cli
+from cli_under_test import checkout_under_test, run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.from_bench import answer_key_for
@@ -62,12 +62,12 @@ def test_a_read_only_cache_folder_is_not_called_damaged(tmp_path, read_only):
     data = make_mcq_jsonl(tmp_path / "ds", 3, seed=2)
     cache = where / "cache"
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
-        first = run_cli(_args(data, sim.url, tmp_path / "run", cache))
+        first = run_main(_args(data, sim.url, tmp_path / "run", cache))
         assert first.returncode == 0, first.stderr
         seal()
-        again = run_cli(_args(data, sim.url, tmp_path / "run2", cache))
+        again = run_main(_args(data, sim.url, tmp_path / "run2", cache))
         sent = sim.counters.snapshot()["requests"]
-    stats = run_cli(["cache", "stats", "--cache-dir", str(cache)])
+    stats = run_main(["cache", "stats", "--cache-dir", str(cache)])
     said = (f"evalkit: error: cache directory {cache} is not writable (Read-only file system); give --cache-dir "
             "a writable folder or use --no-cache")
     for done in (again, stats):
@@ -97,7 +97,7 @@ def test_sigterm_while_reporting_exits_130_like_elsewhere(tmp_path):
         env = {**os.environ, "PYTHONPATH": str(checkout_under_test())}
         killed = subprocess.run([sys.executable, "-c", _REPORT_KILLED, *args], capture_output=True, text=True,
                                 env=env, timeout=120)
-        again = run_cli(args)
+        again = run_main(args)
         sent = sim.counters.snapshot()["requests"]
     assert killed.returncode == 130, (killed.returncode, killed.stderr)
     assert killed.stderr.strip().splitlines()[-1] == "evalkit: interrupted; re-run the same command to resume"

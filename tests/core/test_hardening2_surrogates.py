@@ -14,7 +14,7 @@ import json
 import threading
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from echo_provider import Echo, echo_queries
 from synthetic_data import make_mcq_jsonl
 
@@ -90,7 +90,7 @@ def surrogate_run(tmp_path):
             if args[0] == "run":
                 args += ["--base-url", server.url, "--out", str(tmp_path / "run"),
                          "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-            return run_cli(args, env={"VLLM_API_KEY": "k"}, timeout=120)
+            return run_main(args, env={"VLLM_API_KEY": "k"})
         yield run, server, tmp_path / "run"
 
 

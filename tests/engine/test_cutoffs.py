@@ -161,11 +161,11 @@ def _sim(data: Path, think: int):  # noqa: ANN202
 
 
 def _run(sim, data: Path, tmp: Path, provider: str, *extra: str):  # noqa: ANN001, ANN202
-    from cli_under_test import run_cli
+    from cli_under_test import run_main
     from provider_runs import pointed_at
 
     args, env = pointed_at(provider, sim.url)
-    return run_cli(["run", "mcq", "--model", f"{provider}/sim-model", "--data", str(data), "--out", str(tmp / "run"),
+    return run_main(["run", "mcq", "--model", f"{provider}/sim-model", "--data", str(data), "--out", str(tmp / "run"),
                     "--cache-dir", str(tmp / "cache"), "--no-progress", "--no-plots", *args, *extra], env=env)
 
 

@@ -24,7 +24,7 @@ import weakref
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from PIL import Image
 
 from evalkit.ask.cache import NullCache
@@ -186,10 +186,10 @@ def test_run_and_lint_name_a_jsonl_line_over_the_cap(small_set, tmp_path):
     data = tmp_path / "long.jsonl"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     said = f"{data}: line 2: the line is over the 10 KB cap on one data line (--max-line-mb raises it)"
-    proc = run_cli(["run", "mcq", "--data", str(data), "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1",
+    proc = run_main(["run", "mcq", "--data", str(data), "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1",
                     "--max-line-mb", "0.01", "--no-cache", "--out", str(tmp_path / "run")], env={"VLLM_API_KEY": "k"})
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [f"evalkit: error: {said}"]
-    lint = run_cli(["lint", "mcq", "--data", str(data), "--max-line-mb", "0.01", "--no-cache", "--json"])
+    lint = run_main(["lint", "mcq", "--data", str(data), "--max-line-mb", "0.01", "--no-cache", "--json"])
     found = json.loads(lint.stdout)["findings"]
     assert lint.returncode == 1
     assert [(f["kind"], f["where"], f["message"]) for f in found if f["severity"] == "error"] == [
@@ -235,7 +235,7 @@ def test_an_image_over_the_cap_is_a_data_error_never_read(small_set, tmp_path, m
         pipe.close()
     monkeypatch.undo()
     with SimThread(SimConfig()) as sim:
-        proc = run_cli(["run", "mcq", "--data", str(small_set), "--model", "vllm/sim-model", "--base-url", sim.url,
+        proc = run_main(["run", "mcq", "--data", str(small_set), "--model", "vllm/sim-model", "--base-url", sim.url,
                         "--max-image-mb", "0.05", "--no-cache", "--out", str(tmp_path / "run"), "--no-progress"],
                        env={"VLLM_API_KEY": "k", "COLUMNS": "400"})
         sent = sim.counters.snapshot()["requests"]
@@ -243,7 +243,7 @@ def test_an_image_over_the_cap_is_a_data_error_never_read(small_set, tmp_path, m
     assert proc.returncode == 2 and sent == 3
     assert summary["data_errors"]["items"] == ["q2"] and summary["counts"]["data_errors"] == 1
     assert "i2.png is 118 KB, over the 51 KB cap on one image (--max-image-mb raises it)" in proc.stdout
-    lint = run_cli(["lint", "mcq", "--data", str(small_set), "--max-image-mb", "0.05", "--no-cache", "--json"])
+    lint = run_main(["lint", "mcq", "--data", str(small_set), "--max-image-mb", "0.05", "--no-cache", "--json"])
     (too_big,) = [f for f in json.loads(lint.stdout)["findings"] if f["severity"] == "error"]
     assert too_big["kind"] == "image-too-big" and too_big["items"] == ["q2"]
     assert too_big["message"] == "the image is 118 KB, over the 51 KB cap on one image (--max-image-mb raises it)"
@@ -254,5 +254,5 @@ def test_a_cap_must_be_positive(small_set, tmp_path, command):
     args = [command, "mcq", "--data", str(small_set), "--max-image-mb", "0"]
     if command == "run":
         args += ["--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "run")]
-    proc = run_cli(args, env={"VLLM_API_KEY": "k"})
+    proc = run_main(args, env={"VLLM_API_KEY": "k"})
     assert proc.returncode == 2 and proc.stderr.strip() == "evalkit: error: --max-image-mb must be more than 0, not 0"

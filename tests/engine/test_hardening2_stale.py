@@ -21,7 +21,7 @@ import json
 import os
 from pathlib import Path
 
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import draw_image, make_mcq_jsonl
 
 from evalkit.benchmarks.prepare import prepare
@@ -67,12 +67,12 @@ def test_report_refuses_swapped_options_and_gold(tmp_path):
     with SimThread(SimConfig(answer_key=key)) as sim:
         argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-        assert run_cli(argv).returncode == 0 and _requests(sim) == n
+        assert run_main(argv).returncode == 0 and _requests(sim) == n
         assert _summary(out)["metrics"]["accuracy"] == 100.0 and "requests" not in _summary(out)
         before = {name: (out / name).read_bytes() for name in ("summary.json", "records.jsonl", "report.md")}
         assert _swap_a_and_b(data) == 4  # (seed 49: half the golds were A or B: the old answers score 50)
 
-        refused = run_cli(["report", str(out), "--cache-dir", str(tmp_path / "cache")])
+        refused = run_main(["report", str(out), "--cache-dir", str(tmp_path / "cache")])
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert "Traceback" not in refused.stderr
         [line] = refused.stderr.strip().splitlines()
@@ -82,10 +82,10 @@ def test_report_refuses_swapped_options_and_gold(tmp_path):
         assert {name: (out / name).read_bytes() for name in before} == before  # nothing rewritten
 
         _learn(key, data)
-        reasked = run_cli([*argv, "--reask-changed"])  # as the line says
+        reasked = run_main([*argv, "--reask-changed"])  # as the line says
         assert reasked.returncode == 0, reasked.stderr
         assert _requests(sim) == 2 * n  # every prompt changed (its options did): each asked again
-        assert run_cli(["report", str(out), "--cache-dir", str(tmp_path / "cache")]).returncode == 0
+        assert run_main(["report", str(out), "--cache-dir", str(tmp_path / "cache")]).returncode == 0
     summary = _summary(out)
     assert summary["metrics"]["accuracy"] == 100.0 and summary["complete"]
     assert "requests" not in summary and "older_requests" not in summary  # today's answers, today's requests
@@ -113,21 +113,21 @@ def test_run_notices_an_image_replaced_in_the_same_size_with_its_mtime_set_back(
     with SimThread(SimConfig(answer_key=key)) as sim:
         argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-        assert run_cli(argv).returncode == 0 and _requests(sim) == n
+        assert run_main(argv).returncode == 0 and _requests(sim) == n
         old = {r["query_id"]: r for r in map(json.loads, (out / "records.jsonl").read_text().splitlines())}
         _same_size_other_picture(data.parent / "images" / "img00002.png")
 
-        refused = run_cli(argv)  # as for any changed data under an explicit --out
+        refused = run_main(argv)  # as for any changed data under an explicit --out
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert "holds answers to other data (the images changed since)" in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1 and _requests(sim) == n
 
         _learn(key, data)
-        reasked = run_cli([*argv, "--reask-changed"])
+        reasked = run_main([*argv, "--reask-changed"])
         assert reasked.returncode == 0, reasked.stderr
         assert _requests(sim) == n + 1  # exactly the query of the replaced picture
         assert "1 answered queries were asked differently" in reasked.stderr
-        again = run_cli(argv)  # paid-for answers are sacred: the complete run sends nothing
+        again = run_main(argv)  # paid-for answers are sacred: the complete run sends nothing
         assert again.returncode == 0, again.stderr
         assert _requests(sim) == n + 1
     new = {r["query_id"]: r for r in map(json.loads, (out / "records.jsonl").read_text().splitlines())}

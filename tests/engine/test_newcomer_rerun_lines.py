@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.from_bench import answer_key_for
@@ -36,7 +36,7 @@ def test_a_resumed_run_says_what_it_asks_and_this_runs_counts(tmp_path):
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         args = ["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url", sim.url,
                 "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-        first = run_cli(args)
+        first = run_main(args)
         assert first.returncode == 0, _said(first)
         said = _said(first)
         assert said.count("lint: 1 warning") == 1, said  # once, before the asking; lint.json has it
@@ -47,7 +47,7 @@ def test_a_resumed_run_says_what_it_asks_and_this_runs_counts(tmp_path):
 
         lines = (out / "records.jsonl").read_text().splitlines(keepends=True)
         (out / "records.jsonl").write_text("".join(lines[:4]))  # two answers gone from the run
-        again = run_cli(args)
+        again = run_main(args)
         said = _said(again)
         assert again.returncode == 0, said
         assert "evalkit: 4 already answered, 2 to ask" in said
@@ -55,7 +55,7 @@ def test_a_resumed_run_says_what_it_asks_and_this_runs_counts(tmp_path):
         assert summary["this_run"] == {"sent": 0, "from_cache": 2, "already": 4}
         assert "this run 0 sent · 2 from the cache · 4 already answered" in said
 
-        same = run_cli(args)
+        same = run_main(args)
         said = _said(same)
         assert same.returncode == 0, said
         assert "evalkit: all 6 queries already answered: nothing to ask" in said

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 import evalkit.sim.machinery.serving as sim_serving
@@ -39,7 +39,7 @@ from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import Sampling, SimModel, SimParams, sampling_of
 from evalkit.sim.server import SimConfig, SimThread
 
-N = 8  # questions per data set: every CLI run here is a child process
+N = 8  # questions per data set
 
 
 # ---- the pure statistics --------------------------------------------------------------------
@@ -231,11 +231,11 @@ def test_repeats_send_n_times_then_nothing_then_only_the_new_repeats(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=41)
     run = tmp_path / "run"
     with _sim(data) as sim:
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3")))
         assert _requests(sim) == 3 * N
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3")))
         assert _requests(sim) == 3 * N  # everything is in records.jsonl
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "5")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "5")))
         assert _requests(sim) == 5 * N  # exactly the two new repeats of every query
     records = _records(run)
     assert len(records) == 5 * N and len({r["query_id"] for r in records}) == 5 * N
@@ -255,7 +255,7 @@ def test_summary_statistics_equal_those_computed_from_the_records(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=43)
     run = tmp_path / "run"
     with _sim(data, rate=0.6) as sim:
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "1.0", "--repeats", "4")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "1.0", "--repeats", "4")))
     records, rep = _records(run), _summary(run)["repeats"]
     per = [100 * sum(r["correct"] is True for r in records if r.get("repeat", 0) == k) / N for k in range(4)]
     assert [x["scores"]["accuracy"] for x in rep["per_repeat"]] == pytest.approx(per)
@@ -297,9 +297,9 @@ def test_summary_statistics_equal_those_computed_from_the_records(tmp_path):
 def test_a_cache_written_without_repeats_answers_repeat_zero(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=44)
     with _sim(data) as sim:
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8", out="before")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8", out="before")))
         assert _requests(sim) == N
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3", out="after")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3", out="after")))
         assert _requests(sim) == 3 * N  # repeat 0 came from the cache: only repeats 1 and 2 were sent
     before = {r["query_id"]: r for r in _records(tmp_path / "before")}
     after = {r["query_id"]: r for r in _records(tmp_path / "after")}
@@ -312,8 +312,8 @@ def test_more_repeats_grow_the_same_default_run_directory(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=45)
     argv = ["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--no-progress", "--temperature", "0.8"]
     with _sim(data) as sim:
-        _ok(run_cli([*argv, "--base-url", sim.url], cwd=tmp_path))
-        _ok(run_cli([*argv, "--base-url", sim.url, "--repeats", "2"], cwd=tmp_path))
+        _ok(run_main([*argv, "--base-url", sim.url], cwd=tmp_path))
+        _ok(run_main([*argv, "--base-url", sim.url, "--repeats", "2"], cwd=tmp_path))
         assert _requests(sim) == 2 * N
     dirs = list((tmp_path / "runs").iterdir())
     assert len(dirs) == 1 and len(_records(dirs[0])) == 2 * N
@@ -330,7 +330,7 @@ def test_with_a_seed_repeat_r_sends_seed_plus_r(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sim_serving, "model_reply", capture)
     with _sim(data) as sim:
-        _ok(run_cli(_argv(sim, data, tmp_path, "--seed", "7", "--repeats", "3")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--seed", "7", "--repeats", "3")))
         assert _requests(sim) == 3 * N
     assert len(seeds) == N and all(sorted(s) == [7, 8, 9] for s in seeds.values())
     records = _records(tmp_path / "run")
@@ -340,7 +340,7 @@ def test_with_a_seed_repeat_r_sends_seed_plus_r(tmp_path, monkeypatch):
 def test_without_repeats_summary_and_records_are_as_before(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=47)
     with _sim(data) as sim:
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8")))
         assert _requests(sim) == N
     run = tmp_path / "run"
     summary = _summary(run)
@@ -355,9 +355,9 @@ def test_without_repeats_summary_and_records_are_as_before(tmp_path):
 def test_compare_accepts_different_repeats_over_their_common_repeats(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=48)
     with _sim(data) as sim:
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3", out="three")))
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.9", "--repeats", "2", out="two")))
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.7", out="one")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3", out="three")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.9", "--repeats", "2", out="two")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.7", out="one")))
     c = compare([tmp_path / "three", tmp_path / "two"], n_boot=200)
     note = next(n for n in c.notes if "repeats differ" in n)
     assert "compared on the 2 common repeats 0–1" in note and "ranked on the mean of 2 common repeats" in note
@@ -377,9 +377,9 @@ def test_report_rebuilds_the_same_repeats_summary(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=49)
     run = tmp_path / "run"
     with _sim(data) as sim:
-        _ok(run_cli(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3")))
+        _ok(run_main(_argv(sim, data, tmp_path, "--temperature", "0.8", "--repeats", "3")))
         before = _summary(run)
-        _ok(run_cli(["report", str(run)]))
+        _ok(run_main(["report", str(run)]))
         assert _requests(sim) == 3 * N
     after = _summary(run)
     assert after["not_in_run"] == 0 and after["metrics"] == before["metrics"]
@@ -389,10 +389,10 @@ def test_report_rebuilds_the_same_repeats_summary(tmp_path):
 def test_dry_run_counts_every_repeat_and_batches_without_a_seed_are_refused(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", N, seed=50)
     with _sim(data) as sim:
-        dry = run_cli([*_argv(sim, data, tmp_path, "--repeats", "3"), "--dry-run"])
+        dry = run_main([*_argv(sim, data, tmp_path, "--repeats", "3"), "--dry-run"])
         _ok(dry)
         assert _requests(sim) == 0 and re.search(rf"to send\W+{3 * N}\b", dry.stdout + dry.stderr)
-    refused = run_cli(["run", "mcq", "--model", "openai/gpt-4o-mini", "--data", str(data), "--batch", "--repeats", "2",
+    refused = run_main(["run", "mcq", "--model", "openai/gpt-4o-mini", "--data", str(data), "--batch", "--repeats", "2",
                        "--out", str(tmp_path / "b"), "--no-progress"], env={"OPENAI_API_KEY": "sk-test"})
     assert refused.returncode == 2 and "--seed" in refused.stderr and "Traceback" not in refused.stderr
     assert not (tmp_path / "b").exists()

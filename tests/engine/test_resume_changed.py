@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import REPO, draw_image, make_mcq_jsonl
 
 from evalkit.sim.answerkey import AnswerKey
@@ -62,22 +62,22 @@ def test_changed_questions_under_the_same_ids_are_refused_then_reasked_exactly(t
     with SimThread(SimConfig(answer_key=key)) as sim:
         argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-        assert run_cli(argv).returncode == 0 and requests(sim) == n
+        assert run_main(argv).returncode == 0 and requests(sim) == n
         identity_before = json.loads((out / "config.json").read_text())["identity"]
         golds = rewrite_items(data, CHANGED)
         learn(key, "mcq", {"data": str(data)})
 
-        refused = run_cli(argv)
+        refused = run_main(argv)
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
         assert "the data file and the images changed" in refused.stderr and "--reask-changed" in refused.stderr
         assert requests(sim) == n and len(records_of(out)) == n  # nothing asked, nothing touched
 
-        reasked = run_cli([*argv, "--reask-changed"])
+        reasked = run_main([*argv, "--reask-changed"])
         assert reasked.returncode == 0, reasked.stderr
         assert requests(sim) == n + len(CHANGED)  # exactly the changed queries
         assert "5 answered queries were asked differently" in reasked.stderr
-        again = run_cli(argv)  # the directory now holds this data: a plain re-run is free
+        again = run_main(argv)  # the directory now holds this data: a plain re-run is free
         assert again.returncode == 0, again.stderr
         assert requests(sim) == n + len(CHANGED)
     records = records_of(out)
@@ -101,12 +101,12 @@ def test_default_run_directory_follows_the_data(tmp_path):
     with SimThread(SimConfig(answer_key=key)) as sim:
         argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-        assert run_cli(argv, cwd=tmp_path).returncode == 0
+        assert run_main(argv, cwd=tmp_path).returncode == 0
         [old] = (tmp_path / "runs").iterdir()
         old_lines = (old / "records.jsonl").read_bytes()
         rewrite_items(data, CHANGED)
         learn(key, "mcq", {"data": str(data)})
-        second = run_cli(argv, cwd=tmp_path)
+        second = run_main(argv, cwd=tmp_path)
         assert second.returncode == 0, second.stderr
         assert requests(sim) == n + len(CHANGED)  # the unchanged questions come from the cache
     new = [p for p in (tmp_path / "runs").iterdir() if p != old]
@@ -123,11 +123,11 @@ def test_a_corrected_gold_answer_regrades_without_asking(tmp_path):
     with SimThread(SimConfig(answer_key=key)) as sim:
         argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--reask-changed"]
-        assert run_cli(argv).returncode == 0
+        assert run_main(argv).returncode == 0
         rows = [json.loads(x) for x in data.read_text().splitlines()]
         rows[2]["answer"] = "ABCD"[("ABCD".index(rows[2]["answer"]) + 1) % 4]  # the gold was wrong
         data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        regraded = run_cli(argv)
+        regraded = run_main(argv)
         assert regraded.returncode == 0, regraded.stderr
         assert requests(sim) == n  # the question asked is the same: its answer stands
     record = records_of(out)["q00002"]
@@ -144,15 +144,15 @@ def test_an_emptied_data_file_deletes_no_record(tmp_path):
     with SimThread(SimConfig(answer_key=key)) as sim:
         argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
-        assert run_cli(argv).returncode == 0
+        assert run_main(argv).returncode == 0
         lines = (out / "records.jsonl").read_bytes()
         data.write_bytes(b"")
         for extra in ([], ["--reask-changed"]):  # an evaluation of nothing is refused either way
-            refused = run_cli([*argv, *extra])
+            refused = run_main([*argv, *extra])
             assert refused.returncode == 2 and "nothing to evaluate: it holds no items" in refused.stderr
             assert (out / "records.jsonl").read_bytes() == lines  # kept, line for line
         data.write_bytes(original)
-        back = run_cli([*argv, "--reask-changed"])
+        back = run_main([*argv, "--reask-changed"])
         assert back.returncode == 0, back.stderr
         assert requests(sim) == n  # every answer was still there
     summary = summary_of(out)
@@ -169,16 +169,16 @@ def test_an_image_missing_under_skip_missing_deletes_no_record(tmp_path):
         argv = ["run", "if-bench", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--lang", "en", "--skip-missing", "--out", str(out), "--cache-dir", str(tmp_path / "cache"),
                 "--no-progress"]
-        assert run_cli(argv).returncode == 0
+        assert run_main(argv).returncode == 0
         asked, before = requests(sim), records_of(out)
         assert len(before) == 80
         image = data / "infrared_imgs" / "ir_003.png"
         image.rename(tmp_path / "away.png")  # gone for a while
 
-        refused = run_cli(argv)
+        refused = run_main(argv)
         assert refused.returncode == 2 and "the images changed" in refused.stderr
         assert records_of(out) == before
-        skipped = run_cli([*argv, "--reask-changed"])
+        skipped = run_main([*argv, "--reask-changed"])
         assert skipped.returncode == 0, skipped.stderr
         assert records_of(out) == before  # the skipped items' records are kept
         summary = summary_of(out)
@@ -187,7 +187,7 @@ def test_an_image_missing_under_skip_missing_deletes_no_record(tmp_path):
         assert "8 records of queries not in this run" in (out / "report.md").read_text()
 
         (tmp_path / "away.png").rename(image)
-        back = run_cli([*argv, "--reask-changed"])
+        back = run_main([*argv, "--reask-changed"])
         assert back.returncode == 0, back.stderr
         assert requests(sim) == asked  # nothing asked twice
     summary = summary_of(out)
@@ -205,10 +205,10 @@ def test_a_failed_reask_keeps_the_old_answer_until_a_new_one_arrives(tmp_path):
     with SimThread(SimConfig(answer_key=key)) as sim:
         argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                 "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--reask-changed"]
-        assert run_cli(argv).returncode == 0
+        assert run_main(argv).returncode == 0
         old_line = next(x for x in (out / "records.jsonl").read_text().splitlines() if '"q00003"' in x)
         picture.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00 truncated" * 20)  # replaced by a broken file
-        failed = run_cli(argv)
+        failed = run_main(argv)
         assert failed.returncode == 2, failed.stderr  # incomplete: the new picture cannot be read (data error)
         assert requests(sim) == n
         assert old_line in (out / "records.jsonl").read_text().splitlines()  # the old answer is kept
@@ -218,7 +218,7 @@ def test_a_failed_reask_keeps_the_old_answer_until_a_new_one_arrives(tmp_path):
 
         draw_image(77_777).save(picture)  # a readable new picture
         learn(key, "mcq", {"data": str(data)})
-        fixed = run_cli(argv)
+        fixed = run_main(argv)
         assert fixed.returncode == 0, fixed.stderr
         assert requests(sim) == n + 1
     record = records_of(out)["q00003"]

@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.server import SimConfig, SimThread
@@ -34,10 +34,10 @@ def test_an_image_outside_the_data_folder_needs_the_flag(tmp_path, how):
     args = ["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--no-progress",
             "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run")]
     with SimThread(SimConfig()) as sim:
-        refused = run_cli([*args, "--base-url", sim.url])
+        refused = run_main([*args, "--base-url", sim.url])
         sent = sim.counters.snapshot()["requests"]
         wrote = (tmp_path / "run").exists()
-        allowed = run_cli([*args, "--base-url", sim.url, "--allow-outside-images"])
+        allowed = run_main([*args, "--base-url", sim.url, "--allow-outside-images"])
         sent_after = sim.counters.snapshot()["requests"]
     assert refused.returncode == 2 and sent == 0
     last = refused.stderr.strip().splitlines()[-1]

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import draw_image
 
 from evalkit.benchmarks import get_benchmark
@@ -98,12 +98,12 @@ def test_planted_faults_are_each_named_and_no_clean_row_is(tmp_path):
 def test_cli_exit_codes_and_json(tmp_path):
     bad = write_tsv(tmp_path / "bad", _clean_rows() + _planted_rows(tmp_path / "bad"))
     clean = write_tsv(tmp_path / "clean", _clean_rows())
-    proc = run_cli(["lint", "mcq", "--data", str(bad), "--no-cache"])
+    proc = run_main(["lint", "mcq", "--data", str(bad), "--no-cache"])
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout
     assert out.index("errors (4)") < out.index("warnings (2)") < out.rindex("lint mcq: 4 errors, 2 warnings")
     assert "gold-not-in-options  set.tsv, row 13: the gold answer 'E' is not among the options A, B, C, D" in out
-    proc = run_cli(["lint", "mcq", "--data", str(clean), "--no-cache", "--json"])
+    proc = run_main(["lint", "mcq", "--data", str(clean), "--no-cache", "--json"])
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["counts"]["error"] == doc["counts"]["warning"] == 0 and doc["items"] == 12
@@ -115,7 +115,7 @@ def test_cli_exit_codes_and_json(tmp_path):
     (["lint", "mcq", "--data", "/nonexistent/set.tsv"], "--data: no such file or directory: /nonexistent/set.tsv"),
 ])
 def test_bad_input_is_exit_2_and_one_line(argv, expected):
-    proc = run_cli([*argv, "--no-cache"])
+    proc = run_main([*argv, "--no-cache"])
     assert proc.returncode == 2
     assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert expected in proc.stderr

@@ -4,7 +4,7 @@ warning, and the command exits 1."""
 
 from __future__ import annotations
 
-from cli_under_test import run_cli
+from cli_under_test import run_main
 
 from evalkit.lint.engine import lint_data
 
@@ -24,10 +24,10 @@ def test_real_release_duplicates(shared_data, tmp_path):
     assert [f for f in report.findings if f.severity == "error"] == [error]  # the release is otherwise sound
     assert report.n_items == 1856 and report.n_images == 58
 
-    proc = run_cli(["lint", "rgb-th-bench", "--data", str(data), "--cache-dir", str(tmp_path / "cache")])
+    proc = run_main(["lint", "rgb-th-bench", "--data", str(data), "--cache-dir", str(tmp_path / "cache")])
     assert proc.returncode == 1, proc.stderr
     assert "duplicate-question  Source 1/Fuse panel 2/questions.json, Source 1/Fuse panel 2, block 9" in proc.stdout
     assert "Source 2/3/questions.json, Source 2/3, block 14" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1].startswith("lint rgb-th-bench: 1 error, 1 warning, ")
-    again = run_cli(["lint", "rgb-th-bench", "--data", str(data), "--cache-dir", str(tmp_path / "cache")])
+    again = run_main(["lint", "rgb-th-bench", "--data", str(data), "--cache-dir", str(tmp_path / "cache")])
     assert again.returncode == 1 and "data unchanged" in again.stdout  # the kept full result

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.from_bench import answer_key_for
@@ -33,12 +33,12 @@ def test_a_run_lints_its_data_reports_it_and_strict_stops_before_asking(tmp_path
     data = _faulty(tmp_path / "ds")
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.9, seed=1))) as sim:
-        strict = run_cli(_argv(sim, data, tmp_path, "--strict"))
+        strict = run_main(_argv(sim, data, tmp_path, "--strict"))
         assert strict.returncode == 2 and "--strict: the run is not started" in strict.stderr
         assert "1 error" in strict.stderr and len(strict.stderr.strip().splitlines()) == 1
         assert sim.counters.snapshot()["requests"] == 0 and not (tmp_path / "run").exists()
 
-        plain = run_cli(_argv(sim, data, tmp_path))
+        plain = run_main(_argv(sim, data, tmp_path))
         assert plain.returncode == 0, plain.stderr
         assert "lint: 1 error" in plain.stdout + plain.stderr
         # never blocking without --strict (the twin's request is q00000's: it may come from the cache)
@@ -63,7 +63,7 @@ def test_a_clean_run_records_a_clean_lint(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", 4, seed=72)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.9, seed=1))) as sim:
-        proc = run_cli(_argv(sim, data, tmp_path, "--strict"))
+        proc = run_main(_argv(sim, data, tmp_path, "--strict"))
     assert proc.returncode == 0, proc.stderr
     assert "lint:" not in proc.stdout + proc.stderr  # nothing found: nothing said
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -75,16 +75,16 @@ def test_evalkit_report_keeps_the_runs_lint(tmp_path):
     data = _faulty(tmp_path / "ds")
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.9, seed=1))) as sim:
-        assert run_cli(_argv(sim, data, tmp_path)).returncode == 0
+        assert run_main(_argv(sim, data, tmp_path)).returncode == 0
     before = json.loads((tmp_path / "run" / "summary.json").read_text())["lint"]
-    assert run_cli(["report", str(tmp_path / "run")]).returncode == 0
+    assert run_main(["report", str(tmp_path / "run")]).returncode == 0
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["lint"] == before
     assert "## Data checks (lint)" in (tmp_path / "run" / "report.md").read_text()
 
 
 def test_a_run_that_cannot_start_leaves_no_folder_not_even_its_lint(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", 3, seed=73)
-    proc = run_cli(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--data", str(data),
+    proc = run_main(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--data", str(data),
                     "--cache-dir", str(tmp_path / "c" / "cache"), "--out", str(tmp_path / "r" / "run"), "--no-progress"])
     assert proc.returncode == 2 and "cannot be reached" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from run_factory import LETTERS, make_run, record
 from synthetic_data import make_mcq_jsonl
 
@@ -64,7 +64,7 @@ def _sim_runs(tmp_path: Path) -> tuple[Path, Path]:
     for name, theta, n in (("three", 0.4, "3"), ("five", 0.7, "5")):
         params = SimParams(theta=theta, r=0.9, seed=3, sample_rate=0.4)
         with SimThread(SimConfig(answer_key=key, params=params)) as sim:
-            proc = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
+            proc = run_main(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                             "--out", str(tmp_path / name), "--cache-dir", str(tmp_path / f"cache-{name}"),
                             "--no-progress", "--seed", "7", "--repeats", n])
         assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
@@ -70,9 +70,9 @@ def test_the_classic_route_then_the_v1_api_share_one_cache_and_send_the_key_as_a
 
 def test_a_wrong_key_is_one_line_before_anything_is_sent(data, tmp_path):
     with SimThread(_config(data)) as sim:
-        done = run_cli(["run", "mcq", "--model", "azure/my-gpt4o", "--base-url", sim.url, "--data", str(data),
+        done = run_main(["run", "mcq", "--model", "azure/my-gpt4o", "--base-url", sim.url, "--data", str(data),
                         "--api-version", VERSION, "--no-progress", "--cache-dir", str(tmp_path / "cache")],
-                       env={"AZURE_OPENAI_API_KEY": "wrong-" + KEY[::-1]}, cwd=tmp_path, timeout=120)
+                       env={"AZURE_OPENAI_API_KEY": "wrong-" + KEY[::-1]}, cwd=tmp_path)
         assert _chat(sim) == []
     out = done.stdout + done.stderr
     assert done.returncode == 2 and "Traceback" not in out

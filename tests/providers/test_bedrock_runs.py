@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import EvalkitError
@@ -172,8 +172,8 @@ def _leaky_then_good(model: str, url: str, data: Path, tmp_path: Path, cli: bool
         return [*bad.messages, *ok.messages]
     shown = []
     for flags, code in ((leak, 1), (good, 0)):
-        done = run_cli(["run", "mcq", "--model", f"bedrock/{model}", "--data", str(data), "--no-progress", *flags],
-                       env=ENV, cwd=tmp_path, timeout=120)
+        done = run_main(["run", "mcq", "--model", f"bedrock/{model}", "--data", str(data), "--no-progress", *flags],
+                       env=ENV, cwd=tmp_path)
         assert done.returncode == code, done.stderr[-2000:]
         shown.append(done.stdout + done.stderr)
     return shown

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from echo_provider import Echo, echo_queries
 from synthetic_data import make_mcq_jsonl
 
@@ -36,9 +36,9 @@ def test_two_spellings_of_one_server_are_one_run_and_one_cache(tmp_path):
     args = ["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--no-progress",
             "--cache-dir", str(tmp_path / "cache")]
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
-        first = run_cli([*args, "--base-url", sim.url], cwd=tmp_path)
+        first = run_main([*args, "--base-url", sim.url], cwd=tmp_path)
         sent = sim.counters.snapshot()["requests"]
-        second = run_cli([*args, "--base-url", sim.url + "/v1/"], cwd=tmp_path)
+        second = run_main([*args, "--base-url", sim.url + "/v1/"], cwd=tmp_path)
         again = sim.counters.snapshot()["requests"]
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert sent == 6 and again == 6  # the second spelling found every answer
@@ -50,7 +50,7 @@ def test_credentials_in_a_base_url_never_reach_the_run_directory(tmp_path):
     out = tmp_path / "run"
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         url = sim.url.replace("http://", "http://alice:s3cr3t-pass@")
-        done = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--out", str(out),
+        done = run_main(["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--out", str(out),
                         "--base-url", url, "--no-progress", "--cache-dir", str(tmp_path / "cache")])
     assert done.returncode == 0, done.stderr
     written = {p.name: p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix != ".png"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.core.errors import ProviderError
@@ -47,7 +47,7 @@ def test_a_run_asks_again_and_records_an_error_not_an_empty_answer(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", 2, seed=6)
     faults = SimFaults(rate=1.0, kinds=("empty",))  # the simulator's Anthropic empty reply is `content: []`
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
-        run = run_cli(["run", "mcq", "--model", "anthropic/sim-model", "--base-url", sim.url, "--data", str(data),
+        run = run_main(["run", "mcq", "--model", "anthropic/sim-model", "--base-url", sim.url, "--data", str(data),
                        "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
                        "--max-attempts", "3"], env={"ANTHROPIC_API_KEY": "sk-ant-test"})
         requests = sim.counters.snapshot()["requests"]

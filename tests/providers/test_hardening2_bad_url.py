@@ -9,7 +9,7 @@ others are, naming the flag of the model it belongs to, before anything is writt
 from __future__ import annotations
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from run_factory import make_run, record
 from synthetic_data import make_mcq_jsonl
 
@@ -34,34 +34,34 @@ def data(tmp_path_factory):
 
 def test_run_refuses_the_model_url(data, tmp_path):
     out = tmp_path / "run"
-    proc = run_cli(["run", "mcq", "--model", "vllm/m", "--base-url", BAD, "--data", str(data), "--out", str(out),
+    proc = run_main(["run", "mcq", "--model", "vllm/m", "--base-url", BAD, "--data", str(data), "--out", str(out),
                     "--no-cache", "--no-progress"], env={"VLLM_API_KEY": "k"})
     _one_line(proc, "--model vllm/m")
     assert not out.exists()
 
 
 def test_run_refuses_the_judge_url(data, tmp_path):
-    proc = run_cli(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--judge", "vllm/j",
+    proc = run_main(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--judge", "vllm/j",
                     "--judge-base-url", BAD, "--data", str(data), "--out", str(tmp_path / "run"), "--no-cache",
                     "--no-progress"], env={"VLLM_API_KEY": "k"})
     _one_line(proc, "--judge vllm/j")
 
 
 def test_a_provider_url_from_the_environment_is_checked_alike(data, tmp_path):
-    proc = run_cli(["run", "mcq", "--model", "anthropic/claude-x", "--data", str(data), "--out", str(tmp_path / "r"),
+    proc = run_main(["run", "mcq", "--model", "anthropic/claude-x", "--data", str(data), "--out", str(tmp_path / "r"),
                     "--no-cache", "--no-progress"], env={"ANTHROPIC_BASE_URL": BAD, "ANTHROPIC_API_KEY": "k"})
     _one_line(proc, "--model anthropic/claude-x")
 
 
 def test_report_refuses_the_judge_url(tmp_path):
     run = make_run(tmp_path / "run", "m", [record("q1", True), record("q2", False)])
-    proc = run_cli(["report", str(run), "--judge", "vllm/j", "--judge-base-url", BAD], env={"VLLM_API_KEY": "k"})
+    proc = run_main(["report", str(run), "--judge", "vllm/j", "--judge-base-url", BAD], env={"VLLM_API_KEY": "k"})
     _one_line(proc, "--judge vllm/j")
 
 
 def test_translate_refuses_the_editor_url(tmp_path):
     (tmp_path / "ir").mkdir()
-    proc = run_cli(["translate", "if-bench", "--images", str(tmp_path / "ir"), "--out", str(tmp_path / "out"),
+    proc = run_main(["translate", "if-bench", "--images", str(tmp_path / "ir"), "--out", str(tmp_path / "out"),
                     "--model", "openai/gpt-image-1", "--base-url", BAD, "--no-progress"], env={"OPENAI_API_KEY": "k"})
     _one_line(proc, "--model openai/gpt-image-1")
 

@@ -13,7 +13,7 @@ import contextlib
 import json
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from rich.console import Console
 from synthetic_data import make_mcq_jsonl
 
@@ -98,9 +98,9 @@ def test_two_cases_of_one_host_are_one_run_and_one_cache(data, tmp_path):
             "--cache-dir", str(tmp_path / "cache")]
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         upper = sim.url.replace("127.0.0.1", "LocalHost").replace("http://", "HTTP://")
-        first = run_cli([*args, "--base-url", upper], cwd=tmp_path)
+        first = run_main([*args, "--base-url", upper], cwd=tmp_path)
         sent = sim.counters.snapshot()["requests"]
-        second = run_cli([*args, "--base-url", sim.url.replace("127.0.0.1", "localhost") + "/v1"], cwd=tmp_path)
+        second = run_main([*args, "--base-url", sim.url.replace("127.0.0.1", "localhost") + "/v1"], cwd=tmp_path)
         again = sim.counters.snapshot()["requests"]
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert sent == 6 and again == 6  # the second spelling found every answer
@@ -136,7 +136,7 @@ def test_a_run_0_2_made_with_an_upper_case_host_goes_on_for_free(data, tmp_path,
         assert [p.name for p in (tmp_path / "runs").iterdir()] == [before.out_dir.name]
     identity = json.loads((after.out_dir / "config.json").read_text())["identity"]
     assert identity["endpoint"] == url + "/v1"  # the run keeps the identity it was started with
-    report = run_cli(["report", str(after.out_dir)], cwd=tmp_path)  # its keys, checked without a server
+    report = run_main(["report", str(after.out_dir)], cwd=tmp_path)  # its keys, checked without a server
     assert report.returncode == 0, report.stderr
     summary = json.loads((after.out_dir / "summary.json").read_text())
     assert summary["metrics"]["accuracy"] == 100.0 and summary.get("requests") != OLDER_REQUESTS  # all current

@@ -10,7 +10,7 @@ own (Azure's `api-key`, Anthropic's `x-api-key`, Gemini's `x-goog-api-key`) stil
 from __future__ import annotations
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from run_factory import make_run, record
 from synthetic_data import make_mcq_jsonl
 
@@ -39,7 +39,7 @@ def test_url_credentials_with_a_vllm_key_stop_at_setup(data, tmp_path):
     out = tmp_path / "run"
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         url = sim.url.replace("http://", f"http://alice:{PASSWORD}@") + "/v1"
-        proc = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", url, "--data", str(data),
+        proc = run_main(["run", "mcq", "--model", "vllm/sim-model", "--base-url", url, "--data", str(data),
                         "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"],
                        env={"VLLM_API_KEY": "vllm-key"}, cwd=tmp_path)
         heard = sim.heard
@@ -51,7 +51,7 @@ def test_url_credentials_with_a_vllm_key_stop_at_setup(data, tmp_path):
 
 
 def test_the_judge_is_checked_alike(data, tmp_path):
-    proc = run_cli(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--judge",
+    proc = run_main(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--judge",
                     "openai-compatible/j", "--judge-base-url", f"http://bob:{PASSWORD}@127.0.0.1:9/v1",
                     "--data", str(data), "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"],
                    env={"OPENAI_API_KEY": "judge-key"})
@@ -63,7 +63,7 @@ def test_the_judge_is_checked_alike(data, tmp_path):
 
 def test_report_checks_its_judge(tmp_path):
     run = make_run(tmp_path / "run", "m", [record("q1", True), record("q2", False)])
-    proc = run_cli(["report", str(run), "--judge", "vllm/j", "--judge-base-url",
+    proc = run_main(["report", str(run), "--judge", "vllm/j", "--judge-base-url",
                     f"http://bob:{PASSWORD}@127.0.0.1:9/v1"], env={"VLLM_API_KEY": "k"})
     assert _refused(proc).startswith("evalkit: error: --judge vllm/j: the base URL carries user:password@")
 

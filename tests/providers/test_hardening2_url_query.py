@@ -10,7 +10,7 @@ variables alike, showing the URL only up to the `?` or `#`.
 from __future__ import annotations
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from run_factory import make_run, record
 from synthetic_data import make_mcq_jsonl
 
@@ -47,7 +47,7 @@ def data(tmp_path_factory):
 def test_a_key_in_the_query_is_refused_before_anything_is_sent_or_written(data, tmp_path):
     out = tmp_path / "run"
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
-        proc = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", f"{sim.url}/v1?key={SECRET}",
+        proc = run_main(["run", "mcq", "--model", "vllm/sim-model", "--base-url", f"{sim.url}/v1?key={SECRET}",
                         "--data", str(data), "--out", str(out), "--cache-dir", str(tmp_path / "cache"),
                         "--no-progress"], cwd=tmp_path)
         heard = sim.heard
@@ -58,7 +58,7 @@ def test_a_key_in_the_query_is_refused_before_anything_is_sent_or_written(data, 
 
 
 def test_the_judge_url_is_refused_alike(data, tmp_path):
-    proc = run_cli(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--judge", "vllm/j",
+    proc = run_main(["run", "mcq", "--model", "vllm/m", "--base-url", "http://127.0.0.1:9/v1", "--judge", "vllm/j",
                     "--judge-base-url", f"http://127.0.0.1:9/v1#{SECRET}", "--data", str(data),
                     "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"], env={"VLLM_API_KEY": "k"})
     line = _refused(proc, "--judge vllm/j")
@@ -68,14 +68,14 @@ def test_the_judge_url_is_refused_alike(data, tmp_path):
 
 def test_report_refuses_a_judge_url_with_a_query(tmp_path):
     run = make_run(tmp_path / "run", "m", [record("q1", True), record("q2", False)])
-    proc = run_cli(["report", str(run), "--judge", "vllm/j", "--judge-base-url", f"http://h:8000/v1?k={SECRET}"],
+    proc = run_main(["report", str(run), "--judge", "vllm/j", "--judge-base-url", f"http://h:8000/v1?k={SECRET}"],
                    env={"VLLM_API_KEY": "k"})
     assert "(--judge-base-url or VLLM_BASE_URL)" in _refused(proc, "--judge vllm/j")
     assert _nowhere(tmp_path, SECRET) == []
 
 
 def test_a_url_from_the_environment_is_refused_alike(data, tmp_path):
-    proc = run_cli(["run", "mcq", "--model", "openai-compatible/m", "--data", str(data), "--out", str(tmp_path / "r"),
+    proc = run_main(["run", "mcq", "--model", "openai-compatible/m", "--data", str(data), "--out", str(tmp_path / "r"),
                     "--no-cache", "--no-progress"], env={"OPENAI_BASE_URL": f"http://127.0.0.1:9/v1?api_key={SECRET}"})
     line = _refused(proc, "--model openai-compatible/m")
     assert "(--base-url or OPENAI_BASE_URL); a key goes in OPENAI_API_KEY" in line
@@ -119,7 +119,7 @@ def test_the_url_is_shown_up_to_the_query_only(url, shown):
 def test_azure_classic_route_keeps_its_own_api_version(data, tmp_path):
     """The query Azure's classic route needs is evalkit's own, added after the (query-free) base URL."""
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), api_key="az-k")) as sim:
-        proc = run_cli(["run", "mcq", "--model", "azure/dep", "--base-url", sim.url, "--api-version", "2024-10-21",
+        proc = run_main(["run", "mcq", "--model", "azure/dep", "--base-url", sim.url, "--api-version", "2024-10-21",
                         "--data", str(data), "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"],
                        env={"AZURE_OPENAI_API_KEY": "az-k"})
         chat = [h for h in sim.heard if h.path.endswith("/chat/completions")]

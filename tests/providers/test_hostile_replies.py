@@ -1,6 +1,6 @@
 """A malformed reply is that query's classified error, for every provider, never a crash.
 
-Each CLI test runs `evalkit run mcq` in a child process (tests/cli_under_test.py) against the
+Each CLI test runs `evalkit run mcq` (tests/cli_under_test.py run_main: main() in this process) against the
 simulator's hostile routes (tests/hostile_routes.py): `/hostile/<behaviour>:3` spoils every third
 reply. evalkit 0.1.0 crashed on some (AttributeError, exit 1, records lost), took others for an
 empty answer, and re-bought answers whose only fault was a token count; run with
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from hostile_routes import HostileRoutes
 from sim_providers import ANSWER_AT, plain_providers, wire_of
 from sim_providers import pointed_at as sim_pointed_at
@@ -68,12 +68,12 @@ class McqRuns:
     def __init__(self, tmp_path: Path, data: Path, sim: SimThread):
         self.tmp, self.data, self.sim = tmp_path, data, sim
 
-    def __call__(self, provider: str, path: str, *extra: str, timeout: float = 180.0) -> Run:
+    def __call__(self, provider: str, path: str, *extra: str) -> Run:
         args, env = pointed_at(provider, self.sim.url + path)
         before = self.sim.counters.snapshot()["requests"]
-        proc = run_cli(["run", "mcq", "--model", f"{provider}/sim-model", "--data", str(self.data),
+        proc = run_main(["run", "mcq", "--model", f"{provider}/sim-model", "--data", str(self.data),
                         "--out", str(self.tmp / "run"), "--cache-dir", str(self.tmp / "cache"), "--no-progress",
-                        *args, *extra], env=env, timeout=timeout)
+                        *args, *extra], env=env)
         return Run(proc, self.sim.counters.snapshot()["requests"] - before, self.tmp / "run")
 
 

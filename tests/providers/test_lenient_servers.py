@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.cache import NullCache
@@ -190,9 +190,9 @@ def test_a_strict_server_that_is_not_vllm_stops_at_its_first_answer(tmp_path):
     data, config = _data(tmp_path)
     config.strict_model = True
     with SimThread(config) as sim:
-        done = run_cli(["run", "mcq", "--model", "openai-compatible/llava", "--base-url", sim.url + "/v1",
+        done = run_main(["run", "mcq", "--model", "openai-compatible/llava", "--base-url", sim.url + "/v1",
                         "--data", str(data), "--concurrency", "4", "--no-cache", "--no-progress"],
-                       env=ENV, cwd=tmp_path, timeout=120)
+                       env=ENV, cwd=tmp_path)
         returned = time.monotonic()
         asked, first_request_at = sim.counters.snapshot(), sim.counters.first_request_at
     out = done.stdout + done.stderr

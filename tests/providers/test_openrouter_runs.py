@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.engine.evaluate import run
@@ -45,7 +45,7 @@ def _top_up(sim: SimThread, usd: float) -> None:
     """What the user does on OpenRouter's credits page: the simulator's POST /sim/credits."""
     request = urllib.request.Request(sim.url + "/sim/credits", data=json.dumps({"credits": usd}).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=30) as reply:
+    with urllib.request.urlopen(request) as reply:
         assert reply.status == 200
 
 
@@ -88,7 +88,7 @@ def test_out_of_credits_stops_with_exit_2_keeps_every_answer_and_resumes_after_a
         args = ["run", "mcq", "--model", MODEL, "--base-url", sim.url + "/api/v1", "--data", str(data),
                 "--concurrency", "1", "--no-progress", "--out", str(tmp_path / "run"),
                 "--cache-dir", str(tmp_path / "cache")]
-        first = run_cli(args, env={"OPENROUTER_API_KEY": KEY}, cwd=tmp_path, timeout=120)
+        first = run_main(args, env={"OPENROUTER_API_KEY": KEY}, cwd=tmp_path)
         answered_then = _chat(sim)
         out = first.stdout + first.stderr
         assert first.returncode == 2 and "Traceback" not in out, out[-3000:]
@@ -99,7 +99,7 @@ def test_out_of_credits_stops_with_exit_2_keeps_every_answer_and_resumes_after_a
         summary = json.loads((tmp_path / "run" / "summary.json").read_text())
         assert summary["stopped"] == "account"
         _top_up(sim, 10.0)
-        second = run_cli(args, env={"OPENROUTER_API_KEY": KEY}, cwd=tmp_path, timeout=120)
+        second = run_main(args, env={"OPENROUTER_API_KEY": KEY}, cwd=tmp_path)
         assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
         assert len(_chat(sim)) == len(answered_then) + N - len(kept)  # only what was missing
     records = _records(tmp_path / "run")
@@ -109,9 +109,9 @@ def test_out_of_credits_stops_with_exit_2_keeps_every_answer_and_resumes_after_a
 
 def test_a_key_whose_credit_is_spent_is_refused_before_anything_is_sent(data, tmp_path):
     with SimThread(_config(data, credits=0.0)) as sim:
-        done = run_cli(["run", "mcq", "--model", MODEL, "--base-url", sim.url + "/api/v1", "--data", str(data),
+        done = run_main(["run", "mcq", "--model", MODEL, "--base-url", sim.url + "/api/v1", "--data", str(data),
                         "--no-progress", "--cache-dir", str(tmp_path / "cache")],
-                       env={"OPENROUTER_API_KEY": KEY}, cwd=tmp_path, timeout=120)
+                       env={"OPENROUTER_API_KEY": KEY}, cwd=tmp_path)
         assert _chat(sim) == []
     out = done.stdout + done.stderr
     assert done.returncode == 2 and "credit limit is spent" in out and "Traceback" not in out

@@ -3,7 +3,7 @@
 evalkit 0.1.0 followed a 301/302/307 to another origin: the POST became a body-less GET (or went
 again, whole, for a 307) whose answer was recorded, and the Gemini SDK sent x-goog-api-key along.
 A server that echoed the key in an error had it copied into `error_message`. Each CLI test runs
-the command in a child process (tests/cli_under_test.py) against the simulator, whose `/sink/`
+the command (`evalkit.cli.main` in this process: tests/cli_under_test.py run_main) against the simulator, whose `/sink/`
 route (another origin: `localhost` for `127.0.0.1`) records every header it receives.
 """
 

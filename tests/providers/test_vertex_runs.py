@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from hostile_routes import HostileRoutes
 from synthetic_data import make_mcq_jsonl
 from vertex_account import FakeAccount, fake_account
@@ -120,7 +120,7 @@ def test_a_model_on_vertex_answers_resumes_free_is_cached_and_costs(cloud, model
     assert again.exit_code == 0 and fresh.exit_code == 0
     assert len(cloud.asked(model)) == N and fresh.summary["cache"]["hits"] == N
     # another project is another endpoint: asked again (by the command line: its console is checked too)
-    other = run_cli(["run", "mcq", "--model", f"vertex/{model}", "--data", str(cloud.data), "--base-url",
+    other = run_main(["run", "mcq", "--model", f"vertex/{model}", "--data", str(cloud.data), "--base-url",
                      cloud.sim.url, "--limit", "1", "--out", str(tmp_path / "other"), "--cache-dir",
                      str(tmp_path / "cache"), "--no-progress"], env=cloud.env(GOOGLE_CLOUD_PROJECT="other-project"),
                     cwd=tmp_path)

@@ -14,7 +14,7 @@ import sys
 import termios
 import time
 
-from cli_under_test import REPO, checkout_under_test, run_cli
+from cli_under_test import REPO, checkout_under_test, run_main
 from rich.console import Console
 from synthetic_data import make_mcq_jsonl
 
@@ -67,7 +67,7 @@ def test_a_redirected_run_prints_plain_progress_lines(tmp_path):
     config = SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), latency_s=0.05,
                        faults=SimFaults(rate=0.3, kinds=("429",), retry_after=0.0, seed=2))
     with SimThread(config) as sim:
-        done = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
+        done = run_main(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
                         "--out", str(tmp_path / "run"), "--concurrency", "2"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("evalkit: mcq · vllm/sim-model · ")]

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.sim.from_bench import answer_key_for
@@ -64,7 +64,7 @@ def finished(tmp_path):
     argv = ["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
             "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
     try:
-        first = run_cli([*argv, "--out", str(tmp_path / "run")])
+        first = run_main([*argv, "--out", str(tmp_path / "run")])
         assert first.returncode == 0, first.stderr
         yield sim, argv, tmp_path / "run"
     finally:
@@ -74,7 +74,7 @@ def finished(tmp_path):
 def test_run_skips_damaged_lines_keeps_them_and_asks_their_queries_again(finished):
     sim, argv, out = finished
     broken = damage(out / "records.jsonl")
-    again = run_cli([*argv, "--out", str(out)])
+    again = run_main([*argv, "--out", str(out)])
     assert again.returncode == 0, again.stderr
     assert "Traceback" not in again.stderr
     assert ("records.jsonl: 5 damaged lines skipped (lines 5, 9, 11, 13, 16), kept in records.damaged.jsonl; "
@@ -89,7 +89,7 @@ def test_run_skips_damaged_lines_keeps_them_and_asks_their_queries_again(finishe
 def test_report_skips_damaged_lines_and_keeps_them(finished):
     sim, argv, out = finished
     broken = damage(out / "records.jsonl")
-    report = run_cli(["report", str(out)])
+    report = run_main(["report", str(out)])
     assert report.returncode == 1, report.stderr  # six queries have no record now: incomplete, resumable
     assert "Traceback" not in report.stderr
     assert "records.jsonl: 5 damaged lines skipped (lines 5, 9, 11, 13, 16), kept in records.damaged.jsonl" \
@@ -98,7 +98,7 @@ def test_report_skips_damaged_lines_and_keeps_them(finished):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["missing"] == 6 and summary["counts"]["correct"] == N - 6
     assert len(valid_ids(out / "records.jsonl")) == N - 6
-    resumed = run_cli([*argv, "--out", str(out)])  # and the run completes them, from the cache
+    resumed = run_main([*argv, "--out", str(out)])  # and the run completes them, from the cache
     assert resumed.returncode == 0, resumed.stderr
     assert valid_ids(out / "records.jsonl") == [f"q{i:05d}" for i in range(N)]
     assert sim.counters.snapshot()["requests"] == N
@@ -107,10 +107,10 @@ def test_report_skips_damaged_lines_and_keeps_them(finished):
 def test_compare_skips_damaged_lines_and_says_so(finished, tmp_path):
     sim, argv, out = finished
     other = tmp_path / "other"
-    assert run_cli([*argv, "--out", str(other)]).returncode == 0
+    assert run_main([*argv, "--out", str(other)]).returncode == 0
     damage(other / "records.jsonl")
     before = (other / "records.jsonl").read_bytes()
-    compared = run_cli(["compare", str(out), str(other), "--out", str(tmp_path / "cmp"), "--n-boot", "50"])
+    compared = run_main(["compare", str(out), str(other), "--out", str(tmp_path / "cmp"), "--n-boot", "50"])
     assert compared.returncode == 0, compared.stderr
     assert "Traceback" not in compared.stderr
     report = (tmp_path / "cmp" / "report.md").read_text()
@@ -126,7 +126,7 @@ def test_records_jsonl_being_a_directory_is_one_line_naming_it(finished, tmp_pat
     (out / "records.jsonl").mkdir()
     args = {"run": [*argv, "--out", str(out)], "report": ["report", str(out)],
             "compare": ["compare", str(out), str(out), "--out", str(tmp_path / "cmp")]}[command]
-    result = run_cli(args)
+    result = run_main(args)
     assert result.returncode == 2, result.stdout + result.stderr
     message = result.stderr.strip()
     assert len(message.splitlines()) == 1 and "Traceback" not in message
