@@ -212,7 +212,7 @@ def _run(tmp: Path, data: Path, params: SimParams, name: str, **opts) -> dict:
 
 
 @pytest.mark.slow
-def test_generated_and_official_forms_give_identical_metrics(tmp_path):
+def test_generated_and_official_forms_give_identical_metrics(tmp_path, no_plots):
     src = tdbench_set(tmp_path / "gen", 120, seed=3)
     export_official(load_generated(src), tmp_path / "off", size=64)
     params = SimParams(theta=0.6, r=0.95, g=0.3, seed=5)

@@ -17,11 +17,20 @@ from evalkit.export import export
 from evalkit.export.runs import flat_numbers, read_export_run, run_metrics
 from evalkit.export.to_mlflow import mlflow_name
 
-mlflow = pytest.importorskip("mlflow")
-wandb = pytest.importorskip("wandb")
+
+# imported by the test that needs it, not at collection: every test worker collects this module, and
+# mlflow and wandb take a second or more each to import
+@pytest.fixture(scope="module")
+def mlflow():
+    return pytest.importorskip("mlflow")
 
 
-def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(run_dir, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def wandb():
+    return pytest.importorskip("wandb")
+
+
+def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(mlflow, run_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # mlflow keeps artifacts beside the store's working folder (./mlruns)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -78,7 +87,7 @@ def _wandb_records(path: Path) -> list:
     return out
 
 
-def test_wandb_offline_run_files_hold_the_metrics_config_and_files(run_dir, tmp_path, monkeypatch):
+def test_wandb_offline_run_files_hold_the_metrics_config_and_files(wandb, run_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_SILENT", "true")
