@@ -1,6 +1,6 @@
 """The providers the per-provider behaviour tests run, taken from the registry's records, and how a test
 points one at the simulator (issue 43, item 3): a new record on a wire the simulator's plain routes
-speak is covered by those tests without editing them (tests/test_provider_unit.py shows it for a
+speak is covered by those tests without editing them (tests/providers/test_provider_unit.py shows it for a
 fictitious record).
 
 Everything here reads the record (its wire, key variables, base-URL variable); the tables are keyed by
@@ -29,7 +29,7 @@ def on_plain_routes(record: ProviderInfo) -> bool:
 
 class Providers(tuple):
     """The names of the records a rule takes, read from the registry now. A test parametrised with them runs
-    for each; the rule is kept, so tests/test_provider_unit.py can run the same test for a record that a
+    for each; the rule is kept, so tests/providers/test_provider_unit.py can run the same test for a record that a
     fixture adds later, when the rule takes it."""
 
     rule: Callable[[ProviderInfo], bool]

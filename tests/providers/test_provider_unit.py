@@ -162,7 +162,8 @@ def acme(monkeypatch: pytest.MonkeyPatch) -> ProviderInfo:
 
 
 # The per-provider behaviour tests that run in this process: those parametrised over the registry's providers
-# (tests/sim_providers.py). A test marked slow starts an `evalkit` child, where a fixture's record does not exist.
+# (tests/sim_providers.py). A test marked slow is left out: a whole run each (some in an `evalkit` child, where a
+# fixture's record does not exist).
 BEHAVIOUR = (test_providers, test_preflight, test_hostile_replies, test_redirects_secrets)
 
 
