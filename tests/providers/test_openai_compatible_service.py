@@ -34,7 +34,6 @@ from evalkit.engine.resume import KeyOnlyProvider
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers import api_key_for, parse_spec, resolve_auto
 from evalkit.sim.from_bench import answer_key_for
-from evalkit.sim.machinery import serving as sim_serving
 from evalkit.sim.server import SimConfig, SimThread
 
 KEY = "tgp-test-SERVICE-KEY-0123456789"  # must be found in no file a run writes
@@ -50,18 +49,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
-@pytest.fixture
-def bodies(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The chat-completion bodies as the simulated server decoded them, in order."""
-    seen: list[dict[str, Any]] = []
-    reply = sim_serving.model_reply
-
-    def capture(state, dialect, req, body, *args, **kw):
-        seen.append(body)
-        return reply(state, dialect, req, body, *args, **kw)
-
-    monkeypatch.setattr(sim_serving, "model_reply", capture)
-    return seen
 
 
 def service_sim(data: Path) -> SimThread:

@@ -26,7 +26,6 @@ from evalkit.providers.google.client import GoogleProvider
 from evalkit.providers.openai.api import openai_provider
 from evalkit.providers.openai.compat import OpenAICompatProvider
 from evalkit.providers.reasoning import EFFORT_BUDGETS, EFFORTS, openai_effort
-from evalkit.sim.machinery import serving as sim_serving
 from evalkit.sim.server import SimThread
 
 PLAIN = GenParams(max_tokens=64)
@@ -47,18 +46,6 @@ def sim():
         yield s
 
 
-@pytest.fixture
-def bodies(monkeypatch) -> list[dict[str, Any]]:
-    """The JSON bodies as the simulated server decoded them, in order."""
-    seen: list[dict[str, Any]] = []
-    reply = sim_serving.model_reply
-
-    def capture(state, dialect, req, body, *args, **kw):
-        seen.append(body)
-        return reply(state, dialect, req, body, *args, **kw)
-
-    monkeypatch.setattr(sim_serving, "model_reply", capture)
-    return seen
 
 
 def ask(provider: Any, params: GenParams) -> None:
