@@ -21,6 +21,9 @@ from evalkit.core.errors import ProviderError, RunError
 REFUSING_STATUSES = (400, 403, 404)  # vLLM and Ollama answer an unknown name with 404; LiteLLM with 400;
 #                                   Bedrock a model the account may not use with 403
 _NAME_EDGE = r"[\w.:/@-]"  # characters a model name may hold: a match must not continue into more of them
+# after the name, a `.` or `:` that ends a sentence or a clause is punctuation, not more name: LiteLLM says
+# "Invalid model name passed in model=no-such-model." (litellm 1.108.7), `llava:13b` is another model
+_NAME_END = r"(?![\w/@-])(?![.:][\w.:/@-])"
 
 
 class ModelNotServed(RunError):
@@ -28,11 +31,11 @@ class ModelNotServed(RunError):
 
 
 def names_model(message: str | None, model: str) -> bool:
-    """The error message names `model` as a whole name (`llava` in 'model "llava" not found', not in
-    'llava:13b'), ignoring case."""
+    """The error message names `model` as a whole name (`llava` in 'model "llava" not found' and in
+    'model=llava.', not in 'llava:13b'), ignoring case."""
     if not message or not model:
         return False
-    return re.search(rf"(?<!{_NAME_EDGE}){re.escape(model)}(?!{_NAME_EDGE})", message, re.IGNORECASE) is not None
+    return re.search(rf"(?<!{_NAME_EDGE}){re.escape(model)}{_NAME_END}", message, re.IGNORECASE) is not None
 
 
 class Confirmation:

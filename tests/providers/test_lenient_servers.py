@@ -59,6 +59,11 @@ def test_an_error_names_the_model_as_a_whole_name():
     assert names_model('HTTP 404: model "LLaVA" not found, try pulling it first', "llava")  # Ollama, any case
     assert names_model("HTTP 400: Invalid model name passed in model=llava", "llava")  # LiteLLM
     assert not names_model("HTTP 404: model 'llava:13b' not found", "llava")
+    # LiteLLM ends its sentence with a period (litellm 1.108.7): the period is not part of the name
+    assert names_model("HTTP 400: Invalid model name passed in model=no-such-model.", "no-such-model")
+    assert names_model("HTTP 404: model llava: not found", "llava")
+    assert not names_model("HTTP 404: model llava.v2 not found", "llava")
+    assert not names_model("HTTP 404: model llava:13b. not found", "llava")
     assert not names_model("HTTP 404: Not Found", "m") and not names_model(None, "m")
 
 
