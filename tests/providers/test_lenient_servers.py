@@ -171,6 +171,17 @@ async def test_a_404_naming_the_model_stops_the_run_before_anything_else_is_sent
     assert server.sent == 1 and got == []
 
 
+async def test_litellms_400_naming_the_model_at_a_sentences_end_stops_the_run():
+    """LiteLLM (1.108.7) answers an unknown model with 400 "... model=NAME." (issue 44, item 15): 0.3 read
+    the period as part of the name and sent every query."""
+    not_served = ProviderError("permanent", "HTTP 400: Invalid model name passed in model=llava.", status=400)
+    server, got, task = await _run_held(not_served)
+    server.answer_first.set()
+    with pytest.raises(ModelNotServed):
+        await asyncio.wait_for(task, EVENT_DEADLINE_S)
+    assert server.sent == 1 and got == []
+
+
 # ---- whole runs against the simulator -----------------------------------------------------------------
 
 def _data(tmp_path: Path) -> tuple[Path, SimConfig]:
