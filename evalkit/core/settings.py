@@ -27,6 +27,11 @@ from evalkit.core.options import unknown_option as unknown_option
 from evalkit.core.read_caps import IMAGE_MB, LINE_MB
 from evalkit.core.shard import parse_shard
 
+#: --repeats' cap: pass@k and majority votes are read at k <= 200 (Codex's n = 200); a 2,000-question set
+#: repeated 1,000 times is already 2 million queries held at once. Beyond it the run held every expanded
+#: query in memory until the machine ran out (issue 44).
+MAX_REPEATS = 1000
+
 # ---- the reasoning switch: which values it takes (what each provider takes: its record, providers/reasoning.py) ----
 
 REASONING_EFFORTS = ("none", "low", "medium", "high")
@@ -126,8 +131,8 @@ class RunConfig:
                                  "while thinking (token limit before any answer); everything else stays as it is",
                                  role="operational")
     repeats: int = option(1, help="ask every query N times (repeat r sends --seed + r); scores per repeat, their "
-                          "mean and spread, agreement, majority vote and pass@k (default 1)", role="operational",
-                          at_least=1)
+                          "mean and spread, agreement, majority vote and pass@k (default 1, at most 1000)",
+                          role="operational", at_least=1, at_most=MAX_REPEATS)
     extra: dict[str, Any] | None = option(
         help='JSON object merged into the request body, e.g. \'{"guided_choice": ["A","B"]}\'', role="generation")
     max_side: int | None = option(help="downscale images so the longer side is at most N pixels", role="generation",
