@@ -26,7 +26,7 @@ from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.core.settings import RunConfig
 from evalkit.engine.location import FILE_HASHES, data_of
-from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
+from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import (
     OLDER_REQUESTS,
     KeyOnlyProvider,
@@ -69,7 +69,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     prepared = prepare(identity["benchmark"], bench_opts)
     bench, items, queries = prepared.bench, prepared.items, prepared.queries
     _check_data(run_dir, saved, prepared, settings.config.images, Path(_cache_path(cache_dir, env)))
-    repeats = int(config.get("repeats") or 1)  # --repeats N: the run's queries are N times these
+    repeats = saved_repeats(config, run_dir / "config.json")  # --repeats N: the run's queries are N times these
     queries = with_repeats(queries, repeats)
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()

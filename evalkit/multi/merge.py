@@ -41,7 +41,7 @@ from evalkit.core.shard import Shard, parse_shard
 from evalkit.core.shown_text import shown_text
 from evalkit.core.types import Query, Record
 from evalkit.engine.evaluate import RunResult
-from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
+from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records, spec_of_identity
 from evalkit.engine.run_data import recorded_data
 from evalkit.grading.grade import grade, summarize
@@ -200,7 +200,7 @@ def _merge(plan: MergePlan, rundir: RunDir, plots: bool, say: Callable[[str], No
     settings = saved_settings({"identity": identity, "config": config})
     bench_opts = {**settings.bench_dict(), "data": _data_of(first, config)}
     bench, items, queries, *_ = prepare(str(identity["benchmark"]), bench_opts)  # the unsharded run's order
-    repeats = int(config.get("repeats") or 1)
+    repeats = saved_repeats(config, first.path / "config.json")
     queries = with_repeats(queries, repeats)
     by_id = {q.id: q for q in queries}
     pooled = pooled_records(rundir.load_records(), shard_records(plan.shards, by_id))

@@ -6,11 +6,15 @@ query, exit 2, nothing written; the same answer twice (an honest overlap) still 
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import checkout_under_test, run_cli
 
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
@@ -102,3 +106,23 @@ def test_the_same_answer_twice_still_merges_as_before(shards, tmp_path):
     assert [r["response"] for r in merged] == [r["response"] for r in expected]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and summary["metrics"] == json.loads((clean / "summary.json").read_text())["metrics"]
+
+
+def test_a_shard_whose_config_asks_a_billion_repeats_is_refused_before_anything_is_expanded(shards, tmp_path):
+    dirs = _copies(shards, tmp_path)
+    config_path = dirs[0] / "config.json"
+    saved = json.loads(config_path.read_text())
+    saved["config"]["repeats"] = 1_000_000_000  # not in the identity: the shards still look like one run's
+    config_path.write_text(json.dumps(saved))
+    out = tmp_path / "merged"
+
+    def cap() -> None:  # an evalkit that expands them fails here instead of taking the machine's memory
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    main = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+            "from evalkit.cli import main; sys.exit(main(sys.argv[1:]))")
+    said = subprocess.run([sys.executable, "-c", main, "merge", *map(str, dirs), "--out", str(out), "--no-plots"],
+                          capture_output=True, text=True, timeout=120, preexec_fn=cap,
+                          env={**os.environ, "PYTHONPATH": str(checkout_under_test())})
+    assert _refused(said, out) == (f"evalkit: error: {config_path}: repeats 1000000000 is not a count from 1 to "
+                                   "1,000 (--repeats): not as evalkit wrote it")
