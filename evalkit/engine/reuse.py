@@ -198,7 +198,7 @@ def _reused(path: Path, stamp: dict[str, Any], summary: Any, talk: Talk) -> RunR
     if not isinstance(summary, dict) or not isinstance(n, int):
         return None
     talk.tell(f"all {n:,} queries already answered: nothing to ask")
-    this_run = {"sent": 0, "from_cache": 0, "already": n}
+    this_run = {"sent": 0, "from_cache": 0, "already": n, "cost_usd": 0.0}
     if summary.get("this_run") != this_run:
         summary["this_run"] = this_run
         write_json_atomic(path / SUMMARY, summary)

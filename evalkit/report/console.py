@@ -9,6 +9,7 @@ from rich.table import Table
 
 from evalkit.core.findings import count_line
 from evalkit.grading.failures import banner
+from evalkit.money.shown import costs_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
 
 if TYPE_CHECKING:
@@ -178,11 +179,13 @@ def print_comparison(c: Leaderboard, console: Console, report: str | None = None
     marked = c.any_incomplete  # how much of each run there is, when some run is incomplete
     table = Table(title=f"{c.benchmark} · {len(c.results)} models", header_style="bold")
     for name, justify in (("rank", "right"), ("model", "left"), *([("answered", "right")] if marked else []),
-                          (c.metric or "score", "right"), ("95% CI", "right"), ("significantly above", "left")):
+                          (c.metric or "score", "right"), ("95% CI", "right"), ("cost", "right"),
+                          ("significantly above", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for rank, m in enumerate(c.results, start=1):
         table.add_row(str(rank), m.label, *([c.runs[m.label].marker()] if marked else []), fmt(m.estimate),
-                      pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—", ", ".join(c.beats(m.label)) or "—")
+                      pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—", costs_line(c.runs[m.label].summary),
+                      ", ".join(c.beats(m.label)) or "—")
     console.print(table)
     if c.common is not None:
         console.print(f"{c.common.method[0].upper()}{c.common.method[1:]}", style="bold", markup=False,
