@@ -179,14 +179,15 @@ def print_comparison(c: Leaderboard, console: Console, report: str | None = None
     marked = c.any_incomplete  # how much of each run there is, when some run is incomplete
     table = Table(title=f"{c.benchmark} · {len(c.results)} models", header_style="bold")
     for name, justify in (("rank", "right"), ("model", "left"), *([("answered", "right")] if marked else []),
-                          (c.metric or "score", "right"), ("95% CI", "right"), ("cost", "right"),
-                          ("significantly above", "left")):
+                          (c.metric or "score", "right"), ("95% CI", "right"), ("significantly above", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for rank, m in enumerate(c.results, start=1):
         table.add_row(str(rank), m.label, *([c.runs[m.label].marker()] if marked else []), fmt(m.estimate),
-                      pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—", costs_line(c.runs[m.label].summary),
-                      ", ".join(c.beats(m.label)) or "—")
+                      pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—", ", ".join(c.beats(m.label)) or "—")
     console.print(table)
+    # the costs beside the table, not in it: a column of them would squeeze the models' names
+    console.print("cost: " + "; ".join(f"{m.label} {costs_line(c.runs[m.label].summary)}" for m in c.results),
+                  markup=False, highlight=False, soft_wrap=True)
     if c.common is not None:
         console.print(f"{c.common.method[0].upper()}{c.common.method[1:]}", style="bold", markup=False,
                       highlight=False)
