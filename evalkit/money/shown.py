@@ -47,7 +47,7 @@ def usd(value: float | None) -> str:
 def paid_and_list(paid: float | None, listed: float | None, standard: float | None = None) -> str:
     """"$0.00 paid · $0.1297 list", with "($0.2594 at the standard price)" where a batch answered."""
     if paid is None and listed is None:
-        return "cost unknown (no price known)"
+        return "unknown (no price)"
     text = f"{usd(paid)} paid · {usd(listed)} list"
     if standard is not None and standard != listed:
         text += f" ({usd(standard)} at the standard price)"
