@@ -145,6 +145,26 @@ def test_a_matrix_of_cached_answers_says_paid_and_list(sim, prices, tmp_path):
     assert f"openai/gpt-4o {_shown(0, listed)}" in costs
 
 
+def test_batch_answers_are_listed_at_the_batch_price_with_the_standard_price_beside(sim, prices, tmp_path):
+    cache, batched, cached = tmp_path / "cache", tmp_path / "batched", tmp_path / "cached"
+    _run(sim, prices, cache, "--out", str(batched), "--batch")
+    records = _records(batched)
+    assert {r["via"] for r in records} == {"batch"}
+    standard = _at_our_price(records)
+    listed = standard / 2  # OpenAI's batch discount on every rate (no batch rates in our price file)
+    s = _summary(batched)
+    assert s["usage"]["cost_usd"] == pytest.approx(listed) and s["usage"]["list_cost_usd"] == pytest.approx(listed)
+    assert s["usage"]["list_cost_standard_usd"] == pytest.approx(standard)
+    assert s["this_run"]["cost_usd"] == pytest.approx(listed)
+
+    again = _run(sim, prices, cache, "--out", str(cached))  # live, every answer from the batch's cache entries
+    s = _summary(cached)
+    assert s["usage"]["cost_usd"] == 0
+    assert s["usage"]["list_cost_usd"] == pytest.approx(listed)  # the delivery that served them: batch
+    assert s["usage"]["list_cost_standard_usd"] == pytest.approx(standard) and s["this_run"]["cost_usd"] == 0
+    assert f"{_shown(0, listed)} (${standard:.4f} at the standard price)" in again.stdout
+
+
 def test_mlflow_logs_paid_and_list(sim, prices, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     cache, first, cached = tmp_path / "cache", tmp_path / "first", tmp_path / "cached"
