@@ -27,7 +27,7 @@ import contextlib
 import json
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records,
 from evalkit.engine.run_data import recorded_data
 from evalkit.grading.grade import grade, summarize
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.money.costs import records_cost
+from evalkit.money.costs import cost_fields
 from evalkit.money.pricing import Price
 from evalkit.report.outputs import publish
 from evalkit.rundir.identity import saved_settings
@@ -254,9 +254,7 @@ def _add_facts(summary: dict[str, Any], plan: MergePlan, rundir: RunDir, records
     shard_summary = first.json(SUMMARY)
     summary["data_source"] = shard_summary.get("data_source") or config.get("data_source")
     price = Price(**config["price"]) if isinstance(config.get("price"), dict) else None
-    summary["usage"]["cost_usd"] = records_cost(price, records)
-    if any(r.via == "batch" for r in records):
-        summary["usage"]["cost_live_usd"] = records_cost(price, [replace(r, via=None) for r in records])
+    summary["usage"].update(cost_fields(price, records))
     manifests = [s.json(MANIFEST) for s in plan.shards]
     servers: dict[str, Any] = {}
     for m in manifests:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from evalkit.core.findings import count_line
 from evalkit.grading.failures import banner
+from evalkit.money.shown import costs_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
 
 if TYPE_CHECKING:
@@ -184,6 +185,9 @@ def print_comparison(c: Leaderboard, console: Console, report: str | None = None
         table.add_row(str(rank), m.label, *([c.runs[m.label].marker()] if marked else []), fmt(m.estimate),
                       pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—", ", ".join(c.beats(m.label)) or "—")
     console.print(table)
+    # the costs beside the table, not in it: a column of them would squeeze the models' names
+    console.print("cost: " + "; ".join(f"{m.label} {costs_line(c.runs[m.label].summary)}" for m in c.results),
+                  markup=False, highlight=False, soft_wrap=True)
     if c.common is not None:
         console.print(f"{c.common.method[0].upper()}{c.common.method[1:]}", style="bold", markup=False,
                       highlight=False)
