@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.ask.batch.journal import JOURNAL, BatchJournal
+from evalkit.ask.cache_seal import rejected_line
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.core.shard import items_in
 from evalkit.engine.asking import Asked
@@ -48,6 +49,9 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
     summary["data_source"] = job.prepared.source.to_dict(files=False)
     # `cache` counts how every answer arrived, in whichever run; this is what this command did
     summary["this_run"] = {"sent": runner.stats.sent, "from_cache": runner.stats.cache_hits, "already": asked.already}
+    summary["cache"]["rejected"] = rejected = getattr(runner.cache, "rejected", 0)  # entries not served (cache_seal)
+    if rejected:
+        talk.messages.append(rejected_line(rejected))
     summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
     if any(r.via == "batch" for r in ordered):  # what the same answers would have cost live
         summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])
