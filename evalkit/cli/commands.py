@@ -149,7 +149,8 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
         from evalkit.ask.shared.cache import shared_cache_command
 
         return shared_cache_command(args.action, url, repair=args.repair, yes=args.yes, seal=seal,
-                                    say=lambda line: console.print(line, markup=False, highlight=False))
+                                    say=lambda line: console.print(line, markup=False, highlight=False,
+                                                                   soft_wrap=True))
     directory = Path(_cache_dir(args.cache_dir))
     if args.action == "verify":
         from evalkit.ask.cache_verify import verify_cache
