@@ -302,7 +302,7 @@ class ResponseCache:
         """Claims on request keys for every process using this folder (evalkit.ask.claims)."""
         from evalkit.ask.claims import LocalClaims
 
-        return LocalClaims(self.directory, ttl_s, self.executor)
+        return RefusedUnclaimed(LocalClaims(self.directory, ttl_s, self.executor), self.rejected_keys)
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -328,6 +328,22 @@ class ResponseCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RefusedUnclaimed:
+    """Claims, but a key whose entry was refused is asked at once, unclaimed. A claim outlives its answer
+    (for a while: whoever looked just before the answer was stored finds it then), so the claim of the
+    process that stored the entry refused since would hold this one back until it lapsed, for nothing. Two
+    processes refusing the same entry at once may then both ask it: the one case a query is paid twice."""
+
+    def __init__(self, claims: Any, refused: set[str]) -> None:
+        self._claims, self._refused = claims, refused
+
+    def claim(self, key: str) -> bool:
+        return key in self._refused or self._claims.claim(key)
+
+    def __getattr__(self, name: str) -> Any:  # release, done, close, ttl_s: the claims' own
+        return getattr(self._claims, name)
 
 
 class NullCache:

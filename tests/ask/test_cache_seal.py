@@ -29,7 +29,6 @@ from evalkit.sim import SimConfig, SimThread
 from evalkit.sim.from_bench import answer_key_for
 
 PREFIX = "evalkit:v1:response:"  # docs/scale.md: every key evalkit writes in Redis starts so
-CLAIMS = "evalkit:v1:claim:"  # a request in flight (docs/scale.md: no query paid twice in flight)
 ENV = {"OPENAI_API_KEY": "", "VLLM_API_KEY": ""}
 SECRET = "team-cache-secret-canary-5f4dcc3b5aa765d61d8327deb882cf99"
 FORGED = "FORGED ANSWER"
@@ -82,10 +81,8 @@ def _answers(run_dir: Path) -> dict[str, str]:
 
 
 def _entries(client) -> dict[str, bytes]:  # noqa: ANN001 - a redis.Redis
-    """Every cached answer; and, the tampering being done later on, no claim of the first run outstanding
-    (a run keeps its claims on answered keys for their 30 s, docs/scale.md: no other process waits on them)."""
-    for claim in list(client.scan_iter(match=CLAIMS + "*")):
-        client.delete(claim)
+    """Every cached answer. (The first run's claims on them stand for a while yet: a refused entry must be
+    asked at once all the same, not after they lapse.)"""
     keys = sorted(client.scan_iter(match=PREFIX + "*"))
     return dict(zip(keys, client.mget(keys), strict=True))
 
@@ -210,3 +207,45 @@ def test_caches_written_by_0_3_answer_for_free_except_when_only_signed_entries_m
         assert strict.exit_code == 0 and _sent(sim) == n and strict.summary["cache"]["rejected"] == n
         strict = run("r4", tmp_path / "fresh2", {"EVALKIT_CACHE_SIGNED_ONLY": "1"}, cache_url=redis.url)
         assert strict.exit_code == 0 and _sent(sim) == 2 * n and strict.summary["cache"]["rejected"] == n
+
+
+def _folder_verify(folder: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    capsys.readouterr()
+    try:
+        code = main(["cache", "verify", "--cache-dir", str(folder), *extra])
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, " ".join((out.out + out.err).split())
+
+
+def test_the_local_folder_cache_is_sealed_the_same_way(tmp_path, capsys):
+    import sqlite3
+
+    n = 10
+    data = _data(tmp_path / "ds", n)
+    with _sim(data) as sim:
+        first = _run(sim, data, tmp_path / "a")
+        assert first.exit_code == 0 and _sent(sim) == n
+        truth = _answers(tmp_path / "a" / "run")
+        with sqlite3.connect(tmp_path / "a" / "cache" / "cache.db") as db:  # the answers are inline JSON text
+            rows = db.execute("SELECT key, value FROM Cache ORDER BY key").fetchall()
+            assert len(rows) == n
+            (k0, v0), (k1, v1), (k2, v2) = rows[:3]
+            db.execute("UPDATE Cache SET value = ? WHERE key = ?", (v1, k0))  # two answers trade places
+            db.execute("UPDATE Cache SET value = ? WHERE key = ?", (v0, k1))
+            db.execute("UPDATE Cache SET value = ? WHERE key = ?", (json.dumps({**json.loads(v2), "text": FORGED}), k2))
+        code, said = _folder_verify(tmp_path / "a" / "cache", capsys)
+        assert code == 1 and "2 swapped" in said and "1 altered" in said, said
+
+        again = evalkit.run("mcq", "vllm/sim-model", data=str(data), base_url=sim.url + "/v1", env=ENV,
+                            out=str(tmp_path / "b"), cache_dir=str(tmp_path / "a" / "cache"), progress=False,
+                            plots=False)
+        assert again.exit_code == 0 and _sent(sim) == n + 3 and again.summary["cache"]["rejected"] == 3
+        assert _answers(tmp_path / "b") == truth
+        code, said = _folder_verify(tmp_path / "a" / "cache", capsys)
+        assert code == 0 and "0 swapped" in said and "0 altered" in said, said
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVALKIT_CACHE_SIGNED_ONLY", "maybe")
+        code, said = _folder_verify(tmp_path / "a" / "cache", capsys)
+    assert code == 2 and "EVALKIT_CACHE_SIGNED_ONLY" in said and "Traceback" not in said

@@ -277,6 +277,8 @@ class SharedClaims:
         claims = self._claims
         if claims is None or self._shared.store is None:
             return True
+        if key in self._shared.refused or key in self._shared.local.rejected_keys:
+            return True  # asked at once, unclaimed (see evalkit.ask.cache.RefusedUnclaimed)
         claimed = self._shared._remote(lambda _: claims.claim(key))
         return True if claimed is None else bool(claimed)
 
