@@ -175,7 +175,7 @@ class ResponseCache:
             return None
         if not isinstance(value, dict):
             return None
-        if self.seal.refusal(key, value) is not None:
+        if self.seal.refusal(key, value, text) is not None:
             with self._lock:
                 self.rejected_keys.add(key)
             return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,6 +41,7 @@ UNBOUND = "unbound"  # a read's word for swapped-or-altered (telling them apart 
 
 PAIR_LIMIT = 2000  # verify looks for the key a moved answer belongs to among at most this many unbound entries
 
+_SEAL_TAIL = re.compile(f'"{BOUND}":"[0-9a-f]{{64}}"(?:,"{SIGNATURE}":"[0-9a-f]{{64}}")?}}')
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
@@ -57,6 +59,18 @@ def unsealed(value: dict[str, Any]) -> dict[str, Any]:
     value.pop(BOUND, None)
     value.pop(SIGNATURE, None)
     return value
+
+
+def _written_body(text: str) -> bytes | None:
+    """The canonical body as sealed_text() wrote it (the text up to the seal, closed), else None. The text
+    is hashed as stored: only a body that hashes to `bound` under the key is taken as it is."""
+    at = text.rfind(f'"{BOUND}":"')
+    if at < 1 or _SEAL_TAIL.fullmatch(text, at) is None:
+        return None
+    head = text[:at]
+    if head == "{":
+        return b"{}"
+    return (head[:-1] + "}").encode("utf-8", "surrogatepass") if head.endswith(",") else None
 
 
 def bound_of(key: str, body: bytes) -> str:
@@ -97,17 +111,22 @@ class CacheSeal:
             tail += f',"{SIGNATURE}":"{self._mac(key, body)}"'
         return text[:-1] + ("," if text != "{}" else "") + tail + "}"
 
-    def refusal(self, key: str, value: Mapping[str, Any]) -> str | None:
-        """Why the entry read under `key` must not be served (UNBOUND, UNSIGNED, BADLY_SIGNED), or None."""
+    def refusal(self, key: str, value: Mapping[str, Any], text: str | None = None) -> str | None:
+        """Why the entry read under `key` must not be served (UNBOUND, UNSIGNED, BADLY_SIGNED), or None.
+        `text`, the entry as stored, spares re-encoding the body when it is as sealed_text() wrote it."""
         bound = value.get(BOUND)
         if bound is None:
             return UNSIGNED if self.signed_only else None  # 0.1-0.3's: paid for
-        try:
-            body = _body(value)
-        except TypeError:
+        if not isinstance(bound, str):
             return UNBOUND
-        if not isinstance(bound, str) or not hmac.compare_digest(bound, bound_of(key, body)):
-            return UNBOUND
+        body = _written_body(text) if text is not None else None
+        if body is None or not hmac.compare_digest(bound, bound_of(key, body)):
+            try:
+                body = _body(value)
+            except TypeError:
+                return UNBOUND
+            if not hmac.compare_digest(bound, bound_of(key, body)):
+                return UNBOUND
         if self.secret is not None:
             mac = value.get(SIGNATURE)
             if not isinstance(mac, str) or not hmac.compare_digest(mac, self._mac(key, body)):

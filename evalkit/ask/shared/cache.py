@@ -184,7 +184,7 @@ class SharedCache:
         refused: list[str] = []
         for key, text in (remote or {}).items():
             value = _parsed(text)
-            if value is None or self.seal.refusal(key, value) is not None:
+            if value is None or self.seal.refusal(key, value, text) is not None:
                 refused.append(key)  # asked again; its answer replaces this entry
             else:
                 found[key] = unsealed(value)
