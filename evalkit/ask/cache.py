@@ -204,7 +204,8 @@ class ResponseCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """{key: value} for those keys that hold a response, in one SQL query per _MANY keys (the
         runner's batched lookup); hits and misses count as with get(). Entries that do not parse
-        count as misses, and so do entries not sealed to their key. Falls back to get() per key if diskcache's table is not as expected."""
+        count as misses, and so do entries not sealed to their key. Falls back to get() per key if
+        diskcache's table is not as expected."""
         try:
             found = self._select_many(keys)
         except (AttributeError, KeyError, TypeError, ValueError, OSError, sqlite3.Error):
