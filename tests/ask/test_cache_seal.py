@@ -139,6 +139,7 @@ def test_swapped_and_altered_entries_are_never_served_but_asked_again_and_overwr
         assert _sent(sim) - sent == swapped + altered  # every bad entry asked again, nothing else
         assert again == truth  # no question answered with another's answer
         assert second.summary["cache"]["rejected"] == swapped + altered
+        assert [m for m in second.messages if "150 cached answers did not match their request keys" in m]
         assert second.summary["cache"]["hits"] == n - swapped - altered
         assert checked == 1 and "100 swapped" in said and "50 altered" in said, said
 
