@@ -115,6 +115,9 @@ class RunConfig:
     cache_url: str | None = option(help="share the response cache through Redis: redis://[:PASSWORD@]HOST:PORT/DB "
                                         "or rediss:// (default EVALKIT_CACHE_URL); the local cache stays in front",
                                    role="operational")
+    cache_signed_only: bool = option(False, help="serve only cache entries sealed by evalkit 0.4 or later (signed, "
+                                     "with EVALKIT_CACHE_SECRET): those of 0.1-0.3 are asked again (or "
+                                     "EVALKIT_CACHE_SIGNED_ONLY=1; docs/scale.md)", role="operational")
     cache_fallback: str = option("none", help="when the --cache-url server stops answering mid-run: stop (none, "
                                               "the default; resumable) or go on with the local cache (local)",
                                  choices=("none", "local"), role="operational")

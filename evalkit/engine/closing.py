@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.ask.batch.journal import JOURNAL, BatchJournal
+from evalkit.ask.cache_seal import rejected_line
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.core.shard import items_in
 from evalkit.engine.asking import Asked
@@ -50,6 +51,9 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
     # `usage.list_cost_usd` what they all cost at list price, cache hits included: money/costs.py)
     summary["this_run"] = {"sent": runner.stats.sent, "from_cache": runner.stats.cache_hits, "already": asked.already,
                            "cost_usd": paid_now(job.price, asked.fresh)}
+    summary["cache"]["rejected"] = rejected = getattr(runner.cache, "rejected", 0)  # entries not served (cache_seal)
+    if rejected:
+        talk.messages.append(rejected_line(rejected))
     summary["usage"].update(cost_fields(job.price, ordered))
     if asked.pool is not None or (rundir.path / JOURNAL).exists():
         summary["batches"] = batch_summary(BatchJournal(rundir.path))

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 
 from evalkit.ask.cache import NullCache, ResponseCache
+from evalkit.ask.cache_seal import CacheSeal
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.benchmarks.prepare import Prepared, prepare
@@ -89,7 +90,8 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         scored = {**resume.errors, **resume.unchecked, **resume.current}
         ordered = [grade(bench, by_id[qid], scored[qid], mode) for qid in by_id if qid in scored]
         if judge_spec:
-            cache = stack.enter_context(contextlib.closing(ResponseCache(Path(_cache_path(cache_dir, env)))))
+            cache = stack.enter_context(contextlib.closing(ResponseCache(Path(_cache_path(cache_dir, env)),
+                                                                         CacheSeal.from_env(env))))
             judge_provider = create_provider(judge_spec, env)
             stack.push_async_callback(judge_provider.close)
             concurrency = int(config.get("concurrency") or 32)
