@@ -96,6 +96,14 @@ def _list_sources(env: Mapping[str, str]) -> int:
     return 0
 
 
+def _checked(n: int, unchecked: int) -> str:
+    """What `pull` says of a source's files: checked against a published or listed hash, or only pinned."""
+    if not unchecked:
+        return f"{n} files, checked"
+    pinned = "pinned by the sha256 of their first download (the listing gives no hashes)"
+    return f"{n} files, {pinned}" if unchecked >= n else f"{n} files, {n - unchecked} checked, {unchecked} {pinned}"
+
+
 def _verify(resolved: Resolved) -> list[str]:
     """Every file read again: its sha256 against what resolving recorded, and a Hub blob against its name."""
     from evalkit.data.checksums import file_digest
@@ -133,11 +141,13 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     failed = 0
     for target in _targets(args, env):
         resolved = _resolve(target, args, env, read_lock_path, sample_of)
+        for note in resolved.notes:
+            print(f"evalkit: {note}", file=sys.stderr)
         if args.action == "path":
             print(resolved.path)
         elif args.action == "pull":
             for part in resolved.parts or (resolved.source,):
-                print(f"{target}: {part.uri} @ {part.commit or '-'}: {len(part.files)} files, checked")
+                print(f"{target}: {part.uri} @ {part.commit or '-'}: {_checked(len(part.files), resolved.unchecked.get(part.uri, 0))}")
         elif args.action == "verify":
             bad = _verify(resolved)
             failed += len(bad)

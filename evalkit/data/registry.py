@@ -60,6 +60,8 @@ class RegistrySource:
     root: str = ""  # the folder in the repository the benchmark loads ("" = the top)
     role: str = "data"  # "data", or the option this source's folder fills: "images", "translated_images"
     questions: int | None = None  # published question count of the source's files (when not per file)
+    checksum_source: str = ""  # who publishes the checksums, and where (said when a file does not match)
+    licence: str = ""  # the licence and terms as the publishers state them, each with where it was read
 
     def questions_for(self, options: Mapping[str, Any]) -> int | None:
         """The published number of questions a run with these options reads from this source, or None."""
@@ -108,7 +110,8 @@ def parse_registry(raw: Mapping[str, Any]) -> tuple[RegistrySource, ...]:
                 files=tuple(_file(f) for f in s.get("files", [])),
                 size=int(s["size"]) if s.get("size") is not None else None,
                 root=str(s.get("root", "")).strip("/"), role=str(s.get("role", "data")),
-                questions=int(s["questions"]) if s.get("questions") is not None else None))
+                questions=int(s["questions"]) if s.get("questions") is not None else None,
+                checksum_source=str(s.get("checksum_source", "")), licence=str(s.get("licence", ""))))
         except (KeyError, TypeError, ValueError) as e:
             raise EvalkitError(f"{REGISTRY}: source {s.get('name', '?')}: {e}") from None
     return tuple(out)
