@@ -61,12 +61,12 @@ def test_a_listing_without_hashes_reads_the_same_twice_pinned_by_the_first_downl
     first = run_cli(["data", "pull", f"hf://{REPO}"], cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert proxy.downloads() == 2
-    said = first.stdout + first.stderr
-    assert said.count("lists no hashes") == 1, said  # said once for the source, not once per file
-    assert ", checked" not in first.stdout and "pinned by the sha256 of their first download" in first.stdout
     again = run_cli(["data", "pull", f"hf://{REPO}"], cwd=tmp_path)
     assert again.returncode == 0, again.stderr  # 0.3.0: "the cached copy … is not the Hub's ()", exit 2
     assert proxy.downloads() == 2  # 0 downloads the second time
+    said = first.stdout + first.stderr
+    assert said.count("lists no hashes") == 1, said  # said once for the source, not once per file
+    assert ", checked" not in first.stdout and "pinned by the sha256 of their first download" in first.stdout
     data = f"hf://{REPO}/mcq.tsv"
     key = answer_key_for("mcq", {"data": str(MCQ)})
     with SimThread(SimConfig(answer_key=key)) as sim:
