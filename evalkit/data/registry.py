@@ -31,6 +31,7 @@ class RegistryFile:
     size: int | None = None
     when: tuple[tuple[str, tuple[str, ...]], ...] = ()
     questions: int | None = None  # published question count of this file (before evalkit's variants)
+    sha256: str | None = None  # a published sha256 of the file (its LFS pointer's), checked on download
 
     def wanted(self, options: Mapping[str, Any]) -> bool:
         """Whether a run with these benchmark options reads this file."""
@@ -82,6 +83,14 @@ class RegistrySource:
         return f"https://github.com/{self.repo}/tree/{self.revision}"
 
     @property
+    def published_size(self) -> int | None:
+        """The source's size as published: its own, else the sum of its files' when every one has one."""
+        if self.size is not None:
+            return self.size
+        sizes = [f.size for f in self.files]
+        return sum(x for x in sizes if x is not None) if sizes and None not in sizes else None
+
+    @property
     def checksummed(self) -> bool:
         """False where the files are checked only by the sha256 the lock records on first download."""
         return self.checksums != "first-download"
@@ -96,7 +105,7 @@ def _file(raw: Mapping[str, Any]) -> RegistryFile:
     size = raw.get("size")
     questions = raw.get("questions")
     return RegistryFile(str(raw["path"]), raw.get("md5"), int(size) if size is not None else None, when,
-                        int(questions) if questions is not None else None)
+                        int(questions) if questions is not None else None, raw.get("sha256"))
 
 
 def parse_registry(raw: Mapping[str, Any]) -> tuple[RegistrySource, ...]:

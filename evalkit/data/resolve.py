@@ -70,7 +70,7 @@ class HubRead:
 
 
 def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str, str] | None = None,
-             label: str | None = None, md5_from: str = "") -> HubRead:
+             label: str | None = None, md5_from: str = "", sha256s: Mapping[str, str] | None = None) -> HubRead:
     """Resolve, fetch and check one Hub source; the lock (if any) pins its commit and bytes."""
     hub = HubEnv.from_env(req.env)
     lock = load_lock(req)
@@ -107,8 +107,13 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
             found = file_digest(got.files[p], "md5")
             if found != want:
                 drop_download(got.files[p])
-                raise EvalkitError(md5_refusal(ref, snapshot.commit, p, found, want, md5_from, req.bench))
+                raise EvalkitError(refusal("md5", ref, snapshot.commit, p, found, want, md5_from, req.bench))
     files = {p: got.sha256.get(p) or _hub_sha256(local) for p, local in got.files.items()}
+    for p in sorted(got.fresh):
+        want = (sha256s or {}).get(p)
+        if want and files[p] != want:
+            drop_download(got.files[p])
+            raise EvalkitError(refusal("sha256", ref, snapshot.commit, p, files[p], want, "the registry", req.bench))
     if lock is not None:
         check_against(lock, key, files)
     source = DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main", snapshot.commit, files)
@@ -116,10 +121,10 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
     return HubRead(snapshot, got.files, source, {}, (note,) if note else (), len(got.unlisted))
 
 
-def md5_refusal(ref: HubRef, commit: str, path: str, found: str, want: str, md5_from: str, bench: str) -> str:
-    """An official file whose md5 is not the published one: what it is, and the ways on."""
-    source = f" ({md5_from})" if md5_from else ""
-    return (f"{ref.uri}@{commit[:12]}: {path}: md5 {found} is not the published {want}{source}; the file was removed "
+def refusal(kind: str, ref: HubRef, commit: str, path: str, found: str, want: str, source: str, bench: str) -> str:
+    """An official file whose checksum is not the published one: what it is, and the ways on."""
+    source = f" ({source})" if source else ""
+    return (f"{ref.uri}@{commit[:12]}: {path}: {kind} {found} is not the published {want}{source}; the file was removed "
             f"and nothing was asked. `evalkit data verify {bench}` checks what is cached; for a copy of your own, "
             f"pass --data PATH; for a mirror holding other files, point EVALKIT_REGISTRY at a registry file naming "
             f"them (docs/data.md)")
@@ -155,7 +160,8 @@ def official_source(req: DataRequest, entries: tuple[RegistrySource, ...]) -> Re
             continue
         md5s = {f.path: f.md5 for f in wanted if f.md5}
         ref = HubRef(entry.repo, None if entry.revision == "main" else entry.revision)
-        got = read_hub(ref, [f.path for f in wanted], req, md5s, label=entry.name, md5_from=entry.checksum_source)
+        got = read_hub(ref, [f.path for f in wanted], req, md5s, label=entry.name, md5_from=entry.checksum_source,
+                       sha256s={f.path: f.sha256 for f in wanted if f.sha256})
         root = got.snapshot.root / entry.root if entry.root else got.snapshot.root
         resolved.append(Resolved(root, got.source, roots=_blob_roots(got.snapshot), option_defaults=entry.fills(root),
                                  local_files=tuple(got.files.values()), pending=got.pending, notes=got.notes,
