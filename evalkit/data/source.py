@@ -147,6 +147,14 @@ def data_used(source: Mapping[str, Any] | DataSource | None, n_items: int, data_
     return f"{' and '.join([where_read(src, data_sha256), *named])} ({n_items:,} items)"
 
 
+def data_named(summary: Mapping[str, Any]) -> str | None:
+    """Which data a run read, from its summary.json (or, after `evalkit report`, the settings it keeps):
+    the console's `data:` line and report.md's first."""
+    config = summary.get("config") if isinstance(summary.get("config"), Mapping) else {}
+    return data_used(summary.get("data_source") or config.get("data_source"), int(summary.get("n_items") or 0),
+                     config.get("data_sha256"), summary.get("data_parts") or ())
+
+
 def source_phrase(source: DataSource, n_items: int) -> str:
     """One phrase naming a run's data, for the dry run and the console."""
     if source.kind == SAMPLE:

@@ -27,7 +27,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import MATRIX_HOOKS
 from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams
-from evalkit.data.source import data_headline, data_used, source_phrase
+from evalkit.data.source import data_headline, source_phrase
 from evalkit.engine.budgeting import check_budget_flags
 from evalkit.engine.cutoffs import split_options
 from evalkit.engine.endpoints.specs import specs_for
@@ -175,12 +175,7 @@ async def _evaluate(job: Job) -> RunResult:
 def _say_opening(job: Job, talk: Talk, bound: str | None = None) -> None:
     """What data the run is on, what binding the run directory found, the shard; the data's lint (lint.json)."""
     cfg, items, queries = job.s.config, job.prepared.items, job.prepared.queries
-    source = job.prepared.source
-    if source.is_sample:  # first: a score on the sample is not the benchmark's (said again after the results)
-        talk.say(data_headline(source, len(items)))
-    else:  # which data, every source: at its commit, or the path with its content's sha256
-        used = data_used(source, len(items), job.where.identity.get("data_sha256"), job.prepared.parts)
-        talk.tell(f"data: {used}" if used else None)
+    talk.say(data_headline(job.prepared.source, len(items)))  # first: a score on the sample is not the benchmark's
     talk.say(job.where.note or bound)
     if cfg.shard:
         talk.say(f"shard {cfg.shard}: {items_in(cfg.shard, items):,} of {len(items):,} items ({len(queries):,} "

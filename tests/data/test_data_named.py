@@ -51,10 +51,11 @@ def test_an_official_hub_source_is_named_at_its_commit_on_the_console_and_in_the
                         "--limit", "3", "--cache-dir", "cache", "--out", "run", "--no-progress"], env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     named = f"hf://{TD}@{commit} (3 items)"
-    assert f"evalkit: data: {named}" in done.stderr.splitlines()
+    assert f"data: {named}" in done.stdout.splitlines()  # with the results, before the run directory
     assert report_top(tmp_path / "run") == f"**Data: {named}.**"
     again = run_cli(["report", "run"], cwd=tmp_path, env=env)  # the report made again says it too
     assert again.returncode == 0, again.stderr
+    assert f"data: {named}" in again.stdout.splitlines()
     assert report_top(tmp_path / "run") == f"**Data: {named}.**"
 
 
@@ -71,5 +72,5 @@ def test_a_local_path_is_named_with_the_sha256_of_its_content(tmp_path):
     sha = config["identity"]["data_sha256"]  # the content fingerprint the run is identified by
     items = json.loads((tmp_path / "run" / "summary.json").read_text())["n_items"]
     named = f"{data}, content sha256 {sha} ({items:,} items)"
-    assert f"evalkit: data: {named}" in done.stderr.splitlines()
+    assert f"data: {named}" in done.stdout.splitlines()
     assert report_top(tmp_path / "run") == f"**Data: {named}.**"
