@@ -340,16 +340,6 @@ def _check_pin(snapshot: Snapshot, path: str, local: Path, pinned: str | None, *
     return found
 
 
-def unlisted_note(snapshot: Snapshot, hub: HubEnv, unlisted: Iterable[str]) -> str | None:
-    """The one line a source read from a listing without hashes gets (None when every file had one)."""
-    n = len(set(unlisted))
-    if not n:
-        return None
-    return (f"{hub.endpoint} lists no hashes for {snapshot.ref.uri}@{snapshot.commit[:12]} ({n} file"
-            f"{'s' if n != 1 else ''}): each is checked against the sha256 recorded at its first download, "
-            f"not against the publisher's")
-
-
 def _download(snapshot: Snapshot, path: str, hub: HubEnv, bar: type | None) -> str:
     """One file at the snapshot's commit, through huggingface_hub (resumable, into its cache); a request
     without an answer for the timeout ends it in one line."""

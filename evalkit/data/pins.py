@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from evalkit.data.source import COMMIT
@@ -46,3 +46,12 @@ def add_pins(repo_folder: Path, commit: str, new: Mapping[str, str]) -> None:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def unlisted_note(endpoint: str, where: str, unlisted: Iterable[str]) -> str | None:
+    """The one line a source read from a listing without hashes gets (None when every file had one)."""
+    n = len(set(unlisted))
+    if not n:
+        return None
+    return (f"{endpoint} lists no hashes for {where} ({n} file{'s' if n != 1 else ''}): each is checked against "
+            f"the sha256 recorded at its first download, not against the publisher's")

@@ -25,9 +25,9 @@ from evalkit.data.hub import (
     repo_folder,
     resolve_remote,
     select,
-    unlisted_note,
 )
 from evalkit.data.lock import check_against, lock_key
+from evalkit.data.pins import unlisted_note
 from evalkit.data.progress import tqdm_bridge
 from evalkit.data.registry import RegistrySource, sources_for
 from evalkit.data.request import DataRequest, Resolved, load_lock
@@ -117,7 +117,7 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
     if lock is not None:
         check_against(lock, key, files)
     source = DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main", snapshot.commit, files)
-    note = unlisted_note(snapshot, hub, got.unlisted)
+    note = unlisted_note(hub.endpoint, f"{ref.uri}@{snapshot.commit[:12]}", got.unlisted)
     return HubRead(snapshot, got.files, source, {}, (note,) if note else (), len(got.unlisted))
 
 
