@@ -247,8 +247,9 @@ def resolve_remote(ref: HubRef, hub: HubEnv) -> Snapshot:
 
 def _silent(ref: HubRef, hub: HubEnv, what: str, path: str | None = None) -> EvalkitError:
     where = f"{ref.uri}: {path}" if path else ref.uri
+    again = "nothing of the file was kept; run again, or " if path else ""
     return EvalkitError(f"{where}: {what} had no answer from {hub.endpoint} within {hub.timeout:g} s "
-                        f"({TIMEOUT_VAR} sets it); run again to resume, or {OFFER}")
+                        f"({TIMEOUT_VAR} sets it); {again}{OFFER}")
 
 
 def local_snapshot(ref: HubRef, hub: HubEnv, why: str) -> Snapshot:

@@ -4,8 +4,8 @@ huggingface_hub asks the Hub's metadata with no timeout of its own (a call that 
 waits for ever), and resumes a file whose body stops arriving again and again (a body that sends a
 few bytes and then nothing resets its count of attempts each time). evalkit gives each request
 `EVALKIT_HUB_TIMEOUT` seconds (default 30) without a byte: the metadata call, the file's HEAD, and
-each read of a file's body; the first timeout ends the download with one line (what arrived is kept
-in huggingface_hub's `.incomplete` file, and the same command resumes it). A dropped connection is
+each read of a file's body; the first timeout ends the download with one line (huggingface_hub
+removes the part that arrived; the same command downloads the file again). A dropped connection is
 still resumed by huggingface_hub as before: only silence ends a download.
 """
 
