@@ -46,6 +46,8 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
     summary.update(run_facts(rundir.path, ordered, job.where.identity, asked.preflight.servers(),
                              bench.official_source, asked.fresh, asked.ask_s, runner, job.prepared.source.to_dict()))
     summary["data_source"] = job.prepared.source.to_dict(files=False)
+    if job.prepared.parts:  # every source where the data has more than one (report.md names them all)
+        summary["data_parts"] = [p.to_dict(files=False) for p in job.prepared.parts]
     # `cache` counts how every answer arrived, in whichever run; this is what this command did
     # (and what it paid: `usage.cost_usd` is what the run directory's answers cost when they were asked,
     # `usage.list_cost_usd` what they all cost at list price, cache hits included: money/costs.py)

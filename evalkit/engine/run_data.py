@@ -111,7 +111,7 @@ def prepare_data(s: RunSettings, spec: ProviderSpec, env: Mapping[str, str], say
             raise
         raise EvalkitError(f"{e}; the earlier run of this command on the bundled sample is {earlier}: "
                            f"`--data sample` continues it") from None
-    for note in prepared.bench.load_notes():  # what reading the data changed, said once
+    for note in (*prepared.notes, *prepared.bench.load_notes()):  # what reading the data changed, said once
         say(note)
     if official:
         earlier = _earlier_sample_run(s, spec, opts, env)

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evalkit.core.findings import count_line
+from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
 from evalkit.money.shown import costs_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
@@ -129,6 +130,9 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     data_only = summary.get("data_errors") and not failures and not summary.get("missing")
     if not summary.get("complete", True) and not data_only:  # a re-run cannot mend data: the banner says so
         console.print("[red]incomplete: some queries failed or are missing; re-run the same command to resume[/red]")
+    used = data_named(summary)
+    if used:  # which data, every source: at its commit, or the path with its content's sha256 (whole, one line)
+        console.print(f"data: {used}", markup=False, highlight=False, soft_wrap=True)
     if out_dir:  # whole on one line, so it can be copied (rich breaks long lines at the console's width)
         console.print(f"run directory: {out_dir}", markup=False, highlight=False, soft_wrap=True)
 

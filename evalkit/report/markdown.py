@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.findings import SEVERITIES
-from evalkit.data.source import data_headline
+from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
 from evalkit.money.shown import COST_NOTE, costs_line
 from evalkit.report.tables import decimals, fmt, md_table, metric_rows, outcome_keys, pct_ci
@@ -189,8 +189,8 @@ def _scored(metrics: dict[str, Any], category: str) -> str:
 
 def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
                   figures: list[tuple[str, str]] | None = None) -> str:
-    sample = data_headline(summary.get("data_source"), int(summary.get("n_items") or 0))
-    lines = [f"**Data: {sample}.**", ""] if sample else []
+    used = data_named(summary)
+    lines = [f"**Data: {used}.**", ""] if used else []
     lines += [f"# {summary['benchmark']} — {summary['model']}", "",
              f"Mode: **{summary['mode']}** · items {summary['n_items']} · queries {summary['n_queries']}"
              f" · evalkit {summary['evalkit_version']}", ""]
