@@ -61,6 +61,7 @@ class Runner:
         self.spend: Callable[[Callable[[], Awaitable[Response]], Query, Sequence[PreparedImage]],
                              Awaitable[Response]] | None = None  # sends each request (--max-cost reserves)
         self.lookup = CacheLookup(provider.spec, cache, pipeline, fingerprints=fingerprints)  # keys, cache lookups
+        self.received: Callable[[str, dict], None] | None = None  # the run directory's journal (ask.received)
 
     # ---- one query ---------------------------------------------------------------------
     def key_of(self, query: Query) -> str:
@@ -139,13 +140,13 @@ class Runner:
                     self.claims.release(key)
             raise
         if response.ok:
-            self.stats.input_tokens += response.usage.input_tokens
-            self.stats.output_tokens += response.usage.output_tokens
             if response.text.strip() or is_cut_off(response.text, response.finish_reason):
                 # empty answers are not cached (a later run tries again); a cut-off is final
                 value = {**response.to_cache(), "image_sizes": sizes}
                 if self.fingerprints:  # a later hit needs no decode for its record's fingerprints
                     value["image_fps"] = fps
+                if self.received is not None:  # first of all: in the kernel's hands, a SIGKILL cannot lose it
+                    self.received(key, value)
                 self._stored.add(key)
                 if self.claims is not None:
                     self.claims.done(key)
@@ -155,6 +156,9 @@ class Runner:
                     self.cache.set(key, value)
         else:
             self.stats.errors += 1
+        if response.ok:
+            self.stats.input_tokens += response.usage.input_tokens
+            self.stats.output_tokens += response.usage.output_tokens
         if key not in self._stored:  # no answer will reach the cache: whoever waits for it asks itself
             await self._unclaim(key)
         return Outcome(query, response, key, False, fps, sizes), store

@@ -166,6 +166,7 @@ async def _evaluate(job: Job) -> RunResult:
     async with contextlib.AsyncExitStack() as stack:
         asked = await ask(job, stack, talk, existing, damaged)
     result = close(job, asked, talk)
+    rundir.received_path.unlink(missing_ok=True)  # every answer journaled while asking is in records.jsonl now
     plain = not (damaged or asked.resume.outside or asked.resume.changed or asked.older or asked.budget)
     if job.command is not None and stampable(job, result, said_before=said_before, plain=plain):
         write_stamp(job, len(result.records), opening, job.command)

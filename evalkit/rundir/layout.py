@@ -39,6 +39,7 @@ from evalkit.rundir.records import DamagedLine, read_records, record_line, save_
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
 SUMMARY = "summary.json"
+RECEIVED = "received.jsonl"  # answers received, journaled before anything else (ask/received.py)
 FLUSH_INTERVAL_S = 0.1  # buffered records reach the file at most this long after the first of them
 RETRY_S = 1.0  # after a failed write, the flusher tries again this long after
 
@@ -120,6 +121,11 @@ class RunDir:
     @property
     def records_path(self) -> Path:
         return self.path / RECORDS
+
+    @property
+    def received_path(self) -> Path:
+        """The journal of answers received and not yet known to be recorded (SIGKILL-safe; ask/received.py)."""
+        return self.path / RECEIVED
 
     # ---- config ------------------------------------------------------------------------
     def bind(self, identity: dict[str, Any], config: dict[str, Any], legacy: dict[str, Any] | None = None, *,
