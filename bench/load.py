@@ -181,6 +181,7 @@ class Result:
     wall_s: float = 0.0
     exit_code: int = 0
     maxrss_mb: float = 0.0
+    cpu_s: float = 0.0  # the evalkit run process's user + system CPU time (os.wait4)
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # (s since start, in flight, answered)
     full_until: int = 0  # samples taken while at least `concurrency` queries were still unanswered
     server: dict[str, Any] = field(default_factory=dict)
@@ -249,6 +250,7 @@ def run_once(name: str, label: str, kinds: str | None, data: Path, work: Path, a
         res.exit_code = os.waitstatus_to_exitcode(status)
         proc.returncode = res.exit_code
         res.maxrss_mb = usage.ru_maxrss / 1024.0
+        res.cpu_s = usage.ru_utime + usage.ru_stime
         res.server = server.counters(full=True)
     ids = []
     path = out / "records.jsonl"
@@ -302,6 +304,7 @@ def report(results: list[Result], n: int, args: argparse.Namespace) -> bool:
     check("in flight, mean", [f"{r.mean_in_flight:.1f}" for r in results],
           [r.mean_in_flight >= args.min_in_flight for r in results], f">= {args.min_in_flight:g}")
     row("in flight, max sampled (ever)", [f"{r.max_in_flight} ({r.server.get('max_in_flight', 0)})" for r in results])
+    row("client CPU s (ms per query)", [f"{r.cpu_s:.1f} ({1000 * r.cpu_s / max(1, r.records):.2f})" for r in results])
     check("peak RSS of evalkit run, MB", [f"{r.maxrss_mb:.0f}" for r in results],
           [r.maxrss_mb < args.rss_limit_mb for r in results], f"< {args.rss_limit_mb:g}")
     row("wall s", [f"{r.wall_s:.1f}" for r in results])

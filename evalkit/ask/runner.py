@@ -109,15 +109,20 @@ class Runner:
         self.in_hand = asyncio.Semaphore(n)
 
     async def _ask(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
-        """ask() but for storing the answer in a blocking cache: that (key, value) is returned."""
-        if self.in_hand is None or not query.image_parts():
-            return await self._ask_now(query, missed)
+        """ask() but for storing the answer in a blocking cache: that (key, value) is returned. A query whose
+        images are all in the pipeline's memo adds no image to memory: it takes no `in_hand` place (with
+        faults, queries waiting to retry held those places and kept requests from being sent)."""
+        parts = query.image_parts()
+        memo_hits = all(self.pipeline.ready(p) for p in parts)
+        if self.in_hand is None or not parts or memo_hits:
+            return await self._ask_now(query, missed, memo_hits)
         async with self.in_hand:
-            return await self._ask_now(query, missed)
+            return await self._ask_now(query, missed, memo_hits)
 
-    async def _ask_now(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
+    async def _ask_now(self, query: Query, missed: str | None,
+                       memo_hits: bool) -> tuple[Outcome, tuple[str, dict] | None]:
         store: tuple[str, dict] | None = None
-        in_memory = self.lookup.limits is None and all(self.pipeline.ready(p) for p in query.image_parts())
+        in_memory = self.lookup.limits is None and (memo_hits or all(self.pipeline.ready(p) for p in query.image_parts()))
         look_again = missed is None or missed in self._stored
         if (self.cache.blocking and look_again) or not in_memory:
             key, hit, fps, prepared = await asyncio.to_thread(self.lookup.lookup, query, missed, look_again)

@@ -113,7 +113,8 @@ class _Asking:
         # answers a killed process received and did not record: found by the lookups, never asked again
         self.received = ReceivedJournal(self.rundir.received_path)
         stack.callback(self.received.close)
-        self.cache = await asyncio.to_thread(replay, self.received, self.cache)
+        if self.received.path.exists():
+            self.cache = await asyncio.to_thread(replay, self.received, self.cache)
         self.budget = open_budget(stack, cfg, job.env, job.price, job.spec.provider, existing.values())
         if self.budget is not None:
             say(start_line(self.budget))
@@ -138,7 +139,9 @@ class _Asking:
                                         price=job.price,
                                         budget_left=(lambda: budget.left(meter.spent_usd)) if budget else None,
                                         confirm=self.preflight.confirms["--model"], limiters=self.limiters)
-        self.runner.received = self.received.add
+        # --no-cache writes each record as it arrives (evaluate.py): the record is the journal there
+        self.journal = None if cfg.no_cache else self.received.add
+        self.runner.received = self.journal
         self.pool = self.runner.provider if isinstance(self.runner.provider, BatchPool) else None
         if budget is not None and self.pool is None:  # each request reserves its estimate before it is sent
             budget.hook(self.runner, meter.spent_usd)
@@ -248,7 +251,7 @@ class _Asking:
         r = await make_runner(self.stack, job.spec, job.env, self.cfg, self.cache, self.pipeline,
                               gate=self.preflight.model, confirm=self.preflight.confirms["--model"],
                               limiters=self.limiters)
-        r.received = self.received.add
+        r.received = self.journal
         return r if self.budget is None else self.budget.hook(r, self.meter.spent_usd)
 
     async def _judge(self, ordered: list[Record]) -> str | None:
@@ -262,7 +265,7 @@ class _Asking:
                                          fingerprints=False, gate=self.preflight.judge,
                                          batch_dir=rundir.path if judge_batch else None,
                                          confirm=self.preflight.confirms["--judge"], limiters=self.limiters)
-        judge_runner.received = self.received.add
+        judge_runner.received = self.received.add  # judged records are written at the end: journaled always
         await judge_records(job.prepared.bench, self.by_id, ordered, judge_runner, mode=cfg.mode,
                             workers=waiting_workers(len(ordered)) if judge_batch else cfg.concurrency,
                             track=lambda n: self.watch(RunProgress(n, f"judge · {judge_spec.label}", job.console,
