@@ -57,7 +57,11 @@ class Preflight:
         waits = [self._probe(self._spec, "--model")]
         if self._judge is not None:
             waits.append(self._probe(self._judge, "--judge"))
-        await asyncio.shield(asyncio.gather(*waits))
+        if all(task.done() for task in waits):  # every query after the first: no future, no turn of the loop
+            for task in waits:
+                task.result()  # the probe's error, if it failed
+        else:
+            await asyncio.shield(asyncio.gather(*waits))
         if self._start is not None:
             await self._start()
 
