@@ -44,8 +44,8 @@ class CacheWrites:
 
     In run() the sink gets an answer as soon as it arrives (the spending budget sees it at once)
     and its store follows within a batch, milliseconds later: well inside the 100 ms for which
-    the run directory buffers the record (rundir/layout.py), so a killed run loses no answer that is
-    neither in records.jsonl nor in the cache but those of that last moment."""
+    the run directory buffers the record (rundir/layout.py). What a SIGKILL catches between the two is
+    in the run directory's received.jsonl, written before either (ask/received.py)."""
 
     def __init__(self, runner: CacheOwner):
         self._runner = runner

@@ -4,8 +4,8 @@ records.jsonl is appended one line per finished query. Lines are buffered and wr
 batches: at most FLUSH_INTERVAL_S (100 ms) after the first of them (a thread of the RunDir's own,
 started by the first buffered line and stopped by close()), at flush()/close(), at interpreter
 exit, and on SIGINT/SIGTERM (engine/stopping/shutdown.py). A run killed with SIGKILL therefore loses at
-most the last 100 ms of records, whose answers are in the response cache (the runner stores each
-answer in a batch committed milliseconds after it reaches the sink; ask/runner.py). With
+most the last 100 ms of records, whose answers are in received.jsonl (RECEIVED: each answer appended as it
+arrives, replayed by the next run; ask/received.py) and, milliseconds later, in the response cache. With
 `immediate=True` (--no-cache: nothing else keeps the answers) every line is written as it
 arrives, as in 0.1.0. Loading skips damaged lines (rundir/records.py) and the next rewrite first
 saves them to records.damaged.jsonl. The line format is 0.1.0's, byte for byte.
