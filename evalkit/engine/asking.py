@@ -220,7 +220,7 @@ class _Asking:
             if on_record is not None:
                 on_record()
 
-        writes = WriteStop(self.rundir, self.cache)  # a failed write (a full disk) stops the sending
+        writes = WriteStop(self.rundir, self.cache, self.received if self.journal else None)  # a full disk stops
 
         def stopping() -> bool:
             return (self.budget is not None and self.budget.over(meter.spent_usd)) or bool(self.draining) \

@@ -5,7 +5,8 @@ failed write of records.jsonl (rundir.RunDir.write_error) or of the response cac
 (ask.cache_writes.CacheWriteError) stops new requests; the replies already on their way are
 received and held in memory. When the asking is over, the records that could not be written are
 tried once more (space may have been freed since); those that still cannot be are lost unless the
-cache holds their answers, and the one-line error (exit 2) says how many of each.
+cache or received.jsonl (ask/received.py) holds their answers, and the one-line error (exit 2) says how
+many of each.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import json
 from typing import Any
 
 from evalkit.ask.cache_writes import CacheWriteError
+from evalkit.ask.received import ReceivedJournal
 from evalkit.core.errors import EvalkitError
-from evalkit.rundir.layout import RunDir
+from evalkit.rundir.layout import RECEIVED, RunDir
 
 
 def _keys(lines: list[str]) -> list[str]:
@@ -52,8 +54,8 @@ class WriteStop:
     """Around the asking: `stopped()` once a write failed (the runner's stop asks it), a
     CacheWriteError out of the runner held rather than raised, and `error()` once it is over."""
 
-    def __init__(self, rundir: RunDir, cache: Any):
-        self.rundir, self.cache = rundir, cache
+    def __init__(self, rundir: RunDir, cache: Any, received: ReceivedJournal | None = None):
+        self.rundir, self.cache, self.received = rundir, cache, received
         self.cache_error: CacheWriteError | None = None
 
     def stopped(self) -> bool:
@@ -68,6 +70,12 @@ class WriteStop:
             return True
         return False
 
+    def _journaled(self) -> set[str]:
+        """The keys received.jsonl holds (its writes may have succeeded where the records' failed)."""
+        if self.received is None or self.received.broken is not None:
+            return set()
+        return set(self.received.entries())
+
     def error(self) -> WriteStopped | None:
         """None when every write succeeded; else the one-line error for the first failed write, once
         the records still buffered have had their last try."""
@@ -81,10 +89,10 @@ class WriteStop:
             kept = "every answer received is in the records"
         else:
             keys = _keys(unwritten)
-            cached = _in_cache(self.cache, keys)
+            cached = _in_cache(self.cache, keys) | self._journaled()
             saved = sum(k in cached for k in keys)
             kept = (f"{len(unwritten):,} answers received could not be written to the records: {saved:,} are "
-                    f"in the response cache (a resume takes them from there), {len(keys) - saved:,} are lost "
-                    "(asked again on resume)")
+                    f"in the response cache or {RECEIVED} (a resume takes them from there), {len(keys) - saved:,} "
+                    "are lost (asked again on resume)")
         return WriteStopped(f"{head}; stopped sending; {kept}; free some space, then re-run the same command "
                             "to resume")
