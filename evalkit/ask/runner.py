@@ -105,7 +105,8 @@ class Runner:
         """At most `n` queries hold their prepared images at once (sent, about to be, or waiting to retry).
         run() has twice as many workers as request slots, and each prepared its images before waiting for
         a slot: 64 big photos in memory for 32 requests. With n a few above the concurrency, the images in
-        memory are bounded by the concurrency, whatever the data."""
+        memory are bounded by the concurrency, whatever the data. A query whose images are all in the
+        pipeline's memo already takes no place (see _ask): it adds nothing to memory."""
         self.in_hand = asyncio.Semaphore(n)
 
     async def _ask(self, query: Query, missed: str | None) -> tuple[Outcome, tuple[str, dict] | None]:
