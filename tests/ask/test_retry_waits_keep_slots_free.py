@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from evalkit.sim import SimConfig, SimFaults, SimThread
@@ -43,6 +44,7 @@ def _mcq_on_few_images(folder: Path, n: int, images: int) -> Path:
     return path
 
 
+@pytest.mark.slow  # an evalkit process against the simulator
 def test_queries_waiting_to_retry_leave_every_request_slot_to_the_others(tmp_path):
     data = _mcq_on_few_images(tmp_path / "ds", 200, 4)
     faults = SimFaults(rate=0.5, kinds=("429",), retry_after=60.0, seed=11)

@@ -58,6 +58,7 @@ def _kill_when_held(sim: SimThread, proc: subprocess.Popen, n: int) -> None:
     proc.wait(timeout=30)
 
 
+@pytest.mark.slow  # five processes started and killed per case
 @pytest.mark.parametrize("cache_after_kill", ["kept", "gone"])
 def test_sigkill_then_resume_asks_no_answer_received_before_the_kill(tmp_path, cache_after_kill):
     """KILLS runs killed in turn, then one to the end. "gone": the cache is removed after each kill (a
