@@ -119,6 +119,7 @@ class OpenAICompatProvider:
         self._timeout_s = timeout_s
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
+        self._no_switch: dict | None = None  # the reasoning fields of a request without a switch (_reasoning)
         self._nonce = f"@evalkit-image-{uuid.uuid4().hex}-"
         self._proxies = {r.url: proxy_for(r.url) for r in self.pool.replicas} if env_proxy else {}
 
@@ -201,9 +202,16 @@ class OpenAICompatProvider:
 
     def _reasoning(self, params: GenParams) -> dict:
         """The reasoning switch's body fields: the provider's (which also refuses what it cannot take), or
-        OpenAI's `reasoning_effort` for a service (`openai-compatible/<service>/<model>`)."""
+        OpenAI's `reasoning_effort` for a service (`openai-compatible/<service>/<model>`). Without a switch
+        they are the same for every request: worked out once (they were a record look-up per request)."""
+        plain = params.reasoning_effort is None and params.thinking_budget is None
+        if plain and self._no_switch is not None:
+            return self._no_switch
         fields = chat_fields(self.spec.provider, self.spec.model, params)
-        return service_reasoning(params) if self.spec.service is not None else fields
+        fields = service_reasoning(params) if self.spec.service is not None else fields
+        if plain:
+            self._no_switch = fields
+        return fields
 
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
         """The request body as a dict, images inline: what a batch line carries (the same JSON as _encode's)."""
