@@ -16,7 +16,7 @@ import asyncio
 import re
 from collections.abc import Sequence
 
-from evalkit.core.errors import ProviderError, RunError
+from evalkit.core.errors import MESSAGE_CHARS, ProviderError, RunError, server_reason
 
 REFUSING_STATUSES = (400, 403, 404)  # vLLM and Ollama answer an unknown name with 404; LiteLLM with 400;
 #                                   Bedrock a model the account may not use with 403
@@ -89,8 +89,9 @@ class Confirmation:
             lists = f"; it lists: {shown}" if shown else ""  # nothing listed: no list was asked for (bedrock/)
             verdict = ("refuses these credentials for" if error.status == 403  # Bedrock's AccessDenied, a bad key
                        else "does not serve")
+            # the adapter's message whole: it bounds the server's reason itself (core.errors.server_reason)
             self._refused = ModelNotServed(f"{self._who}: the server {verdict} model '{self.model}' "
-                                           f"({error.message[:200]}){lists}")
+                                           f"({server_reason(error.message, MESSAGE_CHARS)}){lists}")
         else:
             self._needed = False
         self._wake()

@@ -99,6 +99,7 @@ class Probe:
     models: tuple[str, ...] = ()  # what a chat-completions server lists at /v1/models (provenance)
     version: str | None = None  # what the record's version call said (vLLM's /version; provenance)
     unlisted: bool = False  # it answers, but does not list the model: asked anyway, the first request confirms it
+    refused: bool = False  # the cause is the credentials (vertex/: refused by the token endpoint, 401, 403)
 
     @property
     def ok(self) -> bool:
@@ -226,9 +227,10 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
     if info(spec.provider).wire == "vertex-ai":  # a token first, then the model's lookup (vertex_preflight)
         from evalkit.providers.vertex.preflight import probe_vertex
 
-        cause, body = await probe_vertex(spec, base, env or {}, timeout_s)
-        return Probe(public_url(base), cause, isinstance(body, dict) and body.get("owned_by") == SIM_OWNER,
-                     unlisted=cause is None)  # the lookup does not say the project may use it: the first request does
+        found = await probe_vertex(spec, base, env or {}, timeout_s)
+        return Probe(public_url(base), found.cause, isinstance(found.body, dict) and found.body.get("owned_by") == SIM_OWNER,
+                     unlisted=found.cause is None,  # the lookup does not say the project may use it: the first request does
+                     refused=found.refused)
     from evalkit.providers.openai.compat import proxy_for
 
     url, headers = _request(spec, base, key, env or {})
@@ -271,6 +273,8 @@ async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model",
     probes = tuple(await asyncio.gather(*(probe(spec, b, key, env=env) for b in bases)))
     if not any(p.ok for p in probes):
         detail = "; ".join(f"{p.url}: {p.cause}" for p in probes)
+        if all(p.refused for p in probes):  # it answered: the credentials are what the user must change
+            raise EvalkitError(f"{flag} {spec.label}: the credentials were refused: {detail}")
         raise EvalkitError(f"{flag} {spec.label} cannot be reached: {detail}")
     return Reachable(spec, probes)
 
