@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalkit.core.errors import ProviderError
+from evalkit.core.errors import ProviderError, server_reason
 from evalkit.core.surrogates import repaired
 from evalkit.core.types import Response
 
@@ -43,6 +43,6 @@ class NotSent(Exception):
 def unclassified(provider: str, error: Exception) -> ProviderError:
     """An exception an adapter did not classify (an unforeseen reply, or a bug): never a dead worker with
     answers unsaved, and never retried (a bug would be paid for on every attempt)."""
-    text = " ".join(str(error).split())[:200]
+    text = server_reason(error)
     return ProviderError("permanent", f"unexpected {type(error).__name__} in the {provider} adapter"
                                       f"{': ' + text if text else ''} (please report it)")

@@ -175,16 +175,21 @@ class Runner:
 
     async def _send(self, query: Query, images: Sequence[PreparedImage]) -> Response:
         """_attempts(), but while the model waits to be confirmed (evalkit.ask.confirm) one request goes and
-        the others wait for its answer; ModelNotServed when the server says it does not serve the model."""
-        if self.confirm is None or not await self.confirm.turn():
+        the others wait for its answer; until the first answer, each ending is shown to the confirmation:
+        ModelNotServed when the server says it does not serve the model, AllFailAlike when the first
+        requests all failed with the same permanent error."""
+        confirm = self.confirm
+        if confirm is None or confirm.settled:  # the run's start is over: nothing more to watch
             return await self._attempts(query, images)
+        confirming = await confirm.turn()
         failed: list[ProviderError] = []
         try:
             response = await self._attempts(query, images, failed.append)
         except BaseException:
-            self.confirm.abandon()  # not sent after all (stopped, cancelled): the next request confirms
+            if confirming:
+                confirm.abandon()  # not sent after all (stopped, cancelled): the next request confirms
             raise
-        self.confirm.settle(failed[-1] if failed else None)
+        confirm.settle(failed[-1] if failed else None, confirming)
         return response
 
     async def _attempts(self, query: Query, images: Sequence[PreparedImage],
@@ -249,7 +254,9 @@ class Runner:
         """
         feed = Feed(self, queries)
         failure: list[BaseException] = []  # the first fatal error: no new query starts after it, none is sent
-        self._stop = lambda: bool(failure) or (stop is not None and stop())
+        confirm = self.confirm
+        self._stop = lambda: bool(failure) or (stop is not None and stop()) or (
+            confirm is not None and confirm.stopped is not None)  # the first requests all failed alike
         self.breaker.success()  # its quiet time counts from the start of the run
         primed: dict[Hashable, asyncio.Event] = {}
 
@@ -304,6 +311,9 @@ class Runner:
                     if store is not None:  # stored in the background, batched: the worker goes on at once
                         self._writer().put_then(*store, functools.partial(stored, store[0]))
                     sink(outcome)
+                    if confirm is not None and confirm.stopped is not None:
+                        failure.append(confirm.stopped)  # the first requests all failed alike: recorded, stop
+                        return
                 except Exception as e:  # a fatal error (the sink could not record, a bug): drain, then raise
                     failure.append(e)
                     return

@@ -59,6 +59,22 @@ class ProviderError(Exception):
         return self.kind not in ("permanent", "refused", "exhausted")
 
 
+REASON_CHARS = 300  # how much of a server's own words a message keeps, after evalkit's short lead-in
+MESSAGE_CHARS = 2 * REASON_CHARS  # a whole message at most (a lead-in, the server's reason, a hint)
+
+
+def server_reason(text: object, limit: int = REASON_CHARS) -> str:
+    """A server's own words as one line: whole up to `limit` characters, else cut at the end of a word with
+    `…` (never mid-word). Callers put their lead-in before it, outside the limit, so it never crowds the
+    reason out."""
+    words = " ".join(str(text).split())
+    if len(words) <= limit:
+        return words
+    cut = words[:limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= limit // 2 else cut).rstrip(" ,;:") + "…"
+
+
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
 _NUMBER = re.compile(r"\d+")
 

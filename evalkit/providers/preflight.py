@@ -98,7 +98,9 @@ class Probe:
     simulator: bool = False
     models: tuple[str, ...] = ()  # what a chat-completions server lists at /v1/models (provenance)
     version: str | None = None  # what the record's version call said (vLLM's /version; provenance)
-    unlisted: bool = False  # it answers, but does not list the model: asked anyway, the first request confirms it
+    unlisted: bool = False  # it answers, but does not list the model (or its list was an error, `doubtful`):
+    #                         asked anyway, the first request confirms it
+    refused: bool = False  # the cause is the credentials (vertex/: refused by the token endpoint, 401, 403)
 
     @property
     def ok(self) -> bool:
@@ -174,6 +176,13 @@ def asked_anyway(spec: ProviderSpec, status: int, body: object) -> bool:
     return bool(listing.ids) and spec.model not in listing.ids and not listing.any_name and not listing.vllm
 
 
+def doubtful(status: int) -> bool:
+    """The metadata call was answered with an error that does not stop the run (a 400, a 5xx; not a 404, a
+    route the server does not have): the run's first request goes alone and confirms the model, so an error
+    every request would get alike (LiteLLM's 400 "No connected db.") is not sent for every query. Pure."""
+    return status >= 400 and status != 404
+
+
 def _names_the_model(body: object, model: str) -> bool:
     """A 404 that is the API's own "no such model" (a JSON error naming it), not a path nobody serves."""
     error = body.get("error") if isinstance(body, dict) else None
@@ -226,9 +235,10 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
     if info(spec.provider).wire == "vertex-ai":  # a token first, then the model's lookup (vertex_preflight)
         from evalkit.providers.vertex.preflight import probe_vertex
 
-        cause, body = await probe_vertex(spec, base, env or {}, timeout_s)
-        return Probe(public_url(base), cause, isinstance(body, dict) and body.get("owned_by") == SIM_OWNER,
-                     unlisted=cause is None)  # the lookup does not say the project may use it: the first request does
+        found = await probe_vertex(spec, base, env or {}, timeout_s)
+        return Probe(public_url(base), found.cause, isinstance(found.body, dict) and found.body.get("owned_by") == SIM_OWNER,
+                     unlisted=found.cause is None,  # the lookup does not say the project may use it: the first request does
+                     refused=found.refused)
     from evalkit.providers.openai.compat import proxy_for
 
     url, headers = _request(spec, base, key, env or {})
@@ -242,7 +252,7 @@ async def probe(spec: ProviderSpec, base: str, key: str | None, timeout_s: float
     models = tuple(_listed(body).ids) if status == 200 and listing else ()
     path = info(spec.provider).version_path
     version = await _server_version(base, path, headers, timeout_s) if path and cause is None else None
-    unlisted = cause is None and asked_anyway(spec, status, body)
+    unlisted = cause is None and (asked_anyway(spec, status, body) or doubtful(status))
     return Probe(shown, redact(cause) if cause else None, simulator, models, version, unlisted)
 
 
@@ -271,6 +281,8 @@ async def probe_all(spec: ProviderSpec, key: str | None, flag: str = "--model",
     probes = tuple(await asyncio.gather(*(probe(spec, b, key, env=env) for b in bases)))
     if not any(p.ok for p in probes):
         detail = "; ".join(f"{p.url}: {p.cause}" for p in probes)
+        if all(p.refused for p in probes):  # it answered: the credentials are what the user must change
+            raise EvalkitError(f"{flag} {spec.label}: the credentials were refused: {detail}")
         raise EvalkitError(f"{flag} {spec.label} cannot be reached: {detail}")
     return Reachable(spec, probes)
 

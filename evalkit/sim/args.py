@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # the server (aiohttp) and the answer key (numpy) load when a
 
     from evalkit.sim.answerkey import AnswerKey
     from evalkit.sim.machinery.aws_shapes import AwsTestKeys
+    from evalkit.sim.machinery.key_file import SimKeyFile
     from evalkit.sim.server import SimConfig
 
 # What `evalkit sim` answers without --theta/--r: a plausible model (about 77% on four options, 82% on
@@ -63,6 +64,10 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
                         "Bedrock API key (bearer)")
     c.add_argument("--aws-region", metavar="REGION", default="us-east-1",
                    help="the region Bedrock signatures must be scoped to (default us-east-1)")
+    c.add_argument("--google-key-file", metavar="PATH", default=None,
+                   help="Vertex AI: write a test service account's key file at PATH (a fresh key; its token_uri this "
+                        "server's /token) and sign in only that account: point GOOGLE_APPLICATION_CREDENTIALS at it "
+                        "(docs/simulator.md)")
     c.add_argument("--credits", metavar="USD", type=float, default=None,
                    help="OpenRouter credits: each answer on /api/v1/chat/completions spends its cost, and once "
                         "none remain requests get 402 until POST /sim/credits tops them up (default: unlimited)")
@@ -134,7 +139,17 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         credits=args.credits,
         aws_keys=_aws_keys(args.aws_keys),
         aws_region=args.aws_region,
+        google_key_file=_google_key_file(getattr(args, "google_key_file", None)),
     )
+
+
+def _google_key_file(path: str | None) -> SimKeyFile | None:
+    """A fresh test service account for the simulated Vertex AI, its key file written once the server listens."""
+    if not path:
+        return None
+    from evalkit.sim.machinery.key_file import new_key_file
+
+    return new_key_file(path)
 
 
 def _aws_keys(text: str | None) -> AwsTestKeys | None:

@@ -36,7 +36,7 @@ from evalkit.sim.openai.edits import handle_image_edit
 from evalkit.sim.openai.metadata import add_metadata_routes
 from evalkit.sim.openrouter.routes import add_openrouter_routes, openrouter_gate
 from evalkit.sim.openrouter.routes import owns as openrouter_owns
-from evalkit.sim.vertex.routes import add_vertex_routes, vertex_gate
+from evalkit.sim.vertex.routes import TOKEN_ROUTE, add_vertex_routes, vertex_gate
 from evalkit.sim.vertex.routes import owns as vertex_owns
 
 
@@ -165,7 +165,15 @@ async def start_sim(config: SimConfig | None = None, host: str = "127.0.0.1", po
     site = web.TCPSite(runner, host, port)
     await site.start()
     bound = runner.addresses[0]
-    return SimServer(runner, app[STATE], f"http://{bound[0]}:{bound[1]}")
+    server = SimServer(runner, app[STATE], f"http://{bound[0]}:{bound[1]}")
+    key_file = server.config.google_key_file
+    if key_file is not None:  # its token_uri names the port, known only now
+        try:
+            key_file.write(server.url + TOKEN_ROUTE)
+        except ValueError as e:
+            await server.close()
+            raise EvalkitError(str(e)) from None
+    return server
 
 
 class SimThread:
@@ -299,6 +307,9 @@ def serve_forever(config: SimConfig, host: str = "127.0.0.1", port: int = 8000) 
                      if e.errno == errno.EADDRINUSE else e.strerror or str(e))
             raise EvalkitError(f"cannot serve on {host}:{port}: {cause}") from None
         print(f"evalkit sim listening on {server.url}", flush=True)
+        if config.google_key_file is not None:
+            print(f"Vertex AI: a test service account's key file, signed in by this server's {TOKEN_ROUTE}: "
+                  f"GOOGLE_APPLICATION_CREDENTIALS={config.google_key_file.path}", flush=True)
         try:
             await asyncio.Event().wait()
         finally:

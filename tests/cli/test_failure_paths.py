@@ -157,6 +157,14 @@ def _judge_dead(folder: Path) -> Seen:
 def _nothing_answered(folder: Path) -> Seen:
     from evalkit.sim.machinery.faults import SimFaults
 
+    return _against(SimConfig(faults=SimFaults(rate=1.0, kinds=("refusal",))), folder, [
+        "run", "mcq", "--model", "vllm/sim-model", "--base-url", "{sim}", "--data", str(_data(folder)),
+        "--out", "run", "--no-progress"])
+
+
+def _same_error(folder: Path) -> Seen:
+    from evalkit.sim.machinery.faults import SimFaults
+
     return _against(SimConfig(faults=SimFaults(rate=1.0, kinds=("400",))), folder, [
         "run", "mcq", "--model", "vllm/sim-model", "--base-url", "{sim}", "--data", str(_data(folder)),
         "--out", "run", "--no-progress"])
@@ -241,6 +249,14 @@ def _no_score(seen: Seen) -> None:
     assert not (seen.folder / "run" / "plots").exists()
 
 
+def _each_recorded(seen: Seen) -> None:
+    """The run stopped on the error every request got alike; each request that ended is recorded, no summary."""
+    lines = (seen.folder / "run" / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    assert 3 <= len(records) <= 6 and {r["error"] for r in records} == {"permanent"}
+    assert not (seen.folder / "run" / "summary.json").exists()
+
+
 def _all_right(seen: Seen) -> None:
     s = _summary(seen)
     assert s["metrics"]["accuracy"] == 100.0 and s["n_queries"] == 12
@@ -278,9 +294,12 @@ CASES = [
          _key_refused, _key_checks),
     Case("judge-unreachable", "`--judge` whose endpoint does not answer", 2,
          "--judge vllm/sim-model cannot be reached: http://127.0.0.1:PORT: connection refused", _judge_dead, _nothing_written),
-    Case("nothing-answered", "every request refused (HTTP 400 each time)", 1,
-         "6 queries failed: 6 × HTTP 400: bad request (injected) nothing was answered: no metric is reported",
+    Case("nothing-answered", "every request refused on content grounds (a refusal each time)", 1,
+         "6 queries failed: 6 × content refused (content_filter) nothing was answered: no metric is reported",
          _nothing_answered, _no_score),
+    Case("same-error", "every request refused alike (HTTP 400 each time)", 2,
+         "--model vllm/sim-model: the first 3 requests all failed with the same error, so the run stopped there: "
+         "HTTP 400: bad request (injected) (fix that, then run the same command again)", _same_error, _each_recorded),
     Case("placeholders", "a JSONL set with `<dir:top-left>` placeholders, without `--rotations`", 0,
          "accuracy = 100.00, 95% CI [100.00, 100.00]", _placeholders, _all_right),
     Case("sim-mismatch", "`--circular` against a simulator keyed without it", 0,

@@ -41,6 +41,8 @@ def test_wheel_from_fresh_clone_runs_demo(tmp_path):
     # the installed wheel has no git checkout around it: the plain version, as packaged
     assert wheel.name.startswith(f"evalkit-{__version__}-")
     assert _run([str(venv / "bin" / "evalkit"), "--version"], cwd=workdir, env=env).stdout == f"{__version__}\n"
+    # a plain install serves the card's keyed providers: their SDKs came with it (issue 44, item 11)
+    _run([str(venv / "bin" / "python"), "-c", "import anthropic, google.genai"], cwd=workdir, env=env)
     out = _run([str(venv / "bin" / "evalkit"), "demo"], cwd=workdir, env=env)
     assert "accuracy" in out.stdout and "24 (0 missing)" in out.stdout
     report = workdir / "runs" / "demo" / "run" / "report.md"  # where the demo says it is, and kept

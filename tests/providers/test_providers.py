@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 
@@ -9,6 +10,7 @@ import pytest
 from sim_providers import FINISH, REFUSAL_WORD, base_url, key_env, keyed_providers, plain_providers, wire_of
 from synthetic_data import draw_image, make_mcq_jsonl
 
+from evalkit.ask.confirm import AllFailAlike
 from evalkit.core.errors import EvalkitError, ProviderError, classify_status
 from evalkit.core.fingerprint import fingerprint_bytes
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message
@@ -135,13 +137,18 @@ def test_permanent_faults_are_not_retried(tmp_path, provider, fault, kind):
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=8)
     faults = SimFaults(rate=1.0, kinds=(fault,))
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
-        res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url),
-                  env=keys(provider), no_cache=True, out=str(tmp_path / "run"), progress=False)
+        ask = functools.partial(run, "mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url),
+                                env=keys(provider), no_cache=True, out=str(tmp_path / "run"), progress=False)
+        if kind == "permanent":  # the same 400 to every request: the run stops on it (evalkit.ask.confirm)
+            with pytest.raises(AllFailAlike, match="the first 3 requests all failed with the same error"):
+                ask()
+        else:
+            res = ask()
+            assert res.summary["error_kinds"] == {kind: n} and res.exit_code == 1
         counters = sim.counters.snapshot()
-    assert counters["requests"] == n and counters["completions"] == 0
+    assert counters["requests"] == n and counters["completions"] == 0  # all n were on the wire at once
     recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert [r["error"] for r in recs] == [kind] * n
-    assert res.summary["error_kinds"] == {kind: n} and res.exit_code == 1
 
 
 @pytest.mark.parametrize("provider", keyed_providers())

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.core.errors import EvalkitError
+from evalkit.core.errors import EvalkitError, server_reason
 from evalkit.core.sdk import import_sdk
 from evalkit.providers.wire.redact import MASK, Redactor
 
@@ -101,7 +101,7 @@ def _chain(env: Mapping[str, str], label: str) -> Any:
         creds = Session(profile=profile).get_credentials()
     except BotoCoreError as e:  # an unknown profile, an unreadable config file, a failed SSO refresh
         raise EvalkitError(f"--model {label}: AWS credentials could not be read ({type(e).__name__}: "
-                           f"{' '.join(str(e).split())[:200]})") from None
+                           f"{server_reason(e)})") from None
     if creds is None:
         raise EvalkitError(f"--model {label}: no AWS credentials found (set AWS_ACCESS_KEY_ID and "
                            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or sign in with `aws sso login`)")

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.errors import ProviderError, classify_status
+from evalkit.core.errors import ProviderError, classify_status, server_reason
 
 KINDS = {
     "ThrottlingException": "rate_limit",
@@ -55,7 +55,7 @@ def _words(body: object, text: str) -> str:
         error = body.get("error")
         if message is None and isinstance(error, dict):  # the Anthropic shape, from a proxy in between
             message = error.get("message")
-    return " ".join(str(message if isinstance(message, str) else text).split())[:300]
+    return server_reason(message if isinstance(message, str) else text)
 
 
 def bedrock_error(status: int, headers: Mapping[str, str] | Any, raw: bytes | str, model: str) -> ProviderError:

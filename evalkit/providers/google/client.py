@@ -23,10 +23,12 @@ from typing import Any
 
 from evalkit.core.errors import (
     MAX_HEADER_WAIT_S,
+    MESSAGE_CHARS,
     ProviderError,
     classify_status,
     parse_retry_after,
     retry_after_from_headers,
+    server_reason,
 )
 from evalkit.core.sdk import import_sdk
 from evalkit.core.types import GenParams, ImagePart, Message, Response
@@ -200,7 +202,7 @@ class GoogleProvider:
         try:
             config = self._types.GenerateContentConfig(**settings)
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
-            raise ProviderError("permanent", f"bad Gemini parameters: {self._clean(str(e))}") from e
+            raise ProviderError("permanent", f"bad Gemini parameters: {self._clean(server_reason(e))}") from e
         start = time.perf_counter()
         reply = await self._ask(contents, config)
         out = reply.response
@@ -251,12 +253,13 @@ class GoogleProvider:
         wait = retry_after_from_headers(headers) if headers is not None else None
         if wait is None:
             wait = retry_delay(e.details)
-        text = self._clean(f"HTTP {status}: {e.status or type(e).__name__}: {e.message or ''}")
+        text = self._clean(f"HTTP {status}: {e.status or type(e).__name__}: {server_reason(e.message or '')}")
         return ProviderError(kind, text, status=status or None, retry_after=wait)
 
     def _clean(self, text: str) -> str:
-        """One line, bounded, and never the key (an echoing proxy must not leak it into records)."""
-        return self._redact(" ".join(text.split()))[:300]
+        """One line, bounded, and never the key (an echoing proxy must not leak it into records); the callers
+        bound the server's words (server_reason), so the lead-in never crowds them out."""
+        return self._redact(" ".join(text.split()))[:MESSAGE_CHARS]
 
     async def close(self) -> None:
         try:

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers
+from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers, server_reason
 from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Usage
 from evalkit.images.pipeline import PreparedImage
@@ -49,7 +49,7 @@ class GoogleImageEditor:
         try:
             return self._types.GenerateContentConfig(response_modalities=["TEXT", "IMAGE"], **params)
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
-            raise ProviderError("permanent", f"bad Gemini edit parameters: {' '.join(str(e).split())[:200]}") from e
+            raise ProviderError("permanent", f"bad Gemini edit parameters: {server_reason(e)}") from e
 
     async def edit(self, image: PreparedImage, instruction: str,
                    params: Mapping[str, Any] | None = None) -> tuple[bytes, str, Usage]:

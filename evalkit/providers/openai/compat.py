@@ -16,7 +16,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from evalkit.core.errors import EvalkitError, ProviderError, classify_status, retry_after_from_headers
+from evalkit.core.errors import (
+    EvalkitError,
+    ProviderError,
+    classify_status,
+    retry_after_from_headers,
+    server_reason,
+)
 from evalkit.core.types import GenParams, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec, public_url
@@ -89,7 +95,7 @@ def error_message(status: int, body: str | bytes) -> str:
         msg = err.get("message") if isinstance(err, dict) else str(err) if err is not None else parsed["message"]
     except (ValueError, AttributeError, KeyError):
         msg = body
-    return f"HTTP {status}: {' '.join(str(msg).split())[:300]}"
+    return f"HTTP {status}: {server_reason(msg)}"
 
 
 class OpenAICompatProvider:

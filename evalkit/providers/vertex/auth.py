@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from evalkit.core.errors import EvalkitError
+from evalkit.core.errors import EvalkitError, server_reason
 
 PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
 LOCATION_ENV = "GOOGLE_CLOUD_LOCATION"
@@ -142,8 +142,7 @@ def _from_file(auth: Any, path: str, label: str) -> Any:
 
 def _first_line(e: BaseException) -> str:
     """An exception's message, one line, without a key's contents (google-auth names files, not keys)."""
-    text = " ".join(str(e).split())
-    return text[:200]
+    return server_reason(e)
 
 
 def credential_secrets(credentials: Any) -> list[str]:

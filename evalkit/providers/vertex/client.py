@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from evalkit.core.errors import ProviderError
+from evalkit.core.errors import ProviderError, server_reason
 from evalkit.core.sdk import import_sdk
 from evalkit.core.types import GenParams, Message, Response
 from evalkit.images.pipeline import PreparedImage
@@ -93,7 +93,7 @@ class FreshToken:
             with requests.Session() as session:  # closed: no socket left open after the refresh
                 self._credentials.refresh(Request(session))
         except exceptions.RefreshError as e:
-            reason = " ".join(str(e.args[0] if e.args else type(e).__name__).split())[:200]
+            reason = server_reason(e.args[0] if e.args else type(e).__name__)
             raise ProviderError("permanent", self._redact(f"credentials refused by the token endpoint: {reason}")) from None
         except exceptions.TransportError as e:
             raise ProviderError("transient", f"cannot reach the token endpoint ({type(e).__name__})") from None
@@ -102,13 +102,14 @@ class FreshToken:
 def needs_the_user(error: ProviderError, model: str, place: Place) -> ProviderError:
     """A 403 or 404 on the model's route said as what the user must fix, naming the model (so the run's
     first request, which confirms the model, stops the run on it: exit 2, nothing else sent)."""
+    # the server's words first (the adapter's "HTTP 403: PERMISSION_DENIED: …"), then what evalkit adds
     if error.status == 403:
-        error.message = (f"HTTP 403 PERMISSION_DENIED: project {place.project} may not use model '{model}' in "
-                         f"{place.location} (the account needs roles/aiplatform.user; a Claude model must be "
-                         f"enabled in Model Garden): {error.message}")
+        error.message = (f"{error.message} (project {place.project} in {place.location} may not use model "
+                         f"'{model}': the account needs roles/aiplatform.user; a Claude model must be enabled in "
+                         "Model Garden)")
     elif error.status == 404:
-        error.message = f"HTTP 404: model '{model}' is not served to project {place.project} in {place.location}: " \
-                        f"{error.message}"
+        error.message = (f"{error.message} (model '{model}' is not served to project {place.project} in "
+                         f"{place.location})")
     error.args = (error.message,)
     return error
 

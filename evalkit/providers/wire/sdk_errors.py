@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers
+from evalkit.core.errors import ProviderError, classify_status, retry_after_from_headers, server_reason
 from evalkit.providers.wire.http_limits import is_redirect, redirect_refused
 from evalkit.providers.wire.rate_headers import rate_info
 from evalkit.providers.wire.reply_json import malformed
@@ -31,7 +31,7 @@ def _server_words(body: object) -> str:
     """The message of an error body ({"error": {"message": ...}}), one line, trimmed."""
     err = body.get("error") if isinstance(body, dict) else None
     msg = err.get("message") if isinstance(err, dict) else None
-    return " ".join(msg.split())[:300] if isinstance(msg, str) else ""
+    return server_reason(msg) if isinstance(msg, str) else ""
 
 
 def sdk_error(sdk: ModuleType, exc: BaseException) -> ProviderError | None:

@@ -29,6 +29,7 @@ from evalkit.sim.machinery.credits import Credits
 from evalkit.sim.machinery.faults import FaultDice, SimFaults
 from evalkit.sim.machinery.gate import ReplyGate
 from evalkit.sim.machinery.heard import HeardLog
+from evalkit.sim.machinery.key_file import SimKeyFile
 from evalkit.sim.machinery.limits import HiddenLimits
 from evalkit.sim.machinery.prompt_cache import PrefixCache
 from evalkit.sim.machinery.wire import BadRequest
@@ -58,6 +59,8 @@ class SimConfig:
     credits: float | None = None  # OpenRouter credits in USD that answers spend (None: unlimited); 402 at 0
     openrouter_price: tuple[float, float] = (2.5, 10.0)  # OpenRouter's price, USD per million input, output tokens
     google_accounts: tuple[ServiceAccount, ...] = ()  # Vertex AI: service accounts the token endpoint signs in
+    # Vertex AI: a test account whose key file is written once the server listens (`--google-key-file`)
+    google_key_file: SimKeyFile | None = None
     aws_keys: AwsTestKeys | None = None  # Bedrock: the credentials its routes check SigV4 signatures against
     aws_region: str = "us-east-1"  # Bedrock: the region a signature must be scoped to
 
@@ -68,6 +71,8 @@ class SimConfig:
             raise ValueError(f"think tokens must be 0 or more, not {self.think_tokens}")
         if self.entra_token and not self.api_key:
             raise ValueError("an Entra ID token is checked only alongside an API key: set api_key too")
+        if self.google_key_file is not None and self.google_key_file.public not in self.google_accounts:
+            self.google_accounts = (*self.google_accounts, self.google_key_file.public)
         if len(self.openrouter_price) != 2 or min(self.openrouter_price) < 0:
             raise ValueError(f"the OpenRouter price is two non-negative USD amounts, not {self.openrouter_price}")
 
