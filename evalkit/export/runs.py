@@ -40,6 +40,7 @@ class ExportRun:
     manifest: dict[str, Any]
     records: list[Record]
     notes: list[str] = field(default_factory=list)
+    identity: dict[str, Any] = field(default_factory=dict)  # config.json's: what makes two runs the same run
 
     @property
     def name(self) -> str:
@@ -81,6 +82,15 @@ class ExportRun:
         plots = sorted((self.path / PLOTS).glob("*.png")) if (self.path / PLOTS).is_dir() else []
         return [p for p in files if p.is_file()] + plots
 
+    def run_key(self) -> str:
+        """The run identity (its data fingerprint included) as one stable text, `IDENTITY-DATA` (16 hex
+        characters each): the same run exported again finds its tracker run by it (the `evalkit.run_id`
+        tag). A 0.1.0 identity holds the data's path, not its fingerprint: that path stands in for it."""
+        ident = json.dumps(self.identity, sort_keys=True, separators=(",", ":"), default=str)
+        data = str(self.identity.get("data_sha256") or hashlib.sha256(str(self.identity.get("data")).encode())
+                   .hexdigest())
+        return f"{hashlib.sha256(ident.encode()).hexdigest()[:16]}-{data[:16]}"
+
     def records_sha256(self) -> str:
         try:
             return hashlib.sha256((self.path / RECORDS).read_bytes()).hexdigest()
@@ -90,7 +100,7 @@ class ExportRun:
 
 def read_export_run(path: str | Path) -> ExportRun:
     """A finished run directory, or one line saying why it is not one (exit 2)."""
-    rundir, _, summary = read_finished(Path(path))
+    rundir, saved, summary = read_finished(Path(path))
     if not isinstance(summary, dict) or "metrics" not in summary:
         raise EvalkitError(f"{rundir.path / 'summary.json'}: no metrics; rebuild it with `evalkit report {path}`")
     manifest: dict[str, Any] = {}
@@ -103,7 +113,8 @@ def read_export_run(path: str | Path) -> ExportRun:
     found = read_records(rundir.path / RECORDS)
     notes = [damaged_note(found.damaged, saved=False, then="their queries are left out of the export")
              ] if found.damaged else []
-    return ExportRun(rundir.path, summary, manifest, list(found.records.values()), notes)
+    identity = saved.get("identity") if isinstance(saved.get("identity"), dict) else {}
+    return ExportRun(rundir.path, summary, manifest, list(found.records.values()), notes, dict(identity))
 
 
 def run_metrics(run: ExportRun) -> dict[str, float]:
