@@ -38,9 +38,20 @@ class ExportRun:
     path: Path
     summary: dict[str, Any]
     manifest: dict[str, Any]
-    records: list[Record]
+    loaded_records: list[Record] | None  # None: records.jsonl read on first use (MLflow and W&B never use it)
     notes: list[str] = field(default_factory=list)
     identity: dict[str, Any] = field(default_factory=dict)  # config.json's: what makes two runs the same run
+
+    @property
+    def records(self) -> list[Record]:
+        """The run's records (the last valid one per query); damaged lines skipped, and said in `notes`."""
+        if self.loaded_records is None:
+            found = read_records(self.path / RECORDS)
+            if found.damaged:
+                self.notes.append(damaged_note(found.damaged, saved=False,
+                                               then="their queries are left out of the export"))
+            self.loaded_records = list(found.records.values())
+        return self.loaded_records
 
     @property
     def name(self) -> str:
@@ -98,8 +109,9 @@ class ExportRun:
             return hashlib.sha256(b"").hexdigest()
 
 
-def read_export_run(path: str | Path) -> ExportRun:
-    """A finished run directory, or one line saying why it is not one (exit 2)."""
+def read_export_run(path: str | Path, *, records: bool = True) -> ExportRun:
+    """A finished run directory, or one line saying why it is not one (exit 2). `records=False`: its
+    records.jsonl is read only if used (a tracker export logs the summary's numbers, not the records)."""
     rundir, saved, summary = read_finished(Path(path))
     if not isinstance(summary, dict) or "metrics" not in summary:
         raise EvalkitError(f"{rundir.path / 'summary.json'}: no metrics; rebuild it with `evalkit report {path}`")
@@ -110,11 +122,11 @@ def read_export_run(path: str | Path) -> ExportRun:
             manifest = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError) as e:
             raise EvalkitError(f"{rundir.path / MANIFEST}: unreadable ({e})") from e
-    found = read_records(rundir.path / RECORDS)
-    notes = [damaged_note(found.damaged, saved=False, then="their queries are left out of the export")
-             ] if found.damaged else []
     identity = saved.get("identity") if isinstance(saved.get("identity"), dict) else {}
-    return ExportRun(rundir.path, summary, manifest, list(found.records.values()), notes, dict(identity))
+    run = ExportRun(rundir.path, summary, manifest, None, [], dict(identity))
+    if records:
+        run.records  # noqa: B018 - read now, so its notes are said before anything is written
+    return run
 
 
 def run_metrics(run: ExportRun) -> dict[str, float]:
