@@ -13,11 +13,24 @@ import json
 from pathlib import Path
 
 from cli_under_test import run_cli
-from synthetic_data import make_mcq_jsonl
+from PIL import Image
 
 from evalkit.sim import SimConfig, SimThread
 
 WRITTEN = ("records.jsonl", "report.md", "manifest.json")  # summary.json: its this_run says what this command did
+
+
+def _data(folder: Path, n: int) -> Path:
+    """n four-option questions, each over its own small picture."""
+    (folder / "images").mkdir(parents=True)
+    lines = []
+    for i in range(n):
+        Image.new("RGB", (32, 32), (40 * (i % 6), 90, 200 - 10 * i)).save(folder / "images" / f"img{i}.png")
+        lines.append(json.dumps({"id": f"q{i}", "image": f"images/img{i}.png", "question": f"Question {i}?",
+                                 "options": {"A": "red", "B": "green", "C": "blue", "D": "grey"},
+                                 "answer": "ABCD"[i % 4], "category": f"cat{i % 3}"}) + "\n")
+    (folder / "data.jsonl").write_text("".join(lines), encoding="utf-8")
+    return folder / "data.jsonl"
 
 
 def _files(run: Path) -> dict[str, tuple[int, int]]:
@@ -26,7 +39,7 @@ def _files(run: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_a_suite_run_again_with_nothing_to_send_rewrites_no_run(tmp_path):
-    data = make_mcq_jsonl(tmp_path / "ds", 12, seed=4)
+    data = _data(tmp_path / "ds", 12)
     suite, out = tmp_path / "suite.toml", tmp_path / "out"
     args = ["run", "--suite", str(suite), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
     env = {"VLLM_API_KEY": "sk-suite"}
