@@ -46,11 +46,30 @@ Both record every request (``log``: Hit records; ``requests``: (method, path, Ra
 answering, so once a client call has returned its requests are already visible: no waiting needed.
 ``interrupt_next(repo, path, after=n)`` makes the next body-carrying GET of a file announce its full
 length but close the connection after n bytes, to exercise resumed downloads.
+
+What a mirror, a proxy or a hostile Hub does instead (HubStandin only):
+
+- ``HubStandin(no_hashes=True)``: the listing names each file and its size but no ``blobId`` and no
+  ``lfs`` (a proxy that does not pass blob ids on), and files carry the proxy's own ETag
+  (``"<crc32>-<size>"``, as nginx makes one), which is no hash of the content.
+- ``hold_metadata()``: every metadata request (``/api/datasets/…``) is received, recorded, and never
+  answered; ``metadata_held`` (a threading.Event) is set when the first one arrives.
+- ``stall(repo, path, after=n)``: every GET of that file's content announces its full length, sends n
+  bytes, then sends nothing more; ``stalled`` is set when the first one has sent its n bytes.
+- ``show_commit(repo, shown)``: the listing and the files' ``X-Repo-Commit`` give ``shown`` as the
+  commit id (upper case, short, padded, a path…), and ``shown`` resolves like the branch's commit.
+- A file name holding ``..`` is listed as given (``add_commit`` keeps it).
+
+A held request waits until ``release()`` (which ``stop()`` calls first): the test synchronises on
+the events, never on the clock, and the client under test gives up on its own timeout.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import threading
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,12 +99,19 @@ class HubStandin(_Standin):
     """A Hugging Face Hub serving dataset repos from memory; see the module docstring for the protocol."""
 
     def __init__(self, *, token: str = "hf_standin_token", page_size: int = 1000,
-                 lfs_redirect: bool = False) -> None:
+                 lfs_redirect: bool = False, no_hashes: bool = False) -> None:
         super().__init__()
         self.token = token
         self.page_size = page_size
         self.lfs_redirect = lfs_redirect
+        self.no_hashes = no_hashes
         self._repos: dict[str, _Repo] = {}
+        self._shown: dict[str, str] = {}  # repo -> the commit id its listing shows instead of the real one
+        self._stalls: dict[tuple[str, str], int] = {}
+        self._holding_metadata = False
+        self._gate: asyncio.Event | None = None  # held requests wait on it (made on the server's loop)
+        self.metadata_held = threading.Event()
+        self.stalled = threading.Event()
 
     def _sites(self) -> int:
         return 2 if self.lfs_redirect else 1
@@ -148,6 +174,60 @@ class HubStandin(_Standin):
             monkeypatch.setattr(constants, name, value)
         return cache
 
+    # faults ------------------------------------------------------------------------------------
+
+    def hold_metadata(self) -> None:
+        """Metadata requests from now on are received and never answered (until ``release()``)."""
+        with self._lock:
+            self._holding_metadata = True
+
+    def stall(self, repo: str, path: str, *, after: int) -> None:
+        """Every GET of this file's content sends ``after`` bytes of its announced length, then stalls."""
+        with self._lock:
+            self._stalls[(repo, path)] = after
+
+    def show_commit(self, repo: str, shown: str) -> None:
+        """The listing (``sha``) and the files (``X-Repo-Commit``) name ``shown`` as the commit of every
+        revision, and ``shown`` resolves to the branch's commit, as a mirror with ids of its own would."""
+        with self._lock:
+            self._shown[repo] = shown
+
+    def release(self) -> None:
+        """Let every held request go (its client has usually given up by then); nothing is held after."""
+        with self._lock:
+            self._holding_metadata = False
+            self._stalls.clear()
+            gate, self._gate = self._gate, None
+        if gate is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(gate.set)
+
+    def stop(self) -> None:
+        self.release()
+        super().stop()
+
+    async def _hold(self, arrived: threading.Event) -> None:
+        """Wait until release(): the answer that never comes."""
+        with self._lock:
+            if self._gate is None:
+                self._gate = asyncio.Event()
+            gate = self._gate
+        arrived.set()
+        await gate.wait()
+
+    def _holds_metadata(self) -> bool:
+        with self._lock:
+            return self._holding_metadata
+
+    async def _stalled_body(self, request: web.Request, hit: Hit, data: bytes, after: int,
+                            headers: dict[str, str]) -> web.StreamResponse:
+        response = web.StreamResponse(status=200, headers={"Accept-Ranges": "bytes", **headers})
+        response.content_length = len(data)
+        await response.prepare(request)
+        await response.write(data[:after])
+        hit.served, hit.status, hit.sent = True, 200, after
+        await self._hold(self.stalled)
+        return response
+
     # protocol ----------------------------------------------------------------------------------
 
     async def _route(self, request: web.Request, hit: Hit) -> web.StreamResponse:
@@ -204,6 +284,8 @@ class HubStandin(_Standin):
 
     def _commit(self, request: web.Request, repo: _Repo, rev: str) -> _Commit | web.Response:
         with self._lock:
+            if rev in self._shown.values():
+                rev = "main"
             commit = repo.resolve(rev)
         if commit is None:
             return self._error(request, 404, "RevisionNotFound", f"Invalid rev id: {rev}")
@@ -213,6 +295,8 @@ class HubStandin(_Standin):
         repo_id, repo, tail = self._split_repo(rest, ("revision", "tree"))
         if request.method != "GET":
             return web.Response(status=405, text="Method Not Allowed")
+        if self._holds_metadata():
+            await self._hold(self.metadata_held)
         if not tail and repo is not None and repo.commits:  # public even when gated, as on the Hub
             return self._info(request, repo_id, repo, "main")
         if refusal := self._refusal(request, repo_id, repo):
@@ -233,7 +317,9 @@ class HubStandin(_Standin):
         for path in sorted(commit.files):
             blob = commit.files[path]
             sibling: dict[str, Any] = {"rfilename": path}
-            if blobs:
+            if blobs and self.no_hashes:
+                sibling.update(size=len(blob.data))
+            elif blobs:
                 sibling.update(size=len(blob.data), blobId=blob.oid)
                 if blob.lfs:
                     sibling["lfs"] = {"sha256": blob.sha256, "size": len(blob.data),
@@ -241,7 +327,8 @@ class HubStandin(_Standin):
             siblings.append(sibling)
         return web.json_response({
             "_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24], "id": repo_id,
-            "author": repo_id.split("/")[0] if "/" in repo_id else None, "sha": commit.sha,
+            "author": repo_id.split("/")[0] if "/" in repo_id else None,
+            "sha": self._shown.get(repo_id, commit.sha),
             "lastModified": _iso(commit.when), "createdAt": _iso(repo.created), "private": False,
             "gated": "auto" if repo.gated else False, "disabled": False, "downloads": 0, "likes": 0,
             "tags": [], "cardData": {}, "siblings": siblings,
@@ -300,12 +387,19 @@ class HubStandin(_Standin):
         blob = commit.files.get(path)
         if blob is None:
             return self._error(request, 404, "EntryNotFound", "Entry not found", commit=commit.sha)
-        headers = {"X-Repo-Commit": commit.sha, "ETag": blob.etag, "Content-Type": "application/octet-stream"}
-        if blob.lfs:
+        headers = {"X-Repo-Commit": self._shown.get(repo_id, commit.sha), "ETag": blob.etag,
+                   "Content-Type": "application/octet-stream"}
+        if self.no_hashes:  # a proxy's own ETag, no hash of the content
+            headers["ETag"] = f'"{zlib.crc32(blob.data):08x}-{len(blob.data):x}"'
+        elif blob.lfs:
             headers.update({"X-Linked-Etag": blob.etag, "X-Linked-Size": str(len(blob.data))})
             if self.lfs_redirect:
                 headers["Location"] = f"{self.cdn_url}/{repo_id}/{blob.sha256}?path={path}"
                 return web.Response(status=302, headers=headers)
+        with self._lock:
+            after = self._stalls.get((repo_id, path))
+        if after is not None and request.method == "GET":
+            return await self._stalled_body(request, hit, blob.data, after, headers)
         return await self._send_file(request, hit, repo_id, path, blob.data, headers)
 
     async def _cdn(self, request: web.Request, hit: Hit, segs: list[str]) -> web.StreamResponse:

@@ -2,7 +2,8 @@
 (ask/request_key.py).
 
 Values are JSON text in diskcache's sqlite file, never pickle: a cache directory shared or
-copied between machines must not be able to run code when read.
+copied between machines must not be able to run code when read. Each is sealed to its key
+(ask/cache_seal.py): an entry that does not match its key is a miss, counted in `rejected`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from evalkit.ask.cache_seal import CacheSeal, unsealed
 from evalkit.ask.request_key import canonical_json
 from evalkit.core.environment import environment_error
 from evalkit.core.errors import EvalkitError
@@ -55,7 +57,8 @@ class CacheLike(Protocol):
     """What the runner needs from a cache; ResponseCache and NullCache both provide it.
 
     Optional, used when present: get_many(keys) and set_many(items) (batched lookups and group
-    commits) and `executor` (the cache's own thread for blocking work; see ResponseCache)."""
+    commits), `executor` (the cache's own thread for blocking work; see ResponseCache) and `rejected`
+    (request keys whose entry did not match them, ask/cache_seal.py: misses, asked again)."""
 
     hits: int
     misses: int
@@ -142,7 +145,7 @@ class ResponseCache:
 
     blocking = True
 
-    def __init__(self, directory: str | Path):
+    def __init__(self, directory: str | Path, seal: CacheSeal | None = None):
         import diskcache
 
         from evalkit.ask.textdisk import TextOnlyDisk
@@ -154,6 +157,29 @@ class ResponseCache:
         self._executor: ThreadPoolExecutor | None = None
         self.hits = 0
         self.misses = 0
+        self.seal = seal or CacheSeal()
+        self.rejected_keys: set[str] = set()
+
+    @property
+    def rejected(self) -> int:
+        return len(self.rejected_keys)
+
+    def _served(self, key: str, text: object) -> dict[str, Any] | None:
+        """The entry's value when it may be served: JSON text of an object, sealed to `key` (or 0.1-0.3's,
+        unless only signed entries may be). A refused entry is noted in `rejected_keys`."""
+        if not isinstance(text, str):
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        if self.seal.refusal(key, value, text) is not None:
+            with self._lock:
+                self.rejected_keys.add(key)
+            return None
+        return unsealed(value)
 
     def _count(self, hit: bool) -> None:
         with self._lock:
@@ -168,13 +194,8 @@ class ResponseCache:
             text = self._cache.get(key, default=None, retry=True)
         except (TypeError, OSError, sqlite3.Error):
             text = None
-        value: Any = None
-        if isinstance(text, str):
-            try:
-                value = json.loads(text)
-            except ValueError:
-                value = None
-        if not isinstance(value, dict):
+        value = self._served(key, text)
+        if value is None:
             self._count(False)
             return None
         self._count(True)
@@ -183,7 +204,8 @@ class ResponseCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """{key: value} for those keys that hold a response, in one SQL query per _MANY keys (the
         runner's batched lookup); hits and misses count as with get(). Entries that do not parse
-        count as misses. Falls back to get() per key if diskcache's table is not as expected."""
+        count as misses, and so do entries not sealed to their key. Falls back to get() per key if
+        diskcache's table is not as expected."""
         try:
             found = self._select_many(keys)
         except (AttributeError, KeyError, TypeError, ValueError, OSError, sqlite3.Error):
@@ -209,21 +231,28 @@ class ResponseCache:
                               " AND (expire_time IS NULL OR expire_time > ?)", (*part, now)).fetchall()
             for key, mode, filename, db_value in rows:
                 try:
-                    value = json.loads(cache.disk.fetch(mode, filename, db_value, False))
+                    text = cache.disk.fetch(mode, filename, db_value, False)
                 except (OSError, TypeError, ValueError):
                     continue
-                if isinstance(value, dict):
+                value = self._served(key, text)
+                if value is not None:
                     out[key] = value
         return out
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        """Store a JSON-serialisable dict; anything else raises TypeError before touching disk."""
-        self._cache.set(key, _value_text(value), retry=True)
+        """Store a JSON-serialisable dict, sealed to its key; anything else raises TypeError before touching disk."""
+        self._cache.set(key, self.seal.sealed_text(key, value), retry=True)
 
     def set_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """set() for several values in one transaction, so one commit (the runner's batched writes);
         every value is checked before anything is written."""
-        texts = {key: _value_text(value) for key, value in items}  # the last value of a repeated key wins
+        # the last value of a repeated key wins
+        self.set_texts({key: self.seal.sealed_text(key, value) for key, value in items})
+
+    def set_texts(self, texts: Mapping[str, str]) -> None:
+        """Entries stored as they are, already sealed or not (copied from a shared cache, kept by a repair):
+        resealing would pass off an entry of 0.1-0.3, or one nobody checked, as this process's."""
+        texts = dict(texts)
         try:
             self._insert_many(texts)
         except AttributeError:  # not the diskcache this was written against: its own set(), one by one
@@ -274,7 +303,7 @@ class ResponseCache:
         """Claims on request keys for every process using this folder (evalkit.ask.claims)."""
         from evalkit.ask.claims import LocalClaims
 
-        return LocalClaims(self.directory, ttl_s, self.executor)
+        return RefusedUnclaimed(LocalClaims(self.directory, ttl_s, self.executor), self.rejected_keys)
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -302,11 +331,28 @@ class ResponseCache:
         self.close()
 
 
+class RefusedUnclaimed:
+    """Claims, but a key whose entry was refused is asked at once, unclaimed. A claim outlives its answer
+    (for a while: whoever looked just before the answer was stored finds it then), so the claim of the
+    process that stored the entry refused since would hold this one back until it lapsed, for nothing. Two
+    processes refusing the same entry at once may then both ask it: the one case a query is paid twice."""
+
+    def __init__(self, claims: Any, refused: set[str]) -> None:
+        self._claims, self._refused = claims, refused
+
+    def claim(self, key: str) -> bool:
+        return key in self._refused or self._claims.claim(key)
+
+    def __getattr__(self, name: str) -> Any:  # release, done, close, ttl_s: the claims' own
+        return getattr(self._claims, name)
+
+
 class NullCache:
     """--no-cache: the same interface, stores nothing; every get() is a miss."""
 
     directory = ""
     blocking = False
+    rejected = 0
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

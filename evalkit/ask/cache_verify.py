@@ -8,6 +8,9 @@ sqlite cannot read aside (cache.db.damaged-TIME), keeping every entry it could s
 Checks: sqlite's integrity check; each row has a text key, a JSON-object value and, when the value
 lives in a file, a file inside the cache folder that exists; value files (`??/??/*.val`) that no row
 names. Files evalkit keeps beside the database (file-hashes.json) are not entries and are left alone.
+And whether each readable entry would be served (ask/cache_seal.py): swapped, altered, unsigned (written
+before 0.4) and, with EVALKIT_CACHE_SECRET, wrongly signed entries are counted apart; --repair removes the
+swapped and altered ones too (a run would ask them again), never an unsigned one (paid for).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from evalkit.ask.cache_seal import ALTERED, BADLY_SIGNED, SWAPPED, UNSIGNED, CacheSeal, audit, seal_counts
 
 DB = "cache.db"
 
@@ -35,16 +41,22 @@ class CacheCheck:
     removed: int = 0
     moved_to: Path | None = None
     salvaged: int = 0
+    sealing: Counter[str] = field(default_factory=Counter)  # SWAPPED, ALTERED, UNSIGNED, BADLY_SIGNED -> entries
+    seal: CacheSeal = field(default_factory=CacheSeal)
 
     @property
     def ok(self) -> bool:
-        return not self.bad and not self.orphans and self.damaged is None
+        refused = self.sealing[SWAPPED] + self.sealing[ALTERED] + self.sealing[BADLY_SIGNED]
+        unsigned = self.sealing[UNSIGNED] if self.seal.signed_only else 0
+        return not self.bad and not self.orphans and self.damaged is None and not refused and not unsigned
 
     def summary(self) -> str:
         parts = [f"{self.directory}: {self.entries:,} entries"]
         if self.damaged:
             parts.append(f"database damaged ({self.damaged})")
         parts += [f"{n:,} {reason}" for reason, n in sorted(self.bad.items())]
+        if self.damaged is None:
+            parts.append(seal_counts(self.sealing, self.seal))
         if self.orphans:
             parts.append(f"{self.orphans:,} value files without an entry")
         if self.moved_to is not None:
@@ -121,10 +133,10 @@ def _salvage(db: Path) -> list[tuple]:
     return out
 
 
-def verify_cache(directory: Path, *, repair: bool = False) -> CacheCheck:
+def verify_cache(directory: Path, *, repair: bool = False, seal: CacheSeal | None = None) -> CacheCheck:
     """Check (and with `repair`, mend) the cache in `directory`."""
     root = Path(os.path.realpath(directory))
-    check = CacheCheck(Path(directory))
+    check = CacheCheck(Path(directory), seal=seal or CacheSeal())
     db = root / DB
     if not db.is_file():
         return check
@@ -134,19 +146,28 @@ def verify_cache(directory: Path, *, repair: bool = False) -> CacheCheck:
         check.damaged = str(e)
         if repair:  # then the old value files: what they held is in the new database, or was unreadable
             _move_aside(check, db, root)
-            check.removed = verify_cache(directory, repair=True).removed
+            check.removed = verify_cache(directory, repair=True, seal=seal).removed
         return check
     good: set[str] = set()
     broken: list[tuple[int, object]] = []
-    for rowid, key, raw, mode, filename, value in rows:
-        reason, _ = _reason(key, raw, mode, filename, value, root)
-        if reason is None:
-            check.entries += 1
-            if mode == 3:
-                good.add(os.path.realpath(root / filename))
-        else:
-            check.bad[reason] += 1
-            broken.append((rowid, key))
+    rowids: dict[str, int] = {}
+
+    def readable() -> Any:  # (key, value) of every entry that can be read; the others noted as broken
+        for rowid, key, raw, mode, filename, value in rows:
+            reason, text = _reason(key, raw, mode, filename, value, root)
+            if reason is None:
+                check.entries += 1
+                if mode == 3:
+                    good.add(os.path.realpath(root / filename))
+                rowids[key] = rowid
+                yield key, json.loads(text)
+            else:
+                check.bad[reason] += 1
+                broken.append((rowid, key))
+
+    verdicts = audit(readable(), check.seal)
+    check.sealing.update(verdicts.values())
+    broken += [(rowids[k], k) for k, why in verdicts.items() if why in (SWAPPED, ALTERED)]
     orphans = [p for p in root.glob("??/??/*.val") if os.path.realpath(p) not in good]
     check.orphans = len(orphans)
     if repair and (broken or orphans):
@@ -174,8 +195,8 @@ def _move_aside(check: CacheCheck, db: Path, root: Path) -> None:
     """Keep the damaged database under another name, and start a new one with every entry still readable."""
     from evalkit.ask.cache import ResponseCache
 
-    salvaged = [(key, json.loads(text)) for _, key, raw, mode, filename, value in _salvage(db)
-                for reason, text in [_reason(key, raw, mode, filename, value, root)] if reason is None]
+    salvaged = {key: text for _, key, raw, mode, filename, value in _salvage(db)
+                for reason, text in [_reason(key, raw, mode, filename, value, root)] if reason is None}
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = db.with_name(f"{DB}.damaged-{stamp}")
     for suffix in ("", "-wal", "-shm"):
@@ -183,5 +204,5 @@ def _move_aside(check: CacheCheck, db: Path, root: Path) -> None:
         if src.exists():
             src.rename(Path(str(target) + suffix))
     with ResponseCache(root) as cache:
-        cache.set_many(salvaged)
+        cache.set_texts(salvaged)  # as they were: an unsealed entry is not sealed by a repair
     check.moved_to, check.salvaged = target, len(salvaged)

@@ -140,6 +140,11 @@ class Benchmark:
                                     [[k, v] for k, v in per.items()], console=True))
         return head
 
+    def load_notes(self) -> list[str]:
+        """What the last `load` read in a way a run should say once at its start (TDBench: options read
+        as missing); none by default."""
+        return []
+
     def findings(self, records: Sequence[Record]) -> list[Finding]:
         """What the data itself says about these scores (duplicate questions, ...): none by default."""
         return []

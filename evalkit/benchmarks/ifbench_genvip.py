@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.cache_seal import CacheSeal
 from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, EditResult, create_editor, run_edits
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.benchmarks.readers.ifbench import IMAGE_EXTS, entries, parse_item
@@ -63,7 +64,8 @@ async def translate_images(images: Path, out: Path, model: str, *, data: Path | 
     names = image_names(images, data)[: limit or None]
     requests = edit_requests(images, names)
     editor = create_editor(model, base_urls, os.environ if env is None else env, timeout_s=timeout_s)
-    cache: CacheLike = ResponseCache(Path(cache_dir)) if cache_dir else NullCache()
+    cache: CacheLike = (ResponseCache(Path(cache_dir), CacheSeal.from_env(os.environ if env is None else env))
+                        if cache_dir else NullCache())
     pipeline = ImagePipeline()
     console = console or Console(stderr=True)
     bar = Progress(TextColumn("[bold]GenViP translate"), BarColumn(), MofNCompleteColumn(),

@@ -30,6 +30,8 @@ class Prepared(NamedTuple):
     data: Path  # resolved data file or folder (under the Hub cache: the snapshot path, links kept)
     source: DataSource = DataSource("local", "")  # where the data came from
     files: tuple[Path, ...] = ()  # the data files read, where `data` is a folder that may hold more
+    notes: tuple[str, ...] = ()  # what reading the data has to say once (a listing without hashes)
+    parts: tuple[DataSource, ...] = ()  # every source read, where the benchmark's data has more than one
 
 
 def resolve_images(images: str | Path | None) -> Path | None:
@@ -147,4 +149,5 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
     if opts.get("shard"):  # after --limit, so the shards of a run partition exactly its queries; the items stay
         shard = parse_shard(opts["shard"])  # whole: the data's fingerprint (the identity) is the unsharded run's
         queries = [q for q in queries if shard.holds(q.item_id)]
-    return Prepared(bench, items, queries, data, resolved.source, resolved.local_files)
+    return Prepared(bench, items, queries, data, resolved.source, resolved.local_files, resolved.notes,
+                    resolved.parts if len(resolved.parts) > 1 else ())

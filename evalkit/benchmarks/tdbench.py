@@ -39,8 +39,10 @@ from evalkit.benchmarks.readers.tdbench import (
     variant_text,
 )
 from evalkit.benchmarks.tdbench_boxes import box_values, format_box, parse_box, source_size
+from evalkit.benchmarks.tdbench_missing import DroppedOption, dropped_finding, dropped_note, dropped_options
 from evalkit.benchmarks.tdbench_tables import tdbench_tables
 from evalkit.core.errors import EvalkitError
+from evalkit.core.findings import Finding
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
@@ -105,9 +107,28 @@ class TDBench(Benchmark):
                  "or latest (e8e78f0)", choices=vlmeval.PARSERS)
 
 
+    def __init__(self) -> None:
+        self.dropped: list[DroppedOption] = []  # option cells read as missing by the last load (official mode)
+
     # ---- load / expand --------------------------------------------------------------------
     def load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink = STRICT) -> list[Item]:
-        data = Path(data)
+        """The items; in official mode (the default) a gold whose cell holds "None" is kept as VLMEvalKit
+        keeps it (tdbench_missing.py), and the options so dropped are remembered for the run to say."""
+        official = (options.get("mode") or "official") == "official"
+        items = self._load(Path(data), images, options, sink, official)
+        self.dropped = dropped_options(items)
+        return items
+
+    def load_notes(self) -> list[str]:
+        note = dropped_note(self.dropped)
+        return [note] if note else []
+
+    def findings(self, records: Sequence[Record]) -> list[Finding]:
+        found = dropped_finding(self.dropped, (r.query_id for r in records))
+        return [found] if found else []
+
+    def _load(self, data: Path, images: Path | None, options: dict[str, Any], sink: Sink,
+              official: bool) -> list[Item]:
         strict = not options.get("td_any_category")
         which = options.get("td_set") or "all"
         if data.is_dir() and which == "cases":  # one rotation each; ids prefixed by the case, unique across files
@@ -115,7 +136,7 @@ class TDBench(Benchmark):
             if not cases:
                 raise EvalkitError(f"{data}: no case_study_*.tsv files for --td-set cases")
             return [_single(replace(it, id=f"{p.stem.removeprefix('case_study_')}-{it.id}"))
-                    for p in cases for it in load_tsv(p, images, sink)]
+                    for p in cases for it in load_tsv(p, images, sink, gold_may_be_missing=official)]
         if data.is_dir():
             found = official_files(data)
             if found:
@@ -123,7 +144,8 @@ class TDBench(Benchmark):
                 for prefix, files in sorted(found.items()):
                     grounding = "grounding" in prefix.lower()
                     if which == "all" or (which == "grounding") == grounding:
-                        items += load_official(files, grounding=grounding, strict=strict, sink=sink)
+                        items += load_official(files, grounding=grounding, strict=strict, sink=sink,
+                                               gold_may_be_missing=official)
                 if not items:
                     raise EvalkitError(f"{data}: no TDBench files for --td-set {which}")
                 return items
@@ -134,7 +156,7 @@ class TDBench(Benchmark):
         if data.suffix.lower() == ".jsonl":
             return load_generated(data, images, sink)
         if data.suffix.lower() == ".tsv":  # a case-study file: one rotation of plain MCQs
-            return [_single(it) for it in load_tsv(data, images, sink)]
+            return [_single(it) for it in load_tsv(data, images, sink, gold_may_be_missing=official)]
         raise EvalkitError(f"{data}: expected a folder of TDBench TSVs, a .tsv or a .jsonl file")
 
     def expand(self, items: Sequence[Item], options: dict[str, Any]) -> Iterable[Query]:
@@ -325,5 +347,7 @@ def _single(item: Item) -> Item:
     """A case-study row as a one-rotation official item."""
     v = {"question": item.question, "options": dict(item.options), "answer": item.answer, "images": item.images,
          "hint": item.meta.get("hint") or ""}
+    if item.meta.get("dropped_options"):
+        v["dropped_options"] = list(item.meta["dropped_options"])
     return Item(item.id, item.question, item.options, item.answer, item.images, item.category,
                 {**item.meta, "form": "official", "task": "mcq", "variants": {0: v}})

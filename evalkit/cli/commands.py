@@ -144,22 +144,26 @@ def cmd_list(args: argparse.Namespace | None, console: Console) -> int:
 
 def cmd_cache(args: argparse.Namespace, console: Console) -> int:
     from evalkit.ask.cache import ResponseCache
+    from evalkit.ask.cache_seal import CacheSeal
 
+    seal = CacheSeal.from_env(os.environ, args.cache_signed_only)
     url = args.cache_url or os.environ.get("EVALKIT_CACHE_URL")
     if url:
         from evalkit.ask.shared.cache import shared_cache_command
 
-        return shared_cache_command(args.action, url, repair=args.repair, yes=args.yes,
-                                    say=lambda line: console.print(line, markup=False, highlight=False))
+        return shared_cache_command(args.action, url, repair=args.repair, yes=args.yes, seal=seal,
+                                    say=lambda line: console.print(line, markup=False, highlight=False,
+                                                                   soft_wrap=True))
     directory = Path(_cache_dir(args.cache_dir))
     if args.action == "verify":
         from evalkit.ask.cache_verify import verify_cache
 
-        check = verify_cache(directory, repair=args.repair)
+        check = verify_cache(directory, repair=args.repair, seal=seal)
         console.print(check.summary(), markup=False, highlight=False, soft_wrap=True)
         if check.ok or args.repair:
             return 0
-        console.print("evalkit: re-run with --repair to remove what cannot be read", markup=False)
+        console.print("evalkit: re-run with --repair to remove what cannot be read or does not match its key",
+                      markup=False)
         return 1
     if not (directory / "cache.db").is_file():  # looking must not create one
         console.print(f"{directory}: no cache here", markup=False, highlight=False)

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from evalkit.core import settings
 from evalkit.core.settings import RunConfig
+from evalkit.money.shown import costs_line
 
 
 def cmd_matrix(args: argparse.Namespace, console: Console) -> int:
@@ -36,10 +37,6 @@ def cmd_matrix(args: argparse.Namespace, console: Console) -> int:
     return result.exit_code
 
 
-def _money(v: float | None) -> str:
-    return "cost unknown" if v is None else f"${v:,.4f}"
-
-
 def print_matrix(result: Any, console: Console) -> None:
     """A line per pair (its headline, what was answered, its cost, how it ended, its run directory),
     what each pair said, then each benchmark's comparison and site."""
@@ -57,7 +54,7 @@ def print_matrix(result: Any, console: Console) -> None:
             f"{h.get('metric', 'score')} {fmt(h.get('value'))}"
         n = s.get("n_queries", 0)
         fields = [score, f"{n - s.get('missing', 0):,}/{n:,} answered", f"{(s.get('counts') or {}).get('errors', 0):,} "
-                  "errors", _money((s.get("usage") or {}).get("cost_usd")), _ended(p), str(p.result.out_dir)]
+                  "errors", costs_line(s), _ended(p), str(p.result.out_dir)]
         console.print(f"{p.label}: " + " · ".join(fields), markup=False, highlight=False, soft_wrap=True)
     for p in result.pairs:
         for message in p.result.messages if p.result is not None else []:
@@ -79,6 +76,10 @@ def _ended(p: Any) -> str:
     if p.result.summary.get("complete", True):
         return "complete"
     return "incomplete" if p.exit_code == 1 else "stopped"
+
+
+def _money(v: float | None) -> str:
+    return "cost unknown" if v is None else f"${v:,.4f}"
 
 
 def print_matrix_dry_run(d: dict[str, Any], console: Console) -> None:

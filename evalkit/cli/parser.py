@@ -177,12 +177,16 @@ def add_list_parser(sub: Any) -> None:
 def add_cache_parser(sub: Any) -> None:
     cp = sub.add_parser("cache", help="response cache: stats, clear, or verify every entry")
     cp.add_argument("action", choices=("stats", "clear", "verify"), help="stats: entries and size; clear: remove "
-                    "every cached response; verify: read every entry and report what cannot be read")
+                    "every cached response; verify: read every entry and report what cannot be read or would not be "
+                    "served (swapped, altered, unsigned)")
     cp.add_argument("--cache-dir", default=None, help="the cache folder (default ./cache or EVALKIT_CACHE_DIR)")
     cp.add_argument("--cache-url", default=None, help="a shared cache in Redis: redis://[:PASSWORD@]HOST:PORT/DB "
                     "(default EVALKIT_CACHE_URL)")
-    cp.add_argument("--repair", action="store_true", help="verify: remove unreadable entries and stray files, "
-                    "move a damaged database aside keeping what it still holds")
+    cp.add_argument("--repair", action="store_true", help="verify: remove unreadable, swapped and altered entries "
+                    "and stray files, move a damaged database aside keeping what it still holds")
+    cp.add_argument("--cache-signed-only", action="store_true", help="verify: count unsigned entries (written "
+                    "before 0.4) as faults, as a run with --cache-signed-only refuses them (or "
+                    "EVALKIT_CACHE_SIGNED_ONLY=1)")
     cp.add_argument("--yes", action="store_true", help="clear: really clear a shared cache (it is a team's)")
 
 

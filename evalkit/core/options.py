@@ -29,19 +29,22 @@ from dataclasses import MISSING, field, fields
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.shown_text import shown_value
 
 ROLES = ("identity", "generation", "endpoint", "operational")
 
 
 def option(default: Any = None, *, help: str, role: str = "identity", flag: str | None = None,
            choices: Iterable[Any] | None = None, metavar: str | None = None, repeat: bool = False,
-           at_least: float | None = None, above: float | None = None) -> Any:
+           at_least: float | None = None, above: float | None = None, at_most: float | None = None) -> Any:
     """A settings field. `flag` overrides the generated `--field-name` (e.g. "--no-cache");
     a bool whose flag starts with --no- stores False; `repeat` makes a flag repeatable (lists).
-    `at_least` / `above` bound a number (inclusive / exclusive); every float must be finite."""
+    `at_least` / `above` bound a number (inclusive / exclusive), `at_most` from above (inclusive); every
+    float must be finite."""
     assert role in ROLES, role
     meta = {"help": help, "role": role, "flag": flag, "choices": tuple(choices) if choices else None,
-            "metavar": metavar, "repeat": repeat, "at_least": at_least, "above": above}
+            "metavar": metavar, "repeat": repeat, "at_least": at_least, "above": above,
+            "at_most": at_most}
     return field(default=default, metadata=meta)
 
 
@@ -95,7 +98,7 @@ def _check_type(name: str, value: Any, hint: Any) -> Any:
                 raise EvalkitError(f"{_flag(name)} must be a JSON object")
         if isinstance(value, Mapping):
             return dict(value)
-    raise EvalkitError(f"option '{name}' must be {_describe(hint)}, not {type(value).__name__} ({value!r})")
+    raise EvalkitError(f"option '{name}' must be {_describe(hint)}, not {type(value).__name__} ({shown_value(value)})")
 
 
 def _flag(name: str) -> str:
@@ -127,6 +130,9 @@ def _check_bounds(f: dataclasses.Field[Any], value: Any) -> None:
         raise EvalkitError(f"{flag_of(f)} must be at least {at_least:g}, not {value:g}")
     if above is not None and value <= above:
         raise EvalkitError(f"{flag_of(f)} must be more than {above:g}, not {value:g}")
+    at_most = f.metadata.get("at_most")
+    if at_most is not None and value > at_most:
+        raise EvalkitError(f"{flag_of(f)} must be at most {at_most:,g}, not {value:,}")
 
 
 def _non_finite(obj: Any, path: str = "") -> str | None:

@@ -27,6 +27,12 @@ from evalkit.core.options import unknown_option as unknown_option
 from evalkit.core.read_caps import IMAGE_MB, LINE_MB
 from evalkit.core.shard import parse_shard
 
+#: --repeats' cap: pass@k and majority votes are read at k <= 200 (Codex's n = 200); a 2,000-question set
+#: repeated 1,000 times is already 2 million queries held at once (about 0.4 KB each expanded, measured on
+#: mcq's demo set: 0.75 GB before any record). Beyond it the run held every expanded query in memory until
+#: the machine ran out (issue 44).
+MAX_REPEATS = 1000
+
 # ---- the reasoning switch: which values it takes (what each provider takes: its record, providers/reasoning.py) ----
 
 REASONING_EFFORTS = ("none", "low", "medium", "high")
@@ -109,6 +115,9 @@ class RunConfig:
     cache_url: str | None = option(help="share the response cache through Redis: redis://[:PASSWORD@]HOST:PORT/DB "
                                         "or rediss:// (default EVALKIT_CACHE_URL); the local cache stays in front",
                                    role="operational")
+    cache_signed_only: bool = option(False, help="serve only cache entries sealed by evalkit 0.4 or later (signed, "
+                                     "with EVALKIT_CACHE_SECRET): those of 0.1-0.3 are asked again (or "
+                                     "EVALKIT_CACHE_SIGNED_ONLY=1; docs/scale.md)", role="operational")
     cache_fallback: str = option("none", help="when the --cache-url server stops answering mid-run: stop (none, "
                                               "the default; resumable) or go on with the local cache (local)",
                                  choices=("none", "local"), role="operational")
@@ -126,8 +135,8 @@ class RunConfig:
                                  "while thinking (token limit before any answer); everything else stays as it is",
                                  role="operational")
     repeats: int = option(1, help="ask every query N times (repeat r sends --seed + r); scores per repeat, their "
-                          "mean and spread, agreement, majority vote and pass@k (default 1)", role="operational",
-                          at_least=1)
+                          "mean and spread, agreement, majority vote and pass@k (default 1, at most 1000)",
+                          role="operational", at_least=1, at_most=MAX_REPEATS)
     extra: dict[str, Any] | None = option(
         help='JSON object merged into the request body, e.g. \'{"guided_choice": ["A","B"]}\'', role="generation")
     max_side: int | None = option(help="downscale images so the longer side is at most N pixels", role="generation",

@@ -87,13 +87,34 @@ def _list_sources(env: Mapping[str, str]) -> int:
     for s in registry(env):
         pin = "" if s.revision == "main" else f"@{s.revision[:12]}"
         where = f"hf://{s.repo}{pin}" if s.kind == "hub" else f"github:{s.repo}{pin}"
-        rows.append((s.bench, s.name, where, str(len(s.files)), _size(s.size),
-                     CHECKSUM_WORDS.get(s.checksums, s.checksums), s.read, _local_state(s, env)))
+        sums = CHECKSUM_WORDS.get(s.checksums, s.checksums) + (" + sha256" if any(f.sha256 for f in s.files) else "")
+        rows.append((s.bench, s.name, where, str(len(s.files)), _size(s.published_size), sums, s.read,
+                     _local_state(s, env)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     print("pope and mcq have no official source in this release: name their data with --data PATH or --data sample")
+    published = [(s.name, f) for s in registry(env) for f in s.files if f.sha256 or f.size]
+    if published:
+        print("\nfiles with a published size or sha256 (checked on download):")
+        for name, f in published:
+            size = f"{f.size:,} bytes" if f.size is not None else "size not published"
+            print(f"  {name}: {f.path}: {size}" + (f", sha256 {f.sha256}" if f.sha256 else ""))
+    print("\nlicences and terms, as their publishers state them (docs/data.md has the sources):")
+    terms: dict[str, list[str]] = {}
+    for s in registry(env):
+        terms.setdefault(s.licence or "none recorded in this registry", []).append(s.name)
+    for text, names in terms.items():
+        print(f"  {', '.join(names)}: {text}")
     return 0
+
+
+def _checked(n: int, unchecked: int) -> str:
+    """What `pull` says of a source's files: checked against a published or listed hash, or only pinned."""
+    if not unchecked:
+        return f"{n} files, checked"
+    pinned = "pinned by the sha256 of their first download (the listing gives no hashes)"
+    return f"{n} files, {pinned}" if unchecked >= n else f"{n} files, {n - unchecked} checked, {unchecked} {pinned}"
 
 
 def _verify(resolved: Resolved) -> list[str]:
@@ -133,11 +154,13 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     failed = 0
     for target in _targets(args, env):
         resolved = _resolve(target, args, env, read_lock_path, sample_of)
+        for note in resolved.notes:
+            print(f"evalkit: {note}", file=sys.stderr)
         if args.action == "path":
             print(resolved.path)
         elif args.action == "pull":
             for part in resolved.parts or (resolved.source,):
-                print(f"{target}: {part.uri} @ {part.commit or '-'}: {len(part.files)} files, checked")
+                print(f"{target}: {part.uri} @ {part.commit or '-'}: {_checked(len(part.files), resolved.unchecked.get(part.uri, 0))}")
         elif args.action == "verify":
             bad = _verify(resolved)
             failed += len(bad)

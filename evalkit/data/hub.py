@@ -6,7 +6,11 @@
 - the revision's metadata is asked first and a 401/403 is final, even when a copy is cached
   (huggingface_hub would fall back to its cache);
 - files are fetched at the resolved commit and checked against the tree listing (the LFS sha256, or
-  the git blob id), so the same command reads the same bytes or says why not;
+  the git blob id), so the same command reads the same bytes or says why not; where the listing gives
+  no hash (a mirror or proxy that drops them), by the sha256 recorded at the first download (pins.py);
+- the listing is refused when its commit id is not 40 lower-case hex characters or a file name leads
+  out of the dataset (`..`), before anything is written;
+- every request has a timeout (hub_wire.py: `EVALKIT_HUB_TIMEOUT`), and a timeout is one line;
 - each endpoint other than huggingface.co has a cache of its own, so a mirror's repository is never
   taken for huggingface.co's of the same name;
 - files are loaded by their snapshot path (`snapshots/<commit>/…`, links into `blobs/`), never resolved.
@@ -15,22 +19,23 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import shutil
 import socket
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.sdk import import_sdk
 from evalkit.data.checksums import file_digest
+from evalkit.data.hub_wire import TIMEOUT_VAR, Silent, hub_timeout, is_timeout, is_transport_error, quiet_hub
+from evalkit.data.pins import add_pins, read_pins
 from evalkit.data.source import COMMIT, HubRef
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -64,6 +69,7 @@ class HubEnv:
     token: str | None
     offline: bool
     cache_dir: Path
+    timeout: float = 30.0  # seconds a request may go without a byte (EVALKIT_HUB_TIMEOUT)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HubEnv:
@@ -72,7 +78,7 @@ class HubEnv:
         base = Path(env.get("HF_HUB_CACHE") or home / "hub").expanduser()
         if endpoint != DEFAULT_ENDPOINT:  # a mirror's or a stand-in's repositories are not huggingface.co's
             base = base / "evalkit-endpoints" / host_slug(endpoint)
-        return cls(endpoint, env.get("HF_TOKEN") or None, truthy(env.get("HF_HUB_OFFLINE")), base)
+        return cls(endpoint, env.get("HF_TOKEN") or None, truthy(env.get("HF_HUB_OFFLINE")), base, hub_timeout(env))
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,11 @@ class RemoteFile:
         """The name huggingface_hub stores its bytes under in `blobs/`."""
         return self.sha256 or self.blob_id
 
+    @property
+    def listed(self) -> bool:
+        """Whether the listing gives a hash of the file (a proxy may send names and sizes only)."""
+        return bool(self.sha256 or self.blob_id)
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -104,26 +115,12 @@ class Snapshot:
 class Fetched:
     files: dict[str, Path]  # repository path -> its snapshot path (a link, never resolved)
     fresh: frozenset[str]  # the paths downloaded now (the rest were cached)
+    unlisted: frozenset[str] = frozenset()  # the listing gives no hash: pinned by the first download's sha256
+    sha256: Mapping[str, str] = field(default_factory=dict)  # the files read to check them: their sha256
 
 
 def repo_folder(hub: HubEnv, repo: str) -> Path:
     return hub.cache_dir / f"datasets--{repo.replace('/', '--')}"
-
-
-@contextlib.contextmanager
-def quiet_hub() -> Iterator[None]:
-    """While evalkit calls huggingface_hub, its retry and warning logs stay off stderr (evalkit's one
-    line says what matters); its logger is as it was afterwards, for the rest of the process. Its
-    telemetry (a request to huggingface.co to build its User-Agent, even when pointed at a mirror) is
-    off unless the user turned it on: evalkit reaches only the source it was given."""
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # read when huggingface_hub is imported
-    logger = logging.getLogger("huggingface_hub")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def why_unreachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
@@ -195,9 +192,21 @@ def _hub_error(e: BaseException, ref: HubRef, hub: HubEnv) -> EvalkitError:
     return EvalkitError(f"{where}: {reason[:200]}; {OFFER}")
 
 
+def listing_url(ref: HubRef, hub: HubEnv) -> str:
+    return f"{hub.endpoint}/api/datasets/{ref.repo}/revision/{quote(ref.revision or 'main', safe='')}"
+
+
+def _outside(name: object) -> bool:
+    """A listed file name that is no plain relative path inside the dataset."""
+    if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name:
+        return True
+    return any(part in ("..", "") for part in name.split("/")) or any(ord(c) < 32 for c in name)
+
+
 def resolve_remote(ref: HubRef, hub: HubEnv) -> Snapshot:
-    """Ask the Hub which commit the revision names and what it holds (one metadata request); a
-    401/403 is final here, whatever the cache holds."""
+    """Ask the Hub which commit the revision names and what it holds (one metadata request, within the
+    timeout); a 401/403 is final here, whatever the cache holds. A commit id that is not one, or a file
+    name leading out of the dataset, refuses the listing before anything is written."""
     reason = why_unreachable(hub.endpoint)
     if reason is not None:
         raise Unreachable(f"cannot reach {hub.endpoint} for {ref.uri} ({reason}); {OFFER}")
@@ -209,16 +218,38 @@ def resolve_remote(ref: HubRef, hub: HubEnv) -> Snapshot:
         api = HfApi(endpoint=hub.endpoint, token=hub.token or None)
         try:
             # with a revision: the bare repository page stays public for gated sets, its revisions do not
-            info = api.dataset_info(ref.repo, revision=ref.revision or "main", files_metadata=True)
+            info = api.dataset_info(ref.repo, revision=ref.revision or "main", files_metadata=True,
+                                    timeout=hub.timeout)
         except (HfHubHTTPError, OSError) as e:
+            if is_timeout(e):
+                raise _silent(ref, hub, "the metadata request") from None
             raise _hub_error(e, ref, hub) from None
+        except Exception as e:
+            if is_timeout(e):
+                raise _silent(ref, hub, "the metadata request") from None
+            if is_transport_error(e):
+                raise _hub_error(e, ref, hub) from None
+            raise
+    commit = info.sha
+    if not isinstance(commit, str) or not COMMIT.fullmatch(commit):
+        raise EvalkitError(f"{listing_url(ref, hub)}: the commit id {str(commit)[:60]!r} is not 40 lower-case hex "
+                           f"characters; refused, nothing was written")
     listing = {}
     for s in info.siblings or []:
+        if _outside(s.rfilename):
+            raise EvalkitError(f"{listing_url(ref, hub)}: the listing names a file outside the dataset "
+                               f"({str(s.rfilename)[:120]!r}); refused, nothing was downloaded")
         lfs = s.lfs
         listing[s.rfilename] = RemoteFile(s.rfilename, int(s.size or (lfs.size if lfs else 0) or 0), str(s.blob_id or ""),
                                           lfs.sha256 if lfs else None)
-    commit = str(info.sha)
     return Snapshot(ref, commit, repo_folder(hub, ref.repo) / "snapshots" / commit, listing)
+
+
+def _silent(ref: HubRef, hub: HubEnv, what: str, path: str | None = None) -> EvalkitError:
+    where = f"{ref.uri}: {path}" if path else ref.uri
+    again = "nothing of the file was kept; run again, or " if path else ""
+    return EvalkitError(f"{where}: {what} had no answer from {hub.endpoint} within {hub.timeout:g} s "
+                        f"({TIMEOUT_VAR} sets it); {again}{OFFER}")
 
 
 def local_snapshot(ref: HubRef, hub: HubEnv, why: str) -> Snapshot:
@@ -263,7 +294,9 @@ def _check_space(hub: HubEnv, need: int) -> None:
 def fetch(snapshot: Snapshot, paths: list[str], hub: HubEnv,
           progress: Callable[[int], Any] | None = None, bar: type | None = None) -> Fetched:
     """Each path's snapshot file, downloading what is missing (at the commit: never a moved branch) and
-    checking each new download against the listing; a bad one is removed and named."""
+    checking each new download against the listing; a bad one is removed and named. A file the listing
+    gives no hash of is checked against the sha256 recorded when it was first downloaded (recorded
+    then), and so is any file with such a record read without a listing (offline, a cached pin)."""
     out: dict[str, Path] = {}
     missing = [p for p in paths if not (snapshot.root / p).is_file()]
     if missing and snapshot.listing is None:
@@ -272,25 +305,46 @@ def fetch(snapshot: Snapshot, paths: list[str], hub: HubEnv,
     if missing:
         assert snapshot.listing is not None
         _check_space(hub, sum(snapshot.listing[p].size for p in missing if p in snapshot.listing))
+    folder = repo_folder(hub, snapshot.ref.repo)
+    pins = read_pins(folder, snapshot.commit)
+    listing = snapshot.listing
+    unlisted = frozenset(p for p in paths if listing is not None and p in listing and not listing[p].listed)
+    hashed: dict[str, str] = {}
     for p in paths:
         local = snapshot.root / p
         if p in missing:
-            got = _download(snapshot, p, hub, bar)
-            local = Path(str(got))
-            _verify_download(snapshot, p, local)
+            local = Path(_download(snapshot, p, hub, bar))
+            if p not in unlisted:
+                _verify_download(snapshot, p, local)
             if progress is not None:
-                progress(snapshot.listing[p].size if snapshot.listing and p in snapshot.listing else 0)
-        elif snapshot.listing is not None and p in snapshot.listing:
+                progress(listing[p].size if listing and p in listing else 0)
+        elif listing is not None and p in listing and p not in unlisted:
             _verify_cached(snapshot, p, local)
+        if p in unlisted or p in pins:
+            hashed[p] = _check_pin(snapshot, p, local, pins.get(p), fresh=p in missing)
         out[p] = local
-    if snapshot.listing is not None:
+    add_pins(folder, snapshot.commit, {p: hashed[p] for p in unlisted if p not in pins})
+    if listing is not None:
         _remember_ref(hub, snapshot.ref, snapshot.commit)
-    return Fetched(out, frozenset(missing))
+    return Fetched(out, frozenset(missing), unlisted, hashed)
+
+
+def _check_pin(snapshot: Snapshot, path: str, local: Path, pinned: str | None, *, fresh: bool) -> str:
+    """The file's sha256, refused when it differs from the one recorded at its first download."""
+    found = file_digest(local, "sha256")
+    if pinned is not None and found != pinned:
+        if fresh:
+            drop_download(local)
+        what = "the file was removed" if fresh else f"delete {local} to download it again"
+        raise EvalkitError(f"{snapshot.ref.uri}@{snapshot.commit[:12]}: {path}: sha256 {found} is not the {pinned} "
+                           f"recorded at its first download (the endpoint lists no hashes); {what}")
+    return found
 
 
 def _download(snapshot: Snapshot, path: str, hub: HubEnv, bar: type | None) -> str:
-    """One file at the snapshot's commit, through huggingface_hub (resumable, into its cache)."""
-    with quiet_hub():
+    """One file at the snapshot's commit, through huggingface_hub (resumable, into its cache); a request
+    without an answer for the timeout ends it in one line."""
+    with quiet_hub(hub.timeout):
         import_sdk("huggingface_hub", snapshot.ref.uri)
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import HfHubHTTPError
@@ -298,9 +352,19 @@ def _download(snapshot: Snapshot, path: str, hub: HubEnv, bar: type | None) -> s
         try:
             return str(hf_hub_download(snapshot.ref.repo, path, repo_type="dataset", revision=snapshot.commit,
                                        cache_dir=str(hub.cache_dir), endpoint=hub.endpoint,
-                                       token=hub.token or None, tqdm_class=bar))
+                                       token=hub.token or None, tqdm_class=bar, etag_timeout=hub.timeout))
+        except Silent:
+            raise _silent(snapshot.ref, hub, "the download", path) from None
         except (HfHubHTTPError, OSError) as e:
+            if is_timeout(e):
+                raise _silent(snapshot.ref, hub, "the download", path) from None
             raise _hub_error(e, snapshot.ref, hub) from None
+        except Exception as e:
+            if is_timeout(e):
+                raise _silent(snapshot.ref, hub, "the download", path) from None
+            if is_transport_error(e):
+                raise _hub_error(e, snapshot.ref, hub) from None
+            raise
 
 
 def _verify_download(snapshot: Snapshot, path: str, local: Path) -> None:

@@ -31,6 +31,7 @@ class RegistryFile:
     size: int | None = None
     when: tuple[tuple[str, tuple[str, ...]], ...] = ()
     questions: int | None = None  # published question count of this file (before evalkit's variants)
+    sha256: str | None = None  # a published sha256 of the file (its LFS pointer's), checked on download
 
     def wanted(self, options: Mapping[str, Any]) -> bool:
         """Whether a run with these benchmark options reads this file."""
@@ -60,6 +61,8 @@ class RegistrySource:
     root: str = ""  # the folder in the repository the benchmark loads ("" = the top)
     role: str = "data"  # "data", or the option this source's folder fills: "images", "translated_images"
     questions: int | None = None  # published question count of the source's files (when not per file)
+    checksum_source: str = ""  # who publishes the checksums, and where (said when a file does not match)
+    licence: str = ""  # the licence and terms as the publishers state them, each with where it was read
 
     def questions_for(self, options: Mapping[str, Any]) -> int | None:
         """The published number of questions a run with these options reads from this source, or None."""
@@ -80,6 +83,14 @@ class RegistrySource:
         return f"https://github.com/{self.repo}/tree/{self.revision}"
 
     @property
+    def published_size(self) -> int | None:
+        """The source's size as published: its own, else the sum of its files' when every one has one."""
+        if self.size is not None:
+            return self.size
+        sizes = [f.size for f in self.files]
+        return sum(x for x in sizes if x is not None) if sizes and None not in sizes else None
+
+    @property
     def checksummed(self) -> bool:
         """False where the files are checked only by the sha256 the lock records on first download."""
         return self.checksums != "first-download"
@@ -94,7 +105,7 @@ def _file(raw: Mapping[str, Any]) -> RegistryFile:
     size = raw.get("size")
     questions = raw.get("questions")
     return RegistryFile(str(raw["path"]), raw.get("md5"), int(size) if size is not None else None, when,
-                        int(questions) if questions is not None else None)
+                        int(questions) if questions is not None else None, raw.get("sha256"))
 
 
 def parse_registry(raw: Mapping[str, Any]) -> tuple[RegistrySource, ...]:
@@ -108,7 +119,8 @@ def parse_registry(raw: Mapping[str, Any]) -> tuple[RegistrySource, ...]:
                 files=tuple(_file(f) for f in s.get("files", [])),
                 size=int(s["size"]) if s.get("size") is not None else None,
                 root=str(s.get("root", "")).strip("/"), role=str(s.get("role", "data")),
-                questions=int(s["questions"]) if s.get("questions") is not None else None))
+                questions=int(s["questions"]) if s.get("questions") is not None else None,
+                checksum_source=str(s.get("checksum_source", "")), licence=str(s.get("licence", ""))))
         except (KeyError, TypeError, ValueError) as e:
             raise EvalkitError(f"{REGISTRY}: source {s.get('name', '?')}: {e}") from None
     return tuple(out)

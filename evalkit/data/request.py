@@ -26,6 +26,8 @@ class Resolved:
     parts: tuple[DataSource, ...] = ()  # every source read (the registry may name more than one)
     local_files: tuple[Path, ...] = ()  # the data files read, where the folder may hold more (a source's cache)
     pending: Mapping[str, int] = field(default_factory=dict)  # plan_only: files still to download -> bytes
+    notes: tuple[str, ...] = ()  # lines to say once (e.g. an endpoint whose listing gives no hashes)
+    unchecked: Mapping[str, int] = field(default_factory=dict)  # part uri -> files pinned, not checked
 
 
 @dataclass(frozen=True)

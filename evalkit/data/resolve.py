@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalkit.core.errors import EvalkitError
@@ -27,6 +27,7 @@ from evalkit.data.hub import (
     select,
 )
 from evalkit.data.lock import check_against, lock_key
+from evalkit.data.pins import unlisted_note
 from evalkit.data.progress import tqdm_bridge
 from evalkit.data.registry import RegistrySource, sources_for
 from evalkit.data.request import DataRequest, Resolved, load_lock
@@ -55,8 +56,21 @@ def _hub_sha256(local: Path) -> str:
     return name if _SHA256.fullmatch(name) else file_digest(local, "sha256")
 
 
+@dataclass(frozen=True)
+class HubRead:
+    """One Hub source read: its snapshot, its files on disk, its record, what a plan would download,
+    and the lines to say once (a listing without hashes)."""
+
+    snapshot: Snapshot
+    files: dict[str, Path]
+    source: DataSource
+    pending: dict[str, int]
+    notes: tuple[str, ...] = ()
+    unchecked: int = 0  # files the listing gives no hash of (pinned by their first download's sha256)
+
+
 def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str, str] | None = None,
-             label: str | None = None) -> tuple[Snapshot, dict[str, Path], DataSource, dict[str, int]]:
+             label: str | None = None, md5_from: str = "", sha256s: Mapping[str, str] | None = None) -> HubRead:
     """Resolve, fetch and check one Hub source; the lock (if any) pins its commit and bytes."""
     hub = HubEnv.from_env(req.env)
     lock = load_lock(req)
@@ -81,7 +95,8 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
         cached = {p: snapshot.root / p for p in paths if (snapshot.root / p).is_file()}
         pending = {p: snapshot.listing[p].size if snapshot.listing and p in snapshot.listing else 0
                    for p in paths if p not in cached}
-        return snapshot, cached, DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main", snapshot.commit), pending
+        return HubRead(snapshot, cached, DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main",
+                                                    snapshot.commit), pending)
     total = sum(snapshot.listing[p].size for p in paths if snapshot.listing and p in snapshot.listing
                 and not (snapshot.root / p).is_file())
     advance = req.progress(label or ref.uri, total) if req.progress and total else None
@@ -92,13 +107,27 @@ def read_hub(ref: HubRef, wanted: list[str], req: DataRequest, md5s: Mapping[str
             found = file_digest(got.files[p], "md5")
             if found != want:
                 drop_download(got.files[p])
-                raise EvalkitError(f"{ref.uri}@{snapshot.commit[:12]}: {p}: md5 {found} is not the published {want}; "
-                                   f"the file was removed and nothing was asked")
-    files = {p: _hub_sha256(local) for p, local in got.files.items()}
+                raise EvalkitError(refusal("md5", ref, snapshot.commit, p, found, want, md5_from, req.bench))
+    files = {p: got.sha256.get(p) or _hub_sha256(local) for p, local in got.files.items()}
+    for p in sorted(got.fresh):
+        want = (sha256s or {}).get(p)
+        if want and files[p] != want:
+            drop_download(got.files[p])
+            raise EvalkitError(refusal("sha256", ref, snapshot.commit, p, files[p], want, "the registry", req.bench))
     if lock is not None:
         check_against(lock, key, files)
     source = DataSource("hub", ref.uri, hub.endpoint, ref.revision or "main", snapshot.commit, files)
-    return snapshot, got.files, source, {}
+    note = unlisted_note(hub.endpoint, f"{ref.uri}@{snapshot.commit[:12]}", got.unlisted)
+    return HubRead(snapshot, got.files, source, {}, (note,) if note else (), len(got.unlisted))
+
+
+def refusal(kind: str, ref: HubRef, commit: str, path: str, found: str, want: str, source: str, bench: str) -> str:
+    """An official file whose checksum is not the published one: what it is, and the ways on."""
+    source = f" ({source})" if source else ""
+    return (f"{ref.uri}@{commit[:12]}: {path}: {kind} {found} is not the published {want}{source}; the file was removed "
+            f"and nothing was asked. `evalkit data verify {bench}` checks what is cached; for a copy of your own, "
+            f"pass --data PATH; for a mirror holding other files, point EVALKIT_REGISTRY at a registry file naming "
+            f"them (docs/data.md)")
 
 
 def _all_cached(hub: HubEnv, ref: HubRef, wanted: list[str]) -> bool:
@@ -108,10 +137,11 @@ def _all_cached(hub: HubEnv, ref: HubRef, wanted: list[str]) -> bool:
 
 def hub_source(text: str, req: DataRequest) -> Resolved:
     ref = parse_hub(text)
-    snapshot, files, source, pending = read_hub(ref, [ref.path], req)
-    path = snapshot.root / ref.path if ref.path else snapshot.root
-    return Resolved(path, source, roots=_blob_roots(snapshot), parts=(source,), local_files=tuple(files.values()),
-                    pending=pending)
+    got = read_hub(ref, [ref.path], req)
+    path = got.snapshot.root / ref.path if ref.path else got.snapshot.root
+    return Resolved(path, got.source, roots=_blob_roots(got.snapshot), parts=(got.source,),
+                    local_files=tuple(got.files.values()), pending=got.pending, notes=got.notes,
+                    unchecked={got.source.uri: got.unchecked} if got.unchecked else {})
 
 
 def _blob_roots(snapshot: Snapshot) -> tuple[Path, ...]:
@@ -130,10 +160,12 @@ def official_source(req: DataRequest, entries: tuple[RegistrySource, ...]) -> Re
             continue
         md5s = {f.path: f.md5 for f in wanted if f.md5}
         ref = HubRef(entry.repo, None if entry.revision == "main" else entry.revision)
-        snapshot, files, source, pending = read_hub(ref, [f.path for f in wanted], req, md5s, label=entry.name)
-        root = snapshot.root / entry.root if entry.root else snapshot.root
-        resolved.append(Resolved(root, source, roots=_blob_roots(snapshot), option_defaults=entry.fills(root),
-                                 local_files=tuple(files.values()), pending=pending))
+        got = read_hub(ref, [f.path for f in wanted], req, md5s, label=entry.name, md5_from=entry.checksum_source,
+                       sha256s={f.path: f.sha256 for f in wanted if f.sha256})
+        root = got.snapshot.root / entry.root if entry.root else got.snapshot.root
+        resolved.append(Resolved(root, got.source, roots=_blob_roots(got.snapshot), option_defaults=entry.fills(root),
+                                 local_files=tuple(got.files.values()), pending=got.pending, notes=got.notes,
+                    unchecked={got.source.uri: got.unchecked} if got.unchecked else {}))
     if not resolved:
         raise EvalkitError(f"{req.bench}: no official file matches these options")
     first = resolved[0]
@@ -142,7 +174,8 @@ def official_source(req: DataRequest, entries: tuple[RegistrySource, ...]) -> Re
         defaults.update(r.option_defaults)
     return Resolved(first.path, first.source, tuple(p for r in resolved for p in r.roots), defaults,
                     tuple(r.source for r in resolved), first.local_files,
-                    {f"{r.source.base_uri}/{p}": n for r in resolved for p, n in r.pending.items()})
+                    {f"{r.source.base_uri}/{p}": n for r in resolved for p, n in r.pending.items()},
+                    tuple(n for r in resolved for n in r.notes), {u: n for r in resolved for u, n in r.unchecked.items()})
 
 
 def resolve_source(req: DataRequest) -> Resolved:

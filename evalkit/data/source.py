@@ -5,7 +5,7 @@ without them)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,49 @@ def data_headline(source: Mapping[str, Any] | DataSource | None, n_items: int) -
     """The sample's label for a run's `data_source` (a record or its dict); None for real data."""
     kind = source.kind if isinstance(source, DataSource) else (source or {}).get("kind")
     return sample_label(n_items) if kind == SAMPLE else None
+
+
+def _as_source(source: Mapping[str, Any] | DataSource) -> DataSource:
+    return source if isinstance(source, DataSource) else DataSource.from_dict(source)
+
+
+def where_read(source: Mapping[str, Any] | DataSource, data_sha256: str | None = None) -> str:
+    """One source as a run names what it read: a Hub dataset at its commit
+    (`hf://OWNER/NAME@<commit>[/PATH]`), a repository's files at theirs, a local path with the sha256 of
+    its content (the data fingerprint: its files and the images they name)."""
+    src = _as_source(source)
+    if src.kind == "hub" and src.commit:
+        rest = src.uri[len(HUB_SCHEME):].split("/", 2)
+        return f"{src.base_uri}@{src.commit}" + (f"/{rest[2]}" if len(rest) > 2 else "")
+    if src.kind == "archive" and src.commit and src.commit not in src.uri:
+        return f"{src.uri}@{src.commit}"
+    if src.kind == "local" and data_sha256:
+        return f"{src.uri}, content sha256 {data_sha256}"
+    return src.uri
+
+
+def data_used(source: Mapping[str, Any] | DataSource | None, n_items: int, data_sha256: str | None = None,
+              parts: Sequence[Mapping[str, Any] | DataSource] = ()) -> str | None:
+    """What a run says first, on the console ("data: …") and at the top of report.md: the sample's
+    label, or every source read (`parts` where the data has more than one: IF-Bench's questions and
+    images), each at its commit or with its sha256."""
+    if not source:
+        return None
+    src = _as_source(source)
+    if src.is_sample:
+        return sample_label(n_items)
+    if not src.uri:
+        return None
+    named = [where_read(p) for p in parts[1:]] if len(parts) > 1 else []
+    return f"{' and '.join([where_read(src, data_sha256), *named])} ({n_items:,} items)"
+
+
+def data_named(summary: Mapping[str, Any]) -> str | None:
+    """Which data a run read, from its summary.json (or, after `evalkit report`, the settings it keeps):
+    the console's `data:` line and report.md's first."""
+    config = summary.get("config") if isinstance(summary.get("config"), Mapping) else {}
+    return data_used(summary.get("data_source") or config.get("data_source"), int(summary.get("n_items") or 0),
+                     config.get("data_sha256"), summary.get("data_parts") or ())
 
 
 def source_phrase(source: DataSource, n_items: int) -> str:

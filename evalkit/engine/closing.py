@@ -7,11 +7,11 @@ records in query order, then the plots, which may wait on the CLI's plot process
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from evalkit.ask.batch.journal import JOURNAL, BatchJournal
+from evalkit.ask.cache_seal import rejected_line
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.core.shard import items_in
 from evalkit.engine.asking import Asked
@@ -24,7 +24,7 @@ from evalkit.engine.result import RunResult
 from evalkit.engine.resume import OLDER_REQUESTS
 from evalkit.grading.grade import summarize
 from evalkit.metrics.fit_store import fits_kept_in, shared_kept_in
-from evalkit.money.costs import records_cost
+from evalkit.money.costs import cost_fields, paid_now
 from evalkit.report.figure_memo import FIGURES
 from evalkit.report.outputs import draw_plots, publish
 from evalkit.rundir.provenance import run_facts
@@ -46,11 +46,17 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
     summary.update(run_facts(rundir.path, ordered, job.where.identity, asked.preflight.servers(),
                              bench.official_source, asked.fresh, asked.ask_s, runner, job.prepared.source.to_dict()))
     summary["data_source"] = job.prepared.source.to_dict(files=False)
+    if job.prepared.parts:  # every source where the data has more than one (report.md names them all)
+        summary["data_parts"] = [p.to_dict(files=False) for p in job.prepared.parts]
     # `cache` counts how every answer arrived, in whichever run; this is what this command did
-    summary["this_run"] = {"sent": runner.stats.sent, "from_cache": runner.stats.cache_hits, "already": asked.already}
-    summary["usage"]["cost_usd"] = records_cost(job.price, ordered)
-    if any(r.via == "batch" for r in ordered):  # what the same answers would have cost live
-        summary["usage"]["cost_live_usd"] = records_cost(job.price, [replace(r, via=None) for r in ordered])
+    # (and what it paid: `usage.cost_usd` is what the run directory's answers cost when they were asked,
+    # `usage.list_cost_usd` what they all cost at list price, cache hits included: money/costs.py)
+    summary["this_run"] = {"sent": runner.stats.sent, "from_cache": runner.stats.cache_hits, "already": asked.already,
+                           "cost_usd": paid_now(job.price, asked.fresh)}
+    summary["cache"]["rejected"] = rejected = getattr(runner.cache, "rejected", 0)  # entries not served (cache_seal)
+    if rejected:
+        talk.messages.append(rejected_line(rejected))
+    summary["usage"].update(cost_fields(job.price, ordered))
     if asked.pool is not None or (rundir.path / JOURNAL).exists():
         summary["batches"] = batch_summary(BatchJournal(rundir.path))
     summary["lint"] = job.lint.to_summary()

@@ -14,6 +14,7 @@ from evalkit.ask.runner import Runner
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import Query, Record
+from evalkit.engine.endpoints.wiring import cache_seal
 from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import plan_dry_run, records_cost
@@ -30,7 +31,7 @@ async def dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env:
     existing = rundir.load_records() if rundir.path.exists() else {}
     cache_dir = Path(cfg.cache_path(env))
     with contextlib.ExitStack() as stack:
-        cache: CacheLike = (stack.enter_context(contextlib.closing(ResponseCache(cache_dir)))
+        cache: CacheLike = (stack.enter_context(contextlib.closing(ResponseCache(cache_dir, cache_seal(cfg, env))))
                             if not cfg.no_cache and (cache_dir / "cache.db").is_file() else NullCache())
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
         runner = Runner(KeyOnlyProvider(spec), limiter=Limiter(concurrency=cfg.concurrency), cache=cache,

@@ -21,6 +21,8 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.settings import MAX_REPEATS
+from evalkit.core.shown_text import shown_value
 from evalkit.core.types import Query, Record
 from evalkit.metrics.analysis.comparison import PAIRED_TEST, CommonRepeats
 from evalkit.metrics.analysis.result import OverRepeats
@@ -51,6 +53,17 @@ def source_id(record: Record) -> str:
     """The id of the query a record is a repeat of (its own id for repeat 0)."""
     suffix = f"{MARK}{record.repeat}"
     return record.query_id[: -len(suffix)] if record.repeat and record.query_id.endswith(suffix) else record.query_id
+
+
+def saved_repeats(config: Mapping[str, Any], where: object) -> int:
+    """The repeat count a run directory's config.json holds (1 when unset); anything but a count the flag
+    allows (1 to MAX_REPEATS) is an EvalkitError naming `where`: an edited file must not expand a billion
+    queries into memory."""
+    value = config.get("repeats") or 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEATS:
+        raise EvalkitError(f"{where}: repeats {shown_value(value)} is not a count from 1 to {MAX_REPEATS:,} "
+                           "(--repeats): not as evalkit wrote it")
+    return value
 
 
 def with_repeats(queries: list[Query], n: int, batch_provider: str | None = None) -> list[Query]:

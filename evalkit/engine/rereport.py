@@ -21,12 +21,14 @@ from typing import Any
 from rich.console import Console
 
 from evalkit.ask.cache import NullCache, ResponseCache
+from evalkit.ask.cache_seal import CacheSeal
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.core.settings import RunConfig
+from evalkit.core.types import Record
 from evalkit.engine.location import FILE_HASHES, data_of
-from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
+from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import (
     OLDER_REQUESTS,
     KeyOnlyProvider,
@@ -37,6 +39,7 @@ from evalkit.engine.resume import (
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.fit_store import fits_kept_in
+from evalkit.money.costs import cost_fields
 from evalkit.providers import api_key_for, create_provider, parse_spec
 from evalkit.providers.preflight import check_setup
 from evalkit.report.outputs import publish
@@ -44,6 +47,7 @@ from evalkit.rundir.identity import is_legacy, saved_settings
 from evalkit.rundir.layout import RunDir, other_data
 from evalkit.rundir.lock import hold_run_dir
 from evalkit.rundir.records import DamagedLine, damaged_note
+from evalkit.rundir.rows import price_in
 
 
 async def rereport(run_dir: Path, *, judge: str | None = None, judge_base_url: str | None = None,
@@ -69,7 +73,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     prepared = prepare(identity["benchmark"], bench_opts)
     bench, items, queries = prepared.bench, prepared.items, prepared.queries
     _check_data(run_dir, saved, prepared, settings.config.images, Path(_cache_path(cache_dir, env)))
-    repeats = int(config.get("repeats") or 1)  # --repeats N: the run's queries are N times these
+    repeats = saved_repeats(config, run_dir / "config.json")  # --repeats N: the run's queries are N times these
     queries = with_repeats(queries, repeats)
     by_id = {q.id: q for q in queries}
     existing = rundir.load_records()
@@ -86,7 +90,8 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         scored = {**resume.errors, **resume.unchecked, **resume.current}
         ordered = [grade(bench, by_id[qid], scored[qid], mode) for qid in by_id if qid in scored]
         if judge_spec:
-            cache = stack.enter_context(contextlib.closing(ResponseCache(Path(_cache_path(cache_dir, env)))))
+            cache = stack.enter_context(contextlib.closing(ResponseCache(Path(_cache_path(cache_dir, env)),
+                                                                         CacheSeal.from_env(env))))
             judge_provider = create_provider(judge_spec, env)
             stack.push_async_callback(judge_provider.close)
             concurrency = int(config.get("concurrency") or 32)
@@ -108,11 +113,22 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         if older:
             summary["requests"] = OLDER_REQUESTS
             summary["older_requests"] = {"queries": len(older)}
-        with contextlib.suppress(Exception):  # what the run found in its data (lint.json) still stands
-            if isinstance(lint := rundir.read_summary().get("lint"), dict):
-                summary["lint"] = lint
+        _keep_run_facts(summary, rundir, config, ordered)
         publish(rundir, summary, bench, first, bench_opts)
     return summary
+
+
+def _keep_run_facts(summary: dict[str, Any], rundir: RunDir, config: dict[str, Any], ordered: list[Record]) -> None:
+    """What the run found and paid stands: its lint, and `this_run` (a report asks the model nothing). The
+    costs are computed again from the records at the price the run recorded (config.json), as the run
+    computed them: a report never turns a run's cost into null."""
+    summary["usage"].update(cost_fields(price_in(config), ordered))
+    with contextlib.suppress(Exception):
+        before = rundir.read_summary()
+        if isinstance(lint := before.get("lint"), dict):  # what the run found in its data (lint.json)
+            summary["lint"] = lint
+        if isinstance(this_run := before.get("this_run"), dict):
+            summary["this_run"] = this_run
 
 
 def _check_data(run_dir: Path, saved: dict[str, Any], prepared: Prepared, images: str | None,

@@ -31,7 +31,8 @@ class RunResult:
     def to_rows(self) -> list[dict[str, Any]]:
         """One dict per query, in the order of the records: question and query id, variant, model, raw
         and parsed answer, gold, correct, error, latency, tokens, cost (the columns of `evalkit export
-        --to csv`; cost_usd None where no price is known)."""
+        --to csv`; cost_usd what the answer cost when asked, list_cost_usd at list price, cached or not; None
+        where no price is known)."""
         config = self.summary.get("config")
         price = price_in(config) if isinstance(config, dict) else None
         return query_rows(self.records, price, run=Path(self.out_dir).name,

@@ -2,13 +2,14 @@
 
 A full evaluation of a run that has every answer re-grades every record, re-analyses them (with
 its bootstrap) and rewrites summary.json, report.md, records.jsonl and manifest.json with the same
-bytes; only summary.json's `this_run` (what this command did) changes. A run that ended complete
-leaves a stamp (STAMP) of what it was computed from: a hash of the evalkit version, the run's
-identity, settings, data fingerprint (the data's and images' sha256, memoised in the cache folder by
-size, mtime, inode and ctime) and lint, and the size, mtime, inode and ctime of every file it wrote.
-When all of them are unchanged the next run of the same command says what a full evaluation would
-say, sets `this_run`, and returns. Any difference (a record edited, a setting, the data, the version, a
-plot removed) takes the full path, which writes a new stamp.
+bytes; only summary.json's `this_run` (what this command did, and paid) and report.md's cost row
+(which says what it paid) change. A run that ended complete leaves a stamp (STAMP) of what it was
+computed from: a hash of the evalkit version, the run's identity, settings, data fingerprint (the
+data's and images' sha256, memoised in the cache folder by size, mtime, inode and ctime) and lint,
+and the size, mtime, inode and ctime of every file it wrote. When all of them are unchanged the next
+run of the same command says what a full evaluation would say, sets `this_run` (and report.md's
+cost row), and returns. Any difference (a record edited, a setting, the data, the version, a plot
+removed) takes the full path, which writes a new stamp.
 
 Only the plainest runs are stamped: no failed, judged, batched, budgeted, sharded, repeated or re-asked
 query, no record outside the run, no line said after the results; anything else always takes the full
@@ -34,13 +35,14 @@ from typing import Any
 from rich.console import Console
 
 from evalkit.benchmarks.run_settings import RunSettings
-from evalkit.core.files import write_json_atomic
+from evalkit.core.files import write_json_atomic, write_text_atomic
 from evalkit.core.types import Record
 from evalkit.core.version import __version__
 from evalkit.engine.job import Job, Talk
 from evalkit.engine.result import RunResult
 from evalkit.money.pricing import Price
 from evalkit.providers import ProviderSpec
+from evalkit.report.markdown import restate_cost
 from evalkit.rundir.layout import CONFIG, RECORDS, SUMMARY
 from evalkit.rundir.lock import hold_run_dir
 from evalkit.rundir.records import read_records
@@ -198,11 +200,16 @@ def _reused(path: Path, stamp: dict[str, Any], summary: Any, talk: Talk) -> RunR
     if not isinstance(summary, dict) or not isinstance(n, int):
         return None
     talk.tell(f"all {n:,} queries already answered: nothing to ask")
-    this_run = {"sent": 0, "from_cache": 0, "already": n}
+    this_run = {"sent": 0, "from_cache": 0, "already": n, "cost_usd": 0.0}
     if summary.get("this_run") != this_run:
+        before = dict(summary)
         summary["this_run"] = this_run
         write_json_atomic(path / SUMMARY, summary)
-        with contextlib.suppress(OSError):  # summary.json is the only file that changed
+        with contextlib.suppress(OSError):  # and report.md's cost row: this command paid nothing
+            report = (path / "report.md").read_text(encoding="utf-8")
+            if (restated := restate_cost(report, before, summary)) != report:
+                write_text_atomic(path / "report.md", restated)
+        with contextlib.suppress(OSError):  # summary.json and report.md are the only files that changed
             write_json_atomic(path / STAMP, {**stamp, "files": _files(path)})
     result = _Reused(summary, None, path, 0, talk.messages)  # type: ignore[arg-type]
     result.n_records = n

@@ -111,6 +111,8 @@ def prepare_data(s: RunSettings, spec: ProviderSpec, env: Mapping[str, str], say
             raise
         raise EvalkitError(f"{e}; the earlier run of this command on the bundled sample is {earlier}: "
                            f"`--data sample` continues it") from None
+    for note in (*prepared.notes, *prepared.bench.load_notes()):  # what reading the data changed, said once
+        say(note)
     if official:
         earlier = _earlier_sample_run(s, spec, opts, env)
         if earlier is not None:

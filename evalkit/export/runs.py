@@ -18,6 +18,8 @@ from typing import Any
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
 from evalkit.money.pricing import Price
+from evalkit.money.shown import run_costs
+from evalkit.rundir.costs import with_list_cost
 from evalkit.rundir.layout import RECORDS, read_finished
 from evalkit.rundir.records import damaged_note, read_records
 from evalkit.rundir.rows import price_in
@@ -124,18 +126,26 @@ def read_export_run(path: str | Path, *, records: bool = True) -> ExportRun:
             raise EvalkitError(f"{rundir.path / MANIFEST}: unreadable ({e})") from e
     identity = saved.get("identity") if isinstance(saved.get("identity"), dict) else {}
     run = ExportRun(rundir.path, summary, manifest, None, [], dict(identity))
-    if records:
+    usage = summary.get("usage")
+    older = isinstance(usage, dict) and "list_cost_usd" not in usage  # a 0.3 summary: its list cost from its records
+    if records or older:
         run.records  # noqa: B018 - read now, so its notes are said before anything is written
+    if older:
+        unscored = set(summary.get("unscored_ids") or ())
+        run.summary = with_list_cost(summary, None, (r for r in run.records if r.query_id not in unscored))
     return run
 
 
 def run_metrics(run: ExportRun) -> dict[str, float]:
-    """What a tracker logs as metrics: the official ones, then counts/, usage/ and headline/ (value and
-    its 95% interval)."""
+    """What a tracker logs as metrics: the official ones, then counts/, usage/, cost/ (paid and list, as every
+    report says them: evalkit/money/shown.py) and headline/ (value and its 95% interval)."""
     out = dict(run.metrics())
     for group in ("counts", "usage"):
         if isinstance(run.summary.get(group), dict):
             out.update({f"{group}/{k}": v for k, v in flat_numbers(run.summary[group]).items()})
+    costs = run_costs(run.summary)
+    out.update(flat_numbers({"cost": {"paid_usd": costs.paid, "list_usd": costs.listed,
+                                      "list_standard_usd": costs.standard}}))
     headline = run.summary.get("headline")
     if isinstance(headline, dict) and isinstance(headline.get("ci95"), list) and len(headline["ci95"]) == 2:
         out.update(flat_numbers({"headline": {"value": headline.get("value"), "ci95_low": headline["ci95"][0],

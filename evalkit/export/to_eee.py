@@ -25,7 +25,8 @@ from evalkit.core.usage import Usage
 from evalkit.data.source import parse_hub
 from evalkit.export.runs import ExportRun, without_secrets
 from evalkit.metrics.analysis.result import N_BOOT
-from evalkit.money.costs import record_cost
+from evalkit.money.costs import list_cost, record_cost
+from evalkit.money.shown import run_costs
 from evalkit.providers.registry import find
 
 SCHEMA_VERSION = "0.2.2"
@@ -123,10 +124,12 @@ def headline_score(run: ExportRun, value: float) -> dict[str, Any]:
 
 
 def source_metadata(run: ExportRun, organization: str) -> dict[str, Any]:
+    costs = run_costs(run.summary)  # paid and list, as every report says them
     details = {"run_directory": run.name, "benchmark": run.benchmark, "mode": str(run.summary.get("mode") or ""),
                "complete": json.dumps(run.summary.get("complete")),
                "data_source": _json(run.data_source), "manifest": _json(without_secrets(run.manifest)),
                "counts": _json(run.summary.get("counts")), "usage": _json(run.summary.get("usage")),
+               "cost": costs.text(), "paid_usd": _json(costs.paid), "list_cost_usd": _json(costs.listed),
                "settings": _json(run.settings())}
     return {"source_name": "evalkit", "source_type": "evaluation_run", "source_organization_name": organization,
             "evaluator_relationship": "third_party", "additional_details": details}
@@ -222,7 +225,7 @@ def generation_config(run: ExportRun) -> dict[str, Any]:
 def instance(run: ExportRun, r: Record, evaluation_id: str, headline: dict[str, Any] | None) -> dict[str, Any]:
     """One query's line (instance_level_eval.schema.json, single_turn)."""
     usage = Usage.from_dict(r.usage)
-    cost = record_cost(run.price, r)
+    cost, listed = record_cost(run.price, r), list_cost(run.price, r)
     metric = headline["metric"] if headline else None
     line: dict[str, Any] = {
         "schema_version": INSTANCE_SCHEMA_VERSION,
@@ -244,7 +247,8 @@ def instance(run: ExportRun, r: Record, evaluation_id: str, headline: dict[str, 
                         "reasoning_tokens": usage.reasoning_tokens},
         "performance": {"latency_ms": max(0.0, r.latency_s) * 1000.0,
                         "additional_details": {"cached": json.dumps(r.cached)}
-                        | ({"cost_usd": repr(cost)} if cost is not None else {})},
+                        | ({"cost_usd": repr(cost)} if cost is not None else {})
+                        | ({"list_cost_usd": repr(listed)} if listed is not None else {})},
         "error": f"{r.error}: {r.error_message}" if r.error and r.error_message else r.error,
         "metadata": _metadata(r),
     }

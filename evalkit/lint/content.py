@@ -44,7 +44,14 @@ def view_findings(view: View, kind: str, *, duplicate_options: bool = True) -> l
     if empty:
         out.append(finding("warning", "empty-option", f"option{'s' if len(empty) > 1 else ''} {', '.join(empty)}"
                                                       f"{label} {'are' if len(empty) > 1 else 'is'} empty", **at))
-    if view.answer not in view.options:
+    if view.dropped:
+        gold = view.answer in view.dropped
+        out.append(finding("error" if gold else "warning", "option-read-as-missing",
+                           f"option{'s' if len(view.dropped) > 1 else ''} {', '.join(view.dropped)}{label} "
+                           f"{'are' if len(view.dropped) > 1 else 'is'} read as missing ('None', 'nan' or 'NaN' in the "
+                           "cell, as VLMEvalKit's pandas reads it) and left out of the prompt"
+                           + (f"; {view.answer} is the gold answer: no reply can be right" if gold else ""), **at))
+    if view.answer not in view.options and view.answer not in view.dropped:
         shown = ", ".join(view.options)
         out.append(finding("error", "gold-not-in-options", f"the gold answer {view.answer!r}{label} is not among "
                                                            f"the options {shown}: no reply can be right", **at))

@@ -27,6 +27,7 @@ class View:
     cells: dict[str, str] | None  # every option cell as read, empty ones too (lenient loads only)
     file: str | None
     where: str | None
+    dropped: tuple[str, ...] = ()  # option cells read as missing ("None": TDBench official mode), left out
 
     def name(self) -> str:
         return f"{self.item} ({self.label})" if self.label else self.item
@@ -73,7 +74,7 @@ def views(item: Item) -> list[View]:
             vfile, vwhere = _split(v["where"]) if isinstance(v.get("where"), str) else (file, where)
             out.append(View(item.id, f"rot{deg}" if len(variants) > 1 else "", str(v.get("question") or ""),
                             dict(v.get("options") or {}), str(v.get("answer") or ""), v.get("lint_option_cells"),
-                            vfile, vwhere))
+                            vfile, vwhere, tuple(v.get("dropped_options") or ())))
         return out
     if "cn_question" in m and "cn_options" in m:  # IF-Bench: both languages are asked
         return [View(item.id, "en", item.question, dict(item.options), item.answer, None, file, where),

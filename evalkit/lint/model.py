@@ -26,6 +26,9 @@ KINDS: dict[str, tuple[str, str]] = {
     "empty-option": ("warning", "an option with no text (a gap in the option columns)"),
     "duplicate-option": ("error|warning", "two options with the same text: error when one is the gold answer"),
     "gold-not-in-options": ("error", "a gold answer that is not among the item's options"),
+    "option-read-as-missing": ("error|warning", "TDBench official mode: an option cell holding 'None' (or 'nan', "
+                                                "'NaN'), which VLMEvalKit's pandas reads as missing, left out of "
+                                                "the prompt as there (error when it is the gold answer)"),
     "gold-not-yes-no": ("error", "a yes/no item whose gold is neither"),
     "option-count": ("warning", "an option count the item type's protocol does not have (info for generic mcq)"),
     "duplicate-question": ("error|warning", "the same question on the same image(s) asked more than once: "

@@ -1,14 +1,17 @@
-"""Money: what a run spent (from reported usage), what it would spend (dry run), and the budget.
+"""Money: what a run spent (from reported usage), what its answers are worth at list price, what it would
+spend (dry run), and the budget.
 
-Spent cost counts only responses that were paid for (not cache hits). Unknown prices give
-None, never a guess; `--max-cost` therefore needs a known price.
+Spent cost counts only responses that were paid for (not cache hits): `cost_usd`, 0.3's meaning. The list
+cost prices every answer, cached or not, at the list price of the delivery that served it (live, batch), so
+a run answered from the cache does not say the model costs nothing. Unknown prices give None, never a
+guess; `--max-cost` therefore needs a known price.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalkit.ask.rate_limiter import estimate_tokens
@@ -77,6 +80,51 @@ def records_cost(price: Price | None, records: Iterable[Record]) -> float | None
     if price is None and not any(reported(r) for r in records):
         return None
     return sum((record_cost(price, r) or 0.0 for r in records), 0.0)
+
+
+def list_cost(price: Price | None, record: Record) -> float | None:
+    """What one answer costs at the list price of the delivery that served it (its `via`: live, batch),
+    whether this run paid for it or the cache served it (the answer keeps its usage and delivery); a
+    failure costs nothing; None: no price (and the provider reported none)."""
+    if record.error is not None:
+        return 0.0 if price is not None or reported(record) else None
+    return cost_usd(price_of(price, record.via), Usage.from_dict(record.usage))
+
+
+def records_list_cost(price: Price | None, records: Iterable[Record]) -> float | None:
+    """Every answer's list cost (cache hits included); None when neither a price nor a reported cost is known."""
+    records = list(records)
+    if price is None and not any(reported(r) for r in records):
+        return None
+    return sum((list_cost(price, r) or 0.0 for r in records), 0.0)
+
+
+def list_fields(price: Price | None, records: Sequence[Record]) -> dict[str, float | None]:
+    """summary.json usage's `list_cost_usd`, and beside it `list_cost_standard_usd` (every answer at the
+    standard, live price) where some answer came by another delivery and the two differ."""
+    out = {"list_cost_usd": records_list_cost(price, records)}
+    if any(r.via for r in records):
+        standard = records_list_cost(price, [replace(r, via=None) for r in records])
+        if standard != out["list_cost_usd"]:
+            out["list_cost_standard_usd"] = standard
+    return out
+
+
+def cost_fields(price: Price | None, records: Sequence[Record]) -> dict[str, float | None]:
+    """summary.json usage's money: `cost_usd` (what the answers cost when they were asked, cache hits
+    nothing: 0.3's meaning, so summaries of both compare), `cost_live_usd` where a batch answered (the same
+    answers asked live), then the list cost (list_fields)."""
+    out = {"cost_usd": records_cost(price, records)}
+    if any(r.via == "batch" for r in records):
+        out["cost_live_usd"] = records_cost(price, [replace(r, via=None) for r in records])
+    return {**out, **list_fields(price, records)}
+
+
+def paid_now(price: Price | None, fresh: Iterable[Record]) -> float | None:
+    """summary.json's `this_run.cost_usd`: what this invocation's requests cost (its answers not from the
+    cache); 0 when it sent none that answered; None: it did, and no price is known."""
+    sent = [r for r in fresh if not r.cached]
+    return records_cost(price, sent) if any(r.error is None for r in sent) else 0.0
 
 
 @dataclass

@@ -21,7 +21,9 @@ from evalkit.metrics.analysis.comparison import CommonItems, CommonRepeats, Lead
 from evalkit.metrics.analysis.correlation import load_sizes, size_correlation
 from evalkit.metrics.analysis.result import N_BOOT, analyze
 from evalkit.metrics.analysis.significance import all_pairs, bootstrap_ci, resample, same_observations
+from evalkit.money.shown import run_costs
 from evalkit.multi.compare_report import write_comparison
+from evalkit.rundir.costs import with_list_cost
 from evalkit.rundir.identity import protocol_view, saved_settings
 from evalkit.rundir.layout import read_finished
 from evalkit.rundir.records import damaged_note
@@ -42,13 +44,14 @@ def load_run(path: Path, notes: list[str] | None = None) -> LoadedRun:
     rundir, saved, summary = read_finished(Path(path))
     unscored = set(summary.get("unscored_ids") or ())
     records = [r for qid, r in rundir.load_records().items() if qid not in unscored]
+    summary = with_list_cost(summary, saved.get("config"), records)  # a 0.3 summary's, from its records
     if rundir.damaged and notes is not None:
         notes.append(f"{rundir.path.name}: " + damaged_note(rundir.damaged, saved=False,
                                                             then=f"`evalkit report {path}` keeps them aside"))
     # identities of 0.1.0 and of today, in one form: defaults dropped, the data's fingerprint (or path)
     return LoadedRun(rundir.path, str(summary.get("model") or saved["identity"].get("model")),
                      protocol_view(saved["identity"]), saved.get("config", {}), summary, records,
-                     saved_settings(saved).bench_dict())
+                     saved_settings(saved).bench_dict(), run_costs(summary).paid)
 
 
 class _Labelled(Protocol):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.files import write_json_atomic
 from evalkit.metrics.analysis.comparison import PAIRED_TEST
+from evalkit.money.shown import COST_NOTE, costs_line
 from evalkit.report.figures import Plotter, draw_all
 from evalkit.report.tables import (
     RELIABILITY_HEAD,
@@ -38,15 +39,15 @@ def _leaderboard(c: Leaderboard) -> list[str]:
         metrics = dict(bench.headline(run.summary.get("metrics", {})))
         if m.repeats:
             metrics.update({k: v for k, v in m.repeats.mean.items() if v is not None})
-        counts, usage = run.summary.get("counts", {}), run.summary.get("usage", {})
+        counts = run.summary.get("counts", {})
         rows.append([rank, m.label, *([run.marker()] if marked else []), m.estimate,
                      pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—",
                      *([m.repeats.sd.get(metric) if m.repeats else None] if sd else []),
                      *[metrics.get(k) for k in extra], counts.get("correct"), counts.get("wrong"),
-                     counts.get("unparsed"), counts.get("errors"), usage.get("cost_usd"),
+                     counts.get("unparsed"), counts.get("errors"), costs_line(run.summary),
                      ", ".join(c.beats(m.label)) or "—"])
     head = ["rank", "model", *(["answered"] if marked else []), metric, "95% CI", *sd, *extra, "correct", "wrong",
-            "unparsed", "errors", "cost (USD)", "significantly above"]
+            "unparsed", "errors", "cost", "significantly above"]
     return md_table(head, rows, "rl" + "r" * (len(head) - 3) + "l")
 
 
@@ -114,7 +115,7 @@ def render_comparison(c: Leaderboard, figures: list[tuple[str, Path]], out: Path
                 f"95% CI: percentile bootstrap over items. *Significantly above*: {PAIRED_TEST}")
     lines = [f"# {c.benchmark}: {n} models compared", "",
              "Settings: " + " · ".join(f"{k} = {fmt(v)}" for k, v in sorted(c.settings.items())), "",
-             "## Leaderboard", "", *_leaderboard(c), "",
+             "## Leaderboard", "", *_leaderboard(c), "", COST_NOTE, "",
              f"{said}, Holm-corrected across the {len(c.pairs)} pairs (α = 0.05).", "",
              *([f"**{c.common.method[0].upper()}{c.common.method[1:]}.**", ""] if c.common else []),
              *(["The counts are repeat 0's; the cost covers every repeat asked.", ""] if c.repeats else []),

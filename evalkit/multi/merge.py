@@ -6,8 +6,15 @@ unsharded command with `--out` that directory finds every answer and sends nothi
 view, report and export read it like any run. The records are regraded and summarised the way
 `evalkit report` does (the same resume sorting, grading, summary and publishing: no second scorer),
 one per query, in the unsharded run's query order, so the headline's bootstrap interval is the
-unsharded run's too. A shard's records.jsonl may hold a query twice (a shard killed and resumed):
-the last answer counts, as on any resume.
+unsharded run's too. A shard's records.jsonl may hold a query twice (a failure, then its answer; a
+request asked again, as --reask-cutoffs does): the last answer counts, as on any resume.
+
+Shards are files anyone can edit, and a merge is what gets published, so a shard is refused as
+tampered (exit 2, nothing written; one line naming the file, the line and the query) when it holds
+a record of a query that is not in the run's data (0.3 carried it into the merged records.jsonl), or
+a second answer to the very same request (the same request key) that differs from the first, within
+a shard or across shards (0.3 kept whichever line came last). The same answer twice (an honest
+overlap) passes.
 
 Refused (exit 2, nothing written): a directory that is not a shard, shards of different runs (the
 differing identity fields named), a shard given twice, a shard missing (named; `partial` merges
@@ -20,7 +27,7 @@ import contextlib
 import json
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +38,22 @@ from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.errors import EvalkitError
 from evalkit.core.shard import Shard, parse_shard
-from evalkit.core.types import Record
+from evalkit.core.shown_text import shown_text
+from evalkit.core.types import Query, Record
 from evalkit.engine.evaluate import RunResult
-from evalkit.engine.repeats import add_repeats, first_repeat, with_repeats
+from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records, spec_of_identity
 from evalkit.engine.run_data import recorded_data
 from evalkit.grading.grade import grade, summarize
 from evalkit.images.pipeline import ImagePipeline
-from evalkit.money.costs import records_cost
+from evalkit.money.costs import cost_fields
 from evalkit.money.pricing import Price
 from evalkit.report.outputs import publish
 from evalkit.rundir.identity import saved_settings
 from evalkit.rundir.layout import SUMMARY, RunDir
 from evalkit.rundir.lock import hold_run_dir
 from evalkit.rundir.provenance import MANIFEST, key_facts, manifest, write_manifest
+from evalkit.rundir.records import read_records
 
 LINT = "lint.json"
 
@@ -138,6 +147,33 @@ def pooled_records(earlier: Mapping[str, Record], shards: Iterable[Mapping[str, 
     return pooled
 
 
+def shard_records(shards: Sequence[ShardRun], queries: Mapping[str, Query]) -> list[dict[str, Record]]:
+    """Each shard's records (the last per query), read whole before anything is merged; a tampered shard
+    is an EvalkitError naming the file, the line and the query (see the module docstring)."""
+    answered: dict[tuple[str, str], tuple[Path, int, Record]] = {}  # (query id, request key) -> first answer
+    out = []
+    for s in shards:
+        path = RunDir(s.path).records_path
+
+        def check(line: int, record: Record, path: Path = path) -> None:
+            qid = record.query_id
+            if qid not in queries:
+                raise EvalkitError(f"{path}: line {line}: query '{shown_text(qid)}' is not a query of this run's "
+                                   "data: a tampered or foreign shard, refused (nothing written)")
+            if record.error is not None:
+                return
+            first = answered.setdefault((qid, record.request_key), (path, line, record))
+            if first[2].response != record.response:
+                at = f"line {first[1]}" if first[0] == path else f"{first[0]} line {first[1]}"
+                raise EvalkitError(f"{path}: line {line}: query '{shown_text(qid)}' answered "
+                                   f"{shown_text(repr(record.response), 40)} for the same request that {at} answered "
+                                   f"{shown_text(repr(first[2].response), 40)}: a tampered shard, refused "
+                                   "(nothing written)")
+
+        out.append(read_records(path, check).records)
+    return out
+
+
 def merge(run_dirs: Sequence[str | Path], out: str | Path, *, partial: bool = False, plots: bool = True,
           say: Callable[[str], None] | None = None) -> RunResult:
     """Merge the run directories of one run's shards into `out` (see the module docstring). `say`
@@ -164,10 +200,10 @@ def _merge(plan: MergePlan, rundir: RunDir, plots: bool, say: Callable[[str], No
     settings = saved_settings({"identity": identity, "config": config})
     bench_opts = {**settings.bench_dict(), "data": _data_of(first, config)}
     bench, items, queries, *_ = prepare(str(identity["benchmark"]), bench_opts)  # the unsharded run's order
-    repeats = int(config.get("repeats") or 1)
+    repeats = saved_repeats(config, first.path / "config.json")
     queries = with_repeats(queries, repeats)
     by_id = {q.id: q for q in queries}
-    pooled = pooled_records(rundir.load_records(), (RunDir(s.path).load_records() for s in plan.shards))
+    pooled = pooled_records(rundir.load_records(), shard_records(plan.shards, by_id))
     mode = settings.config.mode
     with contextlib.closing(ImagePipeline()) as pipeline:
         keys = Runner(KeyOnlyProvider(spec_of_identity(identity)), limiter=Limiter(concurrency=1),  # type: ignore[arg-type]
@@ -218,9 +254,7 @@ def _add_facts(summary: dict[str, Any], plan: MergePlan, rundir: RunDir, records
     shard_summary = first.json(SUMMARY)
     summary["data_source"] = shard_summary.get("data_source") or config.get("data_source")
     price = Price(**config["price"]) if isinstance(config.get("price"), dict) else None
-    summary["usage"]["cost_usd"] = records_cost(price, records)
-    if any(r.via == "batch" for r in records):
-        summary["usage"]["cost_live_usd"] = records_cost(price, [replace(r, via=None) for r in records])
+    summary["usage"].update(cost_fields(price, records))
     manifests = [s.json(MANIFEST) for s in plan.shards]
     servers: dict[str, Any] = {}
     for m in manifests:

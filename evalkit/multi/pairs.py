@@ -17,6 +17,7 @@ from typing import Any
 from evalkit.benchmarks import benchmark_class, option_owners
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import HOOKS, RunConfig, field_names, unknown_option
+from evalkit.core.shown_text import shown_text
 from evalkit.multi.suite import BenchEntry, ModelEntry, bench_entry, model_entry, read_suite
 from evalkit.providers.registry import find
 
@@ -96,9 +97,10 @@ def _no_twice(benches: list[BenchEntry], models: list[ModelEntry]) -> None:
     for m in models:
         settings = repr(sorted(m.settings.items()))
         if m.spec + settings in same:
-            raise EvalkitError(f"model {m.spec} is named twice with the same settings; a matrix runs each once")
+            raise EvalkitError(f"model {shown_text(m.spec)} is named twice with the same settings; a matrix runs each once")
         if m.shown in shown:
-            raise EvalkitError(f"two models are labelled {m.shown!r}: give each its own label")
+            raise EvalkitError(f"two models are labelled '{m.shown}': give each its own label (a label shows as its "
+                               "first 80 characters)")
         same.add(m.spec + settings)
         shown.add(m.shown)
 

@@ -14,6 +14,8 @@
     repeats = 3                       # optional
 
 Values are validated as the flags are (one line naming the file, the entry and the key; exit 2).
+What a message or the display repeats from the file (labels, names, keys) is escaped and shortened
+(core/shown_text.py): a label holding ESC sequences or 50 MB of text is shown as 80 safe characters.
 The TOML reader is imported only when a suite is read: `evalkit --help` stays light.
 """
 
@@ -29,6 +31,7 @@ from evalkit.benchmarks import REGISTRY, benchmark_class
 from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
+from evalkit.core.shown_text import shown_text, shown_value
 from evalkit.providers.reasoning import check_reasoning
 
 BENCH_KEYS = ("name", "data", "images", "options")
@@ -56,7 +59,8 @@ class ModelEntry:
 
     @property
     def shown(self) -> str:
-        return self.label or self.spec
+        """Its name in the display, the messages and the comparison: escaped and at most 80 characters."""
+        return shown_text(self.label or self.spec)
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ def _toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise EvalkitError(f"--suite {path}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses per level of [[[…]]] or {a={…}}
+        raise EvalkitError(f"--suite {path}: not valid TOML: nested too deeply") from None
 
 
 def read_suite(path: str | Path) -> Suite:
@@ -89,7 +95,7 @@ def read_suite(path: str | Path) -> Suite:
     doc = _toml(path)
     for key in doc:
         if key not in ("benchmarks", "models"):
-            raise EvalkitError(f"{path}: unknown key '{key}' (a suite has [[benchmarks]] and [[models]])")
+            raise EvalkitError(f"{path}: unknown key '{shown_text(key)}' (a suite has [[benchmarks]] and [[models]])")
     benches = [_bench(path, i, t) for i, t in enumerate(_tables(path, doc, "benchmarks"), start=1)]
     models = [_model(path, i, t) for i, t in enumerate(_tables(path, doc, "models"), start=1)]
     return Suite(benches, models)
@@ -113,7 +119,7 @@ def _tables(path: Path, doc: Mapping[str, Any], key: str) -> list[dict[str, Any]
 
 
 def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> EvalkitError:
-    return EvalkitError(f"{path}: {where}: unknown key '{key}' (known: {', '.join(known)})")
+    return EvalkitError(f"{path}: {where}: unknown key '{shown_text(key)}' (known: {', '.join(known)})")
 
 
 def _text(path: Path, where: str, table: Mapping[str, Any], key: str, required: bool = False) -> str | None:
@@ -123,13 +129,13 @@ def _text(path: Path, where: str, table: Mapping[str, Any], key: str, required: 
             raise EvalkitError(f"{path}: {where}: '{key}' is missing")
         return None
     if not isinstance(value, str) or not value:
-        raise EvalkitError(f"{path}: {where}: '{key}' must be a non-empty string, not {value!r}")
+        raise EvalkitError(f"{path}: {where}: '{key}' must be a non-empty string, not {shown_value(value)}")
     return value
 
 
 def _where(kind: str, i: int, name: Any) -> str:
     """`[[models]] #2 (vllm/x)`: the entry, and its name when it has one."""
-    return f"[[{kind}]] #{i}" + (f" ({name})" if isinstance(name, str) and name else "")
+    return f"[[{kind}]] #{i}" + (f" ({shown_text(name)})" if isinstance(name, str) and name else "")
 
 
 def _bench(path: Path, i: int, table: dict[str, Any]) -> BenchEntry:
@@ -147,7 +153,8 @@ def _bench(path: Path, i: int, table: dict[str, Any]) -> BenchEntry:
     known = [f.name for f in fields(benchmark_class(name).Options)]
     for key in options:
         if key not in known:
-            raise EvalkitError(f"{path}: {where}: unknown option '{key}' of {name} (known: {', '.join(known) or 'none'})")
+            raise EvalkitError(f"{path}: {where}: unknown option '{shown_text(str(key))}' of {name} "
+                               f"(known: {', '.join(known) or 'none'})")
     _checked(path, where, lambda: settings.build(benchmark_class(name).Options, options))
     return BenchEntry(name, _text(path, where, table, "data"), _text(path, where, table, "images"), dict(options))
 

@@ -8,7 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from evalkit.core.findings import count_line
+from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
+from evalkit.money.shown import costs_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
 
 if TYPE_CHECKING:
@@ -128,6 +130,9 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     data_only = summary.get("data_errors") and not failures and not summary.get("missing")
     if not summary.get("complete", True) and not data_only:  # a re-run cannot mend data: the banner says so
         console.print("[red]incomplete: some queries failed or are missing; re-run the same command to resume[/red]")
+    used = data_named(summary)
+    if used:  # which data, every source: at its commit, or the path with its content's sha256 (whole, one line)
+        console.print(f"data: {used}", markup=False, highlight=False, soft_wrap=True)
     if out_dir:  # whole on one line, so it can be copied (rich breaks long lines at the console's width)
         console.print(f"run directory: {out_dir}", markup=False, highlight=False, soft_wrap=True)
 
@@ -184,6 +189,9 @@ def print_comparison(c: Leaderboard, console: Console, report: str | None = None
         table.add_row(str(rank), m.label, *([c.runs[m.label].marker()] if marked else []), fmt(m.estimate),
                       pct_ci(m.ci.lo, m.ci.hi) if m.ci else "—", ", ".join(c.beats(m.label)) or "—")
     console.print(table)
+    # the costs beside the table, not in it: a column of them would squeeze the models' names
+    console.print("cost: " + "; ".join(f"{m.label} {costs_line(c.runs[m.label].summary)}" for m in c.results),
+                  markup=False, highlight=False, soft_wrap=True)
     if c.common is not None:
         console.print(f"{c.common.method[0].upper()}{c.common.method[1:]}", style="bold", markup=False,
                       highlight=False)

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.findings import SEVERITIES
-from evalkit.data.source import data_headline
+from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
+from evalkit.money.shown import COST_NOTE, costs_line
 from evalkit.report.tables import decimals, fmt, md_table, metric_rows, outcome_keys, pct_ci
 
 if TYPE_CHECKING:
@@ -96,12 +97,24 @@ def _parsing(summary: dict[str, Any]) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
+COST_ROW = "cost"
+
+
+def restate_cost(report: str, before: dict[str, Any], after: dict[str, Any]) -> str:
+    """report.md's text with the cost row of `after` where `before`'s was: a re-run that reuses a run's
+    outputs (engine/reuse.py) paid nothing, and says so without writing the report again."""
+    def row(summary: dict[str, Any]) -> str:
+        return md_table(("what", "value"), [[COST_ROW, costs_line(summary)]])[2]
+
+    return report.replace(row(before), row(after), 1)
+
+
 def _cost(summary: dict[str, Any]) -> list[str]:
     u, cache = summary.get("usage", {}), summary.get("cache", {})
     rows = [["input tokens", f"{u.get('input_tokens', 0):,}"], ["output tokens", f"{u.get('output_tokens', 0):,}"],
-            ["cost (USD)", u.get("cost_usd")], ["cache hits", cache.get("hits", 0)],
+            [COST_ROW, costs_line(summary)], ["cache hits", cache.get("hits", 0)],
             ["cache misses", cache.get("misses", 0)]]
-    return ["## Cost and cache", "", *md_table(("what", "value"), rows), ""]
+    return ["## Cost and cache", "", *md_table(("what", "value"), rows), "", COST_NOTE, ""]
 
 
 def _with_ci(fit: dict[str, Any], name: str) -> str:
@@ -176,8 +189,8 @@ def _scored(metrics: dict[str, Any], category: str) -> str:
 
 def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
                   figures: list[tuple[str, str]] | None = None) -> str:
-    sample = data_headline(summary.get("data_source"), int(summary.get("n_items") or 0))
-    lines = [f"**Data: {sample}.**", ""] if sample else []
+    used = data_named(summary)
+    lines = [f"**Data: {used}.**", ""] if used else []
     lines += [f"# {summary['benchmark']} — {summary['model']}", "",
              f"Mode: **{summary['mode']}** · items {summary['n_items']} · queries {summary['n_queries']}"
              f" · evalkit {summary['evalkit_version']}", ""]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evalkit.money.shown import costs_line
+
 
 def decimals(table: dict[str, Any]) -> int:
     """Digits after the point for a report table (summary "tables" entry): its own `decimals` when the
@@ -58,7 +60,7 @@ def count_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
                                  f"{this_run['already']:,} already answered"))
     rows += [("cache hits / misses", f"{cache.get('hits', 0)} / {cache.get('misses', 0)}"),
              ("input / output tokens", f"{u.get('input_tokens', 0):,} / {u.get('output_tokens', 0):,}"),
-             ("cost (USD)", fmt(u.get("cost_usd")))]
+             ("cost", costs_line(summary))]
     methods = summary.get("parse_methods") or {}
     if methods:
         rows.append(("parse methods", " · ".join(f"{k} {v}" for k, v in methods.items())))

@@ -42,7 +42,7 @@ _LEGACY_OPERATIONAL = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "
                        "repeats",  # more repeats grow the same run (docs/repeats.md)
                        "lock",  # the data lock: the bytes it pins enter the identity as the data fingerprint
                        "shared_budget",  # where the --max-cost ledger is kept, not what is asked
-                       "reask_cutoffs", "strict", "api_version", "cache_url", "cache_fallback",
+                       "reask_cutoffs", "strict", "api_version", "cache_url", "cache_fallback", "cache_signed_only",
                        "batch_tokens",  # its --max-tokens is the cut-offs' budget, not the run's
                        "max_line_mb", "max_image_mb"}  # what may be read, not what is asked
 # Protocol defaults that 0.1.0 wrote out (or that a user may have typed): equal to today's defaults.

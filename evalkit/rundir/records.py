@@ -70,8 +70,10 @@ class RecordsRead:
     clean: bool = True  # every line valid, newline-terminated, none blank: appending to it is safe
 
 
-def read_records(path: Path) -> RecordsRead:
-    """The records in `path` (none when it does not exist); damaged lines reported, never fatal."""
+def read_records(path: Path, each: Callable[[int, Record], None] | None = None) -> RecordsRead:
+    """The records in `path` (none when it does not exist); damaged lines reported, never fatal. `each`
+    sees every valid record with its line number, in file order (merge checks shards with it); what it
+    raises stops the read."""
     out = RecordsRead()
     if not path.exists() and not path.is_symlink():
         return out
@@ -79,14 +81,14 @@ def read_records(path: Path) -> RecordsRead:
         with path.open("rb") as f:
             for raw in f:
                 out.lines += 1
-                _read_line(raw, out)
+                _read_line(raw, out, each)
     except OSError as e:
         raise EvalkitError(f"{path}: cannot be read ({e.strerror or e}); move it aside or choose another "
                            "run directory") from e
     return out
 
 
-def _read_line(raw: bytes, out: RecordsRead) -> None:
+def _read_line(raw: bytes, out: RecordsRead, each: Callable[[int, Record], None] | None = None) -> None:
     terminated = raw.endswith(b"\n")
     body = raw[:-1] if terminated else raw
     if not terminated:
@@ -104,6 +106,8 @@ def _read_line(raw: bytes, out: RecordsRead) -> None:
     except (TypeError, RecursionError) as e:
         reason = type(e).__name__
     else:
+        if each is not None:
+            each(out.lines, record)
         out.records[record.query_id] = record
         return
     out.clean = False

@@ -10,17 +10,18 @@ from typing import Any
 
 from evalkit.core.types import Record
 from evalkit.core.usage import Usage
-from evalkit.money.costs import record_cost
+from evalkit.money.costs import list_cost, record_cost
 from evalkit.money.pricing import Price
 
 COLUMNS = ("run", "benchmark", "model", "question_id", "query_id", "variant", "repeat", "category",
            "raw_answer", "parsed_answer", "gold", "correct", "parse_method", "refusal", "error",
            "error_message", "finish_reason", "latency_s", "input_tokens", "output_tokens",
-           "cached_input_tokens", "reasoning_tokens", "cached", "cost_usd", "served_by")
+           "cached_input_tokens", "reasoning_tokens", "cached", "cost_usd", "list_cost_usd", "served_by")
 
 
 def query_row(r: Record, price: Price | None, *, run: str, benchmark: str) -> dict[str, Any]:
-    """The row of one record; cost_usd is None where no price is known (and the provider said none)."""
+    """The row of one record: cost_usd what the answer cost when it was asked (0 from the cache), list_cost_usd
+    what it costs at list price whoever paid; None where no price is known (and the provider said none)."""
     usage = Usage.from_dict(r.usage)
     return {
         "run": run, "benchmark": benchmark, "model": r.model, "question_id": r.item_id,
@@ -30,7 +31,8 @@ def query_row(r: Record, price: Price | None, *, run: str, benchmark: str) -> di
         "error_message": r.error_message, "finish_reason": r.finish_reason, "latency_s": r.latency_s,
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "cached_input_tokens": usage.cached_input_tokens, "reasoning_tokens": usage.reasoning_tokens,
-        "cached": r.cached, "cost_usd": record_cost(price, r), "served_by": r.served_by,
+        "cached": r.cached, "cost_usd": record_cost(price, r), "list_cost_usd": list_cost(price, r),
+        "served_by": r.served_by,
     }
 
 

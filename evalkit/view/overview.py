@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalkit.grading.failures import banner
+from evalkit.money.shown import run_costs
 from evalkit.report.markdown import throughput_line
 from evalkit.view.runs import ViewRun
 
@@ -147,8 +148,10 @@ def _counts(runs: Sequence[ViewRun]) -> dict[str, Any]:
 def _cost(r: ViewRun) -> dict[str, Any]:
     u, cache = r.summary.get("usage") or {}, r.summary.get("cache") or {}
     t = r.summary.get("throughput")
+    costs = run_costs(r.summary)  # paid and list, as every report says them
     return {"input_tokens": u.get("input_tokens"), "output_tokens": u.get("output_tokens"),
             "reasoning_tokens": u.get("reasoning_tokens"), "cost_usd": u.get("cost_usd"),
+            "paid_usd": costs.paid, "list_cost_usd": costs.listed, "cost": costs.text(),
             "hits": cache.get("hits"), "misses": cache.get("misses"),
             "speed": throughput_line(t) if isinstance(t, dict) and t.get("ask_s") is not None else None}
 

@@ -17,6 +17,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.surrogates import repaired_if_escaped
 from evalkit.core.types import Record
 from evalkit.multi.compare import label_all
+from evalkit.rundir.costs import with_list_cost
 from evalkit.rundir.identity import protocol_view, saved_settings
 from evalkit.rundir.layout import read_finished
 from evalkit.rundir.records import damaged_note
@@ -69,11 +70,13 @@ def read_view_run(path: Path) -> ViewRun:
     except EvalkitError as e:  # settings this evalkit no longer reads: the records still show
         options = {"data": saved.get("config", {}).get("data") or saved["identity"].get("data")}
         notes.append(f"{rundir.path.name}: its settings could not be read back ({e})")
+    unscored = frozenset(summary.get("unscored_ids") or ())
+    summary = with_list_cost(summary, saved.get("config"),  # a 0.3 summary's, from its records
+                             (r for qid, r in records.items() if qid not in unscored))
     model = str(summary.get("model") or saved["identity"].get("model"))
     return ViewRun(rundir.path, model, model, protocol_view(saved["identity"]), saved.get("config") or {},
                    summary, _manifest(rundir.path), records, options, _extras(rundir.records_path),
-                   sorted((rundir.path / "plots").glob("*.png")), notes,
-                   frozenset(summary.get("unscored_ids") or ()))
+                   sorted((rundir.path / "plots").glob("*.png")), notes, unscored)
 
 
 def read_runs(paths: Sequence[str | Path]) -> list[ViewRun]:

@@ -16,8 +16,9 @@ from typing import Any
 from evalkit.core.types import ImageRef, Query, Record
 from evalkit.grading.grade import other_mode
 from evalkit.metrics.basic import outcome
-from evalkit.money.costs import record_cost
+from evalkit.money.costs import list_cost, record_cost
 from evalkit.money.pricing import Price
+from evalkit.money.shown import paid_and_list
 from evalkit.view.parses import ParseMemo
 from evalkit.view.preamble import distinctive
 from evalkit.view.questions import Question, QuestionSet, Variant, load_key, variant_label
@@ -88,8 +89,8 @@ def record_view(rec: Record, price: Price | None, extras: dict[str, Any] | None,
         out["rt"] = usage["reasoning_tokens"]
     if rec.cached:
         out["c"] = True
-    elif rec.error is None and price is not None:
-        out["cost"] = record_cost(price, rec)
+    if rec.error is None and (listed := list_cost(price, rec)) is not None:  # paid when asked (cache: 0), and list
+        out["cost"] = paid_and_list(record_cost(price, rec), listed)
     if rec.finish_reason != "stop":
         out["fin"] = rec.finish_reason
     if rec.image_sizes:

@@ -42,7 +42,7 @@ def test_a_resumed_run_says_what_it_asks_and_this_runs_counts(tmp_path):
         assert said.count("lint: 1 warning") == 1, said  # once, before the asking; lint.json has it
         assert "to ask" not in said
         assert json.loads((out / "summary.json").read_text())["this_run"] == {"sent": N, "from_cache": 0,
-                                                                             "already": 0}
+                                                                             "already": 0, "cost_usd": None}
         assert "this run 6 sent · 0 from the cache · 0 already answered" in said
 
         lines = (out / "records.jsonl").read_text().splitlines(keepends=True)
@@ -52,7 +52,7 @@ def test_a_resumed_run_says_what_it_asks_and_this_runs_counts(tmp_path):
         assert again.returncode == 0, said
         assert "evalkit: 4 already answered, 2 to ask" in said
         summary = json.loads((out / "summary.json").read_text())
-        assert summary["this_run"] == {"sent": 0, "from_cache": 2, "already": 4}
+        assert summary["this_run"] == {"sent": 0, "from_cache": 2, "already": 4, "cost_usd": 0.0}
         assert "this run 0 sent · 2 from the cache · 4 already answered" in said
 
         same = run_main(args)
@@ -60,5 +60,5 @@ def test_a_resumed_run_says_what_it_asks_and_this_runs_counts(tmp_path):
         assert same.returncode == 0, said
         assert "evalkit: all 6 queries already answered: nothing to ask" in said
         assert json.loads((out / "summary.json").read_text())["this_run"] == {"sent": 0, "from_cache": 0,
-                                                                             "already": N}
+                                                                             "already": N, "cost_usd": 0.0}
         assert sim.counters.completions == N  # the first run's only

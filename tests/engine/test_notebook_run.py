@@ -104,7 +104,8 @@ def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_
     again = asyncio.run(cell(quiet=True))  # the same cell, run again: resumes
     assert again.exit_code == 0 and again.summary["complete"]
     assert _sent(sim) - sent_before == N  # only the missing queries were sent
-    assert again.summary["this_run"] == {"sent": N - sent_first, "from_cache": 0, "already": sent_first}
+    assert again.summary["this_run"] == {"sent": N - sent_first, "from_cache": 0, "already": sent_first,
+                                         "cost_usd": None}
     assert len(again.records) == N and again.summary["counts"]["correct"] == N
 
 

@@ -65,5 +65,6 @@ def test_the_walkthrough_runs_in_a_running_loop(tmp_path, monkeypatch):
     assert namespace["board"].ranking == ["vllm/big-vlm", "vllm/small-vlm"]  # the exact model first
     assert len(namespace["rows"]) == n and namespace["wrong"]  # the plausible model gets some wrong
     assert namespace["matrix"].exit_code == 0 and namespace["matrix"].comparisons["mcq"].ranking == namespace["board"].ranking
-    assert namespace["again"].summary["this_run"] == {"sent": 0, "from_cache": 0, "already": n}
+    assert namespace["again"].summary["this_run"] == {"sent": 0, "from_cache": 0, "already": n,
+                                                           "cost_usd": 0.0}
     assert namespace["quiet"].out_dir == namespace["large"].out_dir

@@ -71,7 +71,7 @@ def test_the_same_command_reuses_the_outputs_byte_for_byte(tmp_path, sim_data, f
     full = _run(sim, data, out)
     assert full_paths[0] == 2
     assert _files(out) == reused  # what the full re-evaluation writes is what was reused, byte for byte
-    assert fast.summary == full.summary and fast.summary["this_run"] == {"sent": 0, "from_cache": 0, "already": N}
+    assert fast.summary == full.summary and fast.summary["this_run"] == {"sent": 0, "from_cache": 0, "already": N, "cost_usd": 0.0}
     assert fast.exit_code == full.exit_code == 0 and fast.messages == full.messages
     assert repr(fast) == repr(full) and fast._records is None  # (repr reads no record)
     assert fast.to_rows() == full.to_rows() and len(fast.records) == N
@@ -91,12 +91,12 @@ def test_without_out_the_data_is_read_first(tmp_path, sim_data, full_paths, no_p
     cold = run("mcq", "vllm/sim-model", **args)
     fast = run("mcq", "vllm/sim-model", **args)
     assert full_paths == [1, 2] and fast.out_dir == cold.out_dir and str(fast.out_dir).startswith("runs")
-    assert fast.summary["this_run"] == {"sent": 0, "from_cache": 0, "already": N}
+    assert fast.summary["this_run"] == {"sent": 0, "from_cache": 0, "already": N, "cost_usd": 0.0}
     assert fast.messages == cold.messages and fast.to_rows() == cold.to_rows()
     lines = (fast.out_dir / "records.jsonl").read_text().splitlines(keepends=True)
     (fast.out_dir / "records.jsonl").write_text("".join(lines[1:]))
     again = run("mcq", "vllm/sim-model", **args)
-    assert full_paths == [2, 3] and again.summary["this_run"] == {"sent": 0, "from_cache": 1, "already": N - 1}
+    assert full_paths == [2, 3] and again.summary["this_run"] == {"sent": 0, "from_cache": 1, "already": N - 1, "cost_usd": 0.0}
 
 
 def test_any_change_takes_the_full_path(tmp_path, sim_data, no_plots, full_paths, monkeypatch):
@@ -109,7 +109,7 @@ def test_any_change_takes_the_full_path(tmp_path, sim_data, no_plots, full_paths
     lines = (out / "records.jsonl").read_text().splitlines(keepends=True)
     (out / "records.jsonl").write_text("".join(lines[:-1]))  # a record gone: asked again
     res = _run(sim, data, out)
-    assert full_paths[0] == 2 and res.summary["this_run"] == {"sent": 0, "from_cache": 1, "already": N - 1}
+    assert full_paths[0] == 2 and res.summary["this_run"] == {"sent": 0, "from_cache": 1, "already": N - 1, "cost_usd": 0.0}
 
     res = _run(sim, data, out, concurrency=3)  # a setting (not of the run's identity)
     assert full_paths[0] == 3 and res.summary["config"]["concurrency"] == 3

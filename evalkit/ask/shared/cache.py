@@ -4,7 +4,9 @@ Why Redis and not a cache folder on a shared drive: SQLite's write-ahead log doe
 filesystem, and a cache that loses answers makes a team pay twice. Why this is simple: entries are
 content-addressed (the key is the request's hash) and immutable, so they are written once with `SET NX`
 and never locked, updated or invalidated. Values are the same JSON text as on disk (never pickle: a
-shared cache must not be able to run code on whoever reads it), capped in size.
+shared cache must not be able to run code on whoever reads it), capped in size, sealed to their key
+(ask/cache_seal.py): an entry that does not match its key is a miss, and the answer asked again replaces
+it (a plain SET: there, the first answer stored must not stand).
 
 Reads go to the local cache first; what only Redis holds is copied to the local cache as it is read (the
 next run on this machine needs no round trip). Writes go to both. A Redis that cannot be reached at the
@@ -25,7 +27,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from evalkit.ask.cache import CacheStats, ResponseCache, _value_text
+from evalkit.ask.cache import CacheStats, ResponseCache
+from evalkit.ask.cache_seal import (
+    ALTERED,
+    BADLY_SIGNED,
+    SWAPPED,
+    UNSIGNED,
+    CacheSeal,
+    audit,
+    seal_counts,
+    unsealed,
+)
 from evalkit.core.errors import EvalkitError, RunError
 from evalkit.core.sdk import import_sdk
 
@@ -103,12 +115,14 @@ class RedisStore:
         values = self.client.mget([PREFIX + k for k in keys])
         return {k: v.decode("utf-8", "replace") for k, v in zip(keys, values, strict=True) if v is not None}
 
-    def set_many(self, texts: dict[str, str]) -> None:
+    def set_many(self, texts: dict[str, str], replace: frozenset[str] | set[str] = frozenset()) -> None:
+        """Store texts: content-addressed, the first answer stored stands, except under the keys in
+        `replace`, whose entries were refused (not sealed to their key): those are overwritten."""
         pipe = self.client.pipeline(transaction=False)
         for key, text in texts.items():
-            data = text.encode("utf-8")
+            data = text.encode("utf-8", "surrogatepass")
             if len(data) <= MAX_VALUE_BYTES:
-                pipe.set(PREFIX + key, data, nx=True)  # content-addressed: the first answer stored stands
+                pipe.set(PREFIX + key, data, nx=key not in replace)
         pipe.execute()
 
     def keys(self) -> list[bytes]:
@@ -146,6 +160,17 @@ class SharedCache:
         self.hits = 0
         self.misses = 0
         self.remote_hits = 0  # answers only Redis held (copied to the local cache as they were read)
+        self.refused: set[str] = set()  # keys whose Redis entry was refused: the next answer replaces it
+
+    @property
+    def seal(self) -> CacheSeal:
+        return self.local.seal
+
+    @property
+    def rejected(self) -> int:
+        """Request keys whose entry, here or in Redis, was not served for not matching them."""
+        with self._lock:
+            return len(self.local.rejected_keys | self.refused)
 
     # -- reading ---------------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
@@ -155,15 +180,19 @@ class SharedCache:
         found = self.local.get_many(keys)
         missing = [k for k in keys if k not in found]
         remote = self._remote(lambda store: store.get_many(missing)) if missing and self.store else None
-        copied: list[tuple[str, dict[str, Any]]] = []
+        copied: dict[str, str] = {}
+        refused: list[str] = []
         for key, text in (remote or {}).items():
             value = _parsed(text)
-            if value is not None:
-                found[key] = value
-                copied.append((key, value))
+            if value is None or self.seal.refusal(key, value, text) is not None:
+                refused.append(key)  # asked again; its answer replaces this entry
+            else:
+                found[key] = unsealed(value)
+                copied[key] = text  # as it is: 0.1-0.3's entries stay unsealed
         if copied:
-            self.local.set_many(copied)  # the next run on this machine needs no round trip
+            self.local.set_texts(copied)  # the next run on this machine needs no round trip
         with self._lock:
+            self.refused.update(refused)
             self.remote_hits += len(copied)
             self.hits += len(found)
             self.misses += len(keys) - len(found)
@@ -174,10 +203,12 @@ class SharedCache:
         self.set_many([(key, value)])
 
     def set_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        self.local.set_many(items)  # first: an answer is never only in a store that may be gone
+        texts = {key: self.seal.sealed_text(key, value) for key, value in items}
+        self.local.set_texts(texts)  # first: an answer is never only in a store that may be gone
         if self.store is not None:
-            texts = {key: _value_text(value) for key, value in items}
-            self._remote(lambda store: store.set_many(texts))
+            with self._lock:
+                replace = self.refused & texts.keys()
+            self._remote(lambda store: store.set_many(texts, replace))
 
     def _remote(self, call: Callable[[RedisStore], Any]) -> Any:
         store = self.store
@@ -246,6 +277,8 @@ class SharedClaims:
         claims = self._claims
         if claims is None or self._shared.store is None:
             return True
+        if key in self._shared.refused or key in self._shared.local.rejected_keys:
+            return True  # asked at once, unclaimed (see evalkit.ask.cache.RefusedUnclaimed)
         claimed = self._shared._remote(lambda _: claims.claim(key))
         return True if claimed is None else bool(claimed)
 
@@ -271,21 +304,23 @@ def _parsed(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def open_shared(url: str, local_dir: Path, *, fallback: bool = False,
+def open_shared(url: str, local_dir: Path, *, fallback: bool = False, seal: CacheSeal | None = None,
                 say: Callable[[str], None] = lambda line: None) -> SharedCache:
     """The shared cache for a run: Redis reached (or one line, exit 2), the local cache in front."""
     store = RedisStore(url)
     try:
-        return SharedCache(ResponseCache(local_dir), store, fallback=fallback, say=say)
+        return SharedCache(ResponseCache(local_dir, seal), store, fallback=fallback, say=say)
     except BaseException:
         store.close()
         raise
 
 
 
-def shared_cache_command(action: str, url: str, *, repair: bool, yes: bool, say: Callable[[str], None]) -> int:
+def shared_cache_command(action: str, url: str, *, repair: bool, yes: bool, say: Callable[[str], None],
+                         seal: CacheSeal | None = None) -> int:
     """`evalkit cache stats|clear|verify --cache-url URL`: the shared cache's entries. Clearing a team's cache
-    needs --yes; verify reads every entry and, with --repair, removes those that do not parse."""
+    needs --yes; verify reads every entry, says which would not be served and why (ask/cache_seal.py) and,
+    with --repair, removes those that do not parse or do not match their key."""
     store = RedisStore(url)
     try:
         if action == "clear":
@@ -298,15 +333,31 @@ def shared_cache_command(action: str, url: str, *, repair: bool, yes: bool, say:
         if action == "stats":
             say(f"{store.shown}: {len(keys)} responses")
             return 0
-        bad = [k for i in range(0, len(keys), _SCAN_COUNT)
-               for k, v in zip(keys[i:i + _SCAN_COUNT], store.client.mget(keys[i:i + _SCAN_COUNT]), strict=True)
-               if v is None or _parsed(v.decode("utf-8", "replace")) is None]
-        if bad and repair:
-            store.client.unlink(*bad)
-        say(f"{store.shown}: {len(keys)} responses checked, {len(bad)} unreadable"
-            + (" (removed)" if bad and repair else ""))
-        return 0 if not bad or repair else 1
+        return _verify(store, keys, seal or CacheSeal(), repair, say)
     except store.errors as e:
         raise EvalkitError(f"cache {action}: Redis at {store.shown} stopped answering ({store._cause(e)})") from None
     finally:
         store.close()
+
+
+def _verify(store: RedisStore, keys: list[bytes], seal: CacheSeal, repair: bool, say: Callable[[str], None]) -> int:
+    """Every entry read: unreadable ones, and those not sealed to their key, counted apart and (repair) removed."""
+    unreadable: list[bytes] = []
+    readable: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(keys), _SCAN_COUNT):
+        part = keys[i:i + _SCAN_COUNT]
+        for k, v in zip(part, store.client.mget(part), strict=True):
+            value = None if v is None else _parsed(v.decode("utf-8", "replace"))
+            if value is None:
+                unreadable.append(k)
+            else:
+                readable[k.decode("utf-8", "replace").removeprefix(PREFIX)] = value
+    verdicts = audit(readable.items(), seal)
+    counts = {why: sum(1 for v in verdicts.values() if v == why) for why in (SWAPPED, ALTERED, UNSIGNED, BADLY_SIGNED)}
+    removable = [*unreadable, *(PREFIX.encode() + k.encode() for k, v in verdicts.items() if v in (SWAPPED, ALTERED))]
+    if removable and repair:
+        store.client.unlink(*removable)
+    say(f"{store.shown}: {len(keys)} responses checked, {len(unreadable)} unreadable, {seal_counts(counts, seal)}"
+        + (f" ({len(removable)} unreadable, swapped or altered removed)" if removable and repair else ""))
+    failing = removable or counts[BADLY_SIGNED] or (seal.signed_only and counts[UNSIGNED])
+    return 0 if not failing or repair else 1

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
-from evalkit.benchmarks.readers.vlmeval_tsv import clean_cell, csv_rows, streamed_rows
+from evalkit.benchmarks.readers.vlmeval_tsv import clean_cell, csv_rows, spelled_missing, streamed_rows
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Item
@@ -111,12 +111,15 @@ def listed_options(where: str, cell: Any) -> dict[str, str]:
 
 
 def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, stream: bool = False,
-             options_column: str | None = None) -> list[Item]:
+             options_column: str | None = None, gold_may_be_missing: bool = False) -> list[Item]:
     """Items from a VLMEvalKit-style TSV. Image paths resolve against `images`, else the TSV's folder.
     Lenient (`sink`, see benchmarks.lenient): bad rows are problems, the other rows items.
     `stream`: read forward with the base64 images left in the file (span refs, read when asked),
     for TSVs of gigabytes. `options_column`: a column holding the options as a list literal, read
-    when there are no A, B, ... columns."""
+    when there are no A, B, ... columns. `gold_may_be_missing` (TDBench official mode): an item whose
+    gold option's cell holds "None" (or "nan", "NaN"), which VLMEvalKit's pandas reads as missing, is kept
+    as that pipeline keeps it: the option left out, so no reply can be right; the meta of every row holding
+    such cells names them (`dropped_options`)."""
     header, rows = streamed_rows(path, sink) if stream else csv_rows(path, sink)
     for column in ("index", "question", "answer"):
         if column not in header:
@@ -187,6 +190,9 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
             cells = listed_options(where, row.get(listed)) if listed else {x: clean_cell(row.get(x)) for x in letters}
             options = {x: v for x, v in cells.items() if v}
             meta = {"hint": clean_cell(row.get("hint")), "source": str(path), "row": k, **extra}
+            dropped = [] if listed or not gold_may_be_missing else [x for x in letters if spelled_missing(row.get(x))]
+            if dropped:
+                meta["dropped_options"] = dropped
             if sink.lenient:  # what lint's option and image checks need beyond the item (not in a run's items)
                 meta["lint_option_cells"] = cells
                 ref = "" if isinstance(row.get("image"), ImageRef) else clean_cell(row.get("image"))
@@ -203,6 +209,7 @@ def load_tsv(path: Path, images: Path | None = None, sink: Sink = STRICT, *, str
                     category=clean_cell(row.get("category")),
                     meta=meta,
                     sink=sink,
+                    gold_dropped=clean_cell(row.get("answer")).upper() in dropped,
                 )
             )
     return items
@@ -328,8 +335,10 @@ def _make_item(
     category: str,
     meta: dict[str, Any],
     sink: Sink = STRICT,
+    gold_dropped: bool = False,
 ) -> Item:
-    """An Item after the checks both forms share (lenient: kept as read, for lint's checks to name)."""
+    """An Item after the checks both forms share (lenient: kept as read, for lint's checks to name).
+    `gold_dropped`: the gold's cell was read as missing and the caller keeps such items (load_tsv)."""
     if not question:
         sink.content(f"{where}: empty question")
     if not options:
@@ -338,7 +347,7 @@ def _make_item(
         sink.content(f"{where}: no answer")
     if len(answer) == 1:
         answer = answer.upper()
-    if answer not in options:
+    if answer not in options and not gold_dropped:
         sink.content(f"{where}: answer {answer!r} is not among the options {', '.join(options)}")
     return Item(
         id=item_id,

@@ -105,8 +105,10 @@ def _grounding_rows(path: Path, sink: Sink = STRICT) -> dict[str, dict[str, Any]
 
 
 def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bool = True,
-                  sink: Sink = STRICT) -> list[Item]:
+                  sink: Sink = STRICT, gold_may_be_missing: bool = False) -> list[Item]:
     """One Item per index, its rotations joined from the files; a missing index is an error.
+    `gold_may_be_missing`: official mode's reading of option cells holding "None" (mcq.load_tsv); each
+    rotation's `dropped_options` are kept in its variant.
 
     Lenient (`sink`): a rotation file that lacks indices of the others, or an index whose category
     differs across rotations, is a "rotation-mismatch" problem; the index is still an item (with the
@@ -121,8 +123,9 @@ def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bo
                     it.id: {"question": it.question, "options": dict(it.options), "answer": it.answer,
                             "images": it.images, "category": it.category, "hint": it.meta.get("hint") or "",
                             "where": f"{path}: row {it.meta['row']}",
+                            "dropped_options": list(it.meta.get("dropped_options") or ()),
                             **({"lint_option_cells": it.meta.get("lint_option_cells")} if sink.lenient else {})}
-                    for it in load_tsv(path, None, sink)
+                    for it in load_tsv(path, None, sink, gold_may_be_missing=gold_may_be_missing)
                 }
     degs = sorted(per_rot)
     for deg in degs:
@@ -147,6 +150,9 @@ def load_official(files: dict[int, Path], *, grounding: bool = False, strict: bo
             keys = ("question", "options", "answer", "images", "hint") + (("where", "lint_option_cells", "category")
                                                                           if sink.lenient else ())
             variants = {d: {k: per_rot[d][idx].get(k, "") for k in keys} for d in have}
+            for d in have:  # only where a cell was read as missing: variants stay as they were otherwise
+                if per_rot[d][idx].get("dropped_options"):
+                    variants[d]["dropped_options"] = per_rot[d][idx]["dropped_options"]
             category = canonical_category(row["category"], row["where"], strict)
             items.append(Item(idx, row["question"], row["options"], row["answer"], row["images"], category,
                               {"form": "official", "task": "grounding" if grounding else "mcq", "variants": variants,

@@ -27,6 +27,13 @@ def clean_cell(value: Any) -> str:
     return "" if text in _MISSING else text
 
 
+def spelled_missing(value: Any) -> bool:
+    """A cell that holds text ("None", "nan", "NaN") which `clean_cell`, as pandas does, reads as missing:
+    VLMEvalKit's pipeline then leaves such an option out of its prompt (TDBench official mode says so)."""
+    text = "" if value is None or not isinstance(value, str) else value.strip()
+    return text != "" and text in _MISSING
+
+
 def _raise_field_limit() -> None:
     """Base64 image cells are far over csv's default 128 KiB field limit: the line cap is the limit
     (core.read_caps; a quoted field may run over lines)."""

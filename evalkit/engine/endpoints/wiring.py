@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.cache_seal import CacheSeal
 from evalkit.ask.claims import owner_token
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.rate_limiter import Limiter
@@ -31,13 +32,19 @@ def open_cache(cfg: RunConfig, env: Mapping[str, str],
     url = cfg.shared_cache_url(env)
     if url and cfg.no_cache:
         raise EvalkitError("--no-cache and --cache-url (or EVALKIT_CACHE_URL) contradict each other: give one")
+    seal = cache_seal(cfg, env)
     if url:
         from evalkit.ask.shared.cache import open_shared  # redis-py only with a URL
 
-        return contextlib.closing(open_shared(url, Path(cfg.cache_path(env)),
+        return contextlib.closing(open_shared(url, Path(cfg.cache_path(env)), seal=seal,
                                               fallback=cfg.cache_fallback == "local", say=say))
-    cache: CacheLike = NullCache() if cfg.no_cache else ResponseCache(Path(cfg.cache_path(env)))
+    cache: CacheLike = NullCache() if cfg.no_cache else ResponseCache(Path(cfg.cache_path(env)), seal)
     return contextlib.closing(cache)
+
+
+def cache_seal(cfg: RunConfig, env: Mapping[str, str]) -> CacheSeal:
+    """How the run's cache seals and checks its entries: EVALKIT_CACHE_SECRET, --cache-signed-only."""
+    return CacheSeal.from_env(env, cfg.cache_signed_only)
 
 
 class EndpointLimiters:

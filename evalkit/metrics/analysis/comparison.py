@@ -26,6 +26,7 @@ class LoadedRun:
     summary: dict[str, Any]
     records: list[Record]
     options: dict[str, Any] = field(default_factory=dict)  # what the benchmark's methods read
+    paid_usd: float | None = None  # what the command that wrote its summary spent (evalkit/money/shown.py)
 
     @property
     def complete(self) -> bool:
@@ -152,7 +153,8 @@ class Leaderboard:
                         **(_coverage(self.runs[r.label]) if self.any_incomplete else {}),
                         "metrics": self.runs[r.label].summary.get("metrics"),
                         "counts": self.runs[r.label].summary.get("counts"),
-                        "usage": self.runs[r.label].summary.get("usage")} for r in self.results],
+                        "usage": self.runs[r.label].summary.get("usage"),
+                        "paid_usd": self.runs[r.label].paid_usd} for r in self.results],
             "pairs": [_pair_dict(t) for t in self.pairs],
             "size_correlation": self.correlation,
             "notes": self.notes,

@@ -66,7 +66,6 @@
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
-  function money(v) { return v == null ? "\u2014" : "$" + (v < 0.01 && v > 0 ? v.toPrecision(2) : v.toFixed(4)); }
   function loadScript(src, onerror) {
     var s = document.createElement("script");
     s.src = src + "?v=" + S.meta.stamp;
@@ -167,7 +166,7 @@
 
   var K = window.EVKV = {
     S: S, PAGE: PAGE, STATUS: STATUS, BIT: BIT, WORD: WORD, MARK: MARK, MODELS_DISAGREE: MODELS_DISAGREE,
-    VARIANTS_DISAGREE: VARIANTS_DISAGREE, h: h, num: num, money: money, loadScript: loadScript, params: params,
+    VARIANTS_DISAGREE: VARIANTS_DISAGREE, h: h, num: num, loadScript: loadScript, params: params,
     setHash: setHash, main: main, table: table, loadedRows: loadedRows, withItems: withItems, setStatus: setStatus,
     setTab: setTab, openPos: openPos, keys: {}
   };

@@ -1,7 +1,7 @@
 /* evalkit view: one question: its text, options, gold, images as sent, every variant, every answer. */
 (function (K) {
   "use strict";
-  var S = K.S, h = K.h, num = K.num, main = K.main, table = K.table, money = K.money, params = K.params,
+  var S = K.S, h = K.h, num = K.num, main = K.main, table = K.table, params = K.params,
     setHash = K.setHash, setTab = K.setTab, setStatus = K.setStatus, openPos = K.openPos, PAGE = K.PAGE,
     STATUS = K.STATUS, BIT = K.BIT, WORD = K.WORD, MARK = K.MARK;
 
@@ -140,7 +140,7 @@
     fact("latency", a.lat != null ? a.lat.toFixed(3) + " s" : null);
     fact("tokens", num(a["in"]) + " in \u00b7 " + num(a.out) + " out" + (a.cin ? " \u00b7 " + num(a.cin) + " cached" : "") +
       (a.rt ? " \u00b7 " + num(a.rt) + " reasoning" : ""));
-    fact("cost", a.c ? "$0 (cached)" : a.err ? null : money(a.cost));
+    fact("cost", a.err ? null : a.cost);
     fact("cached", a.c ? "yes" : "no");
     fact("finish", a.fin === undefined ? "stop" : a.fin);
     if (a.via) fact("via", a.via);

@@ -1,7 +1,7 @@
 /* evalkit view: the overview (leaderboard, official tables, counts, cost, plots, provenance). */
 (function (K) {
   "use strict";
-  var S = K.S, h = K.h, num = K.num, main = K.main, table = K.table, money = K.money, params = K.params,
+  var S = K.S, h = K.h, num = K.num, main = K.main, table = K.table, params = K.params,
     setHash = K.setHash, setTab = K.setTab, setStatus = K.setStatus, openPos = K.openPos, PAGE = K.PAGE,
     STATUS = K.STATUS, BIT = K.BIT, WORD = K.WORD, MARK = K.MARK;
 
@@ -69,9 +69,9 @@
   }
   function costTable(cost, models) {
     var keys = [["input tokens", "input_tokens"], ["output tokens", "output_tokens"], ["reasoning tokens", "reasoning_tokens"],
-      ["cost (USD)", "cost_usd"], ["cache hits", "hits"], ["cache misses", "misses"]];
+      ["cost", "cost"], ["cache hits", "hits"], ["cache misses", "misses"]];
     return table(["what"].concat(models), keys.map(function (k) {
-      return [k[0]].concat(cost.map(function (c) { return k[1] === "cost_usd" ? money(c[k[1]]) : c[k[1]]; }));
+      return [k[0]].concat(cost.map(function (c) { return c[k[1]]; }));
     }), function (i) { return i > 0; });
   }
   function runFacts(r) {

@@ -1,7 +1,7 @@
 /* evalkit view: the samples table: filters, lazy rows, pages, the j/k cursor. */
 (function (K) {
   "use strict";
-  var S = K.S, h = K.h, num = K.num, main = K.main, table = K.table, money = K.money, params = K.params,
+  var S = K.S, h = K.h, num = K.num, main = K.main, table = K.table, params = K.params,
     setHash = K.setHash, setTab = K.setTab, setStatus = K.setStatus, openPos = K.openPos, PAGE = K.PAGE,
     STATUS = K.STATUS, BIT = K.BIT, WORD = K.WORD, MARK = K.MARK;
 
