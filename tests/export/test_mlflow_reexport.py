@@ -96,7 +96,8 @@ def test_a_changed_parameter_makes_a_new_run_linked_to_the_old_one(mlflow, finis
     assert new.data.tags.get("evalkit.previous_run") == old.info.run_id
     assert new.data.tags["evalkit.run_id"] == old.data.tags["evalkit.run_id"]
     assert (old.data.params["concurrency"], new.data.params["concurrency"]) == (str(config["concurrency"]), "4")
-    assert new.data.metrics == old.data.metrics
+    for name in ("circular_accuracy", "counts/correct", "headline/ci95_low"):  # the same answers, scored alike
+        assert new.data.metrics[name] == old.data.metrics[name]
     notes = [line for line in said.splitlines() if "concurrency" in line]
     assert len(notes) == 1 and old.info.run_id in notes[0] and new.info.run_id in notes[0], said
     _export(run, uri, tmp_path)  # and again: the newest of the two is the one updated
