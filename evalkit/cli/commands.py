@@ -75,9 +75,12 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 
     if args.n_boot < 0:
         raise EvalkitError(f"--n-boot must be >= 0, not {args.n_boot}")
-    comparison = compare(args.run_dirs, sizes=args.sizes, n_boot=args.n_boot, seed=args.seed)
-    out = Path(args.out) if args.out else Path("runs") / f"compare-{comparison.benchmark}"
-    report = comparison.write(out)
+    from evalkit.report.plot_process import PlotProcess
+
+    with PlotProcess() as plotter:  # imports matplotlib on the other core while the runs are read and compared
+        comparison = compare(args.run_dirs, sizes=args.sizes, n_boot=args.n_boot, seed=args.seed)
+        out = Path(args.out) if args.out else Path("runs") / f"compare-{comparison.benchmark}"
+        report = comparison.write(out, plotter=plotter)
     print_comparison(comparison, console, str(report))
     return 0
 

@@ -24,7 +24,6 @@ from rich.console import Console
 from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
-from evalkit.core.settings import MATRIX_HOOKS
 from evalkit.core.shard import items_in
 from evalkit.core.types import GenParams
 from evalkit.data.source import data_headline, source_phrase
@@ -84,8 +83,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
             plan = {**plan, **estimate, "notes": plan["notes"] + estimate["notes"]}
         return RunResult({"benchmark": bench_name, "model": spec.label, "dry_run": plan}, [], Path(cfg.out or "runs"), 0)
     price = load_prices(Path(cfg.prices) if cfg.prices else None).price_for(spec.provider, spec.model)
-    # a matrix's pair shows its progress line and meets the others at the start line: always the full path
-    reusable = cutoff_budget is None and not cfg.dry_run and not any(s.hooks.get(k) for k in MATRIX_HOOKS)
+    # a matrix's pair is reused too: it sends nothing, so it settles its place at the start line when it
+    # returns (multi/matrix.py), and its progress line shows it done
+    reusable = cutoff_budget is None and not cfg.dry_run
     command = command_key(s, spec, judge_spec, price, env) if reusable else None
     if command is not None and cfg.out:  # nothing changed since this command's last full evaluation
         reused = reuse_command(s, command, console)

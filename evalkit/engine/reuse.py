@@ -13,7 +13,7 @@ removed) takes the full path, which writes a new stamp.
 
 Only the plainest runs are stamped: no failed, judged, batched, budgeted, sharded, repeated or re-asked
 query, no record outside the run, no line said after the results; anything else always takes the full
-path. Nor is a matrix's pair, a --dry-run or --reask-cutoffs ever reused.
+path. Nor is a --dry-run or --reask-cutoffs ever reused (a matrix's pair is, like any run).
 
 With --out and local data (a file or folder, or the bundled sample) the check comes before the data is
 even read (`reuse_command`): the stamp also holds a hash of the command (every setting, the endpoints,

@@ -46,7 +46,7 @@ def export(run_dirs: Sequence[str | Path], to: str, *, out: str | Path | None = 
     paths = list(dict.fromkeys(Path(p) for p in run_dirs))
     if not paths:
         raise EvalkitError("export: name at least one run directory")
-    runs = [read_export_run(p) for p in paths]
+    runs = [read_export_run(p, records=to in ("eee", "csv", "jsonl")) for p in paths]
     tell = say or (lambda _line: None)
     for run in runs:
         for note in run.notes:

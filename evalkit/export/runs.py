@@ -40,8 +40,20 @@ class ExportRun:
     path: Path
     summary: dict[str, Any]
     manifest: dict[str, Any]
-    records: list[Record]
+    loaded_records: list[Record] | None  # None: records.jsonl read on first use (MLflow and W&B never use it)
     notes: list[str] = field(default_factory=list)
+    identity: dict[str, Any] = field(default_factory=dict)  # config.json's: what makes two runs the same run
+
+    @property
+    def records(self) -> list[Record]:
+        """The run's records (the last valid one per query); damaged lines skipped, and said in `notes`."""
+        if self.loaded_records is None:
+            found = read_records(self.path / RECORDS)
+            if found.damaged:
+                self.notes.append(damaged_note(found.damaged, saved=False,
+                                               then="their queries are left out of the export"))
+            self.loaded_records = list(found.records.values())
+        return self.loaded_records
 
     @property
     def name(self) -> str:
@@ -83,6 +95,15 @@ class ExportRun:
         plots = sorted((self.path / PLOTS).glob("*.png")) if (self.path / PLOTS).is_dir() else []
         return [p for p in files if p.is_file()] + plots
 
+    def run_key(self) -> str:
+        """The run identity (its data fingerprint included) as one stable text, `IDENTITY-DATA` (16 hex
+        characters each): the same run exported again finds its tracker run by it (the `evalkit.run_id`
+        tag). A 0.1.0 identity holds the data's path, not its fingerprint: that path stands in for it."""
+        ident = json.dumps(self.identity, sort_keys=True, separators=(",", ":"), default=str)
+        data = str(self.identity.get("data_sha256") or hashlib.sha256(str(self.identity.get("data")).encode())
+                   .hexdigest())
+        return f"{hashlib.sha256(ident.encode()).hexdigest()[:16]}-{data[:16]}"
+
     def records_sha256(self) -> str:
         try:
             return hashlib.sha256((self.path / RECORDS).read_bytes()).hexdigest()
@@ -90,9 +111,10 @@ class ExportRun:
             return hashlib.sha256(b"").hexdigest()
 
 
-def read_export_run(path: str | Path) -> ExportRun:
-    """A finished run directory, or one line saying why it is not one (exit 2)."""
-    rundir, _, summary = read_finished(Path(path))
+def read_export_run(path: str | Path, *, records: bool = True) -> ExportRun:
+    """A finished run directory, or one line saying why it is not one (exit 2). `records=False`: its
+    records.jsonl is read only if used (a tracker export logs the summary's numbers, not the records)."""
+    rundir, saved, summary = read_finished(Path(path))
     if not isinstance(summary, dict) or "metrics" not in summary:
         raise EvalkitError(f"{rundir.path / 'summary.json'}: no metrics; rebuild it with `evalkit report {path}`")
     manifest: dict[str, Any] = {}
@@ -102,13 +124,16 @@ def read_export_run(path: str | Path) -> ExportRun:
             manifest = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError) as e:
             raise EvalkitError(f"{rundir.path / MANIFEST}: unreadable ({e})") from e
-    found = read_records(rundir.path / RECORDS)
-    notes = [damaged_note(found.damaged, saved=False, then="their queries are left out of the export")
-             ] if found.damaged else []
-    records = list(found.records.values())
-    unscored = set(summary.get("unscored_ids") or ())  # a 0.3 summary's list cost, from its scored records
-    summary = with_list_cost(summary, None, (r for r in records if r.query_id not in unscored))
-    return ExportRun(rundir.path, summary, manifest, records, notes)
+    identity = saved.get("identity") if isinstance(saved.get("identity"), dict) else {}
+    run = ExportRun(rundir.path, summary, manifest, None, [], dict(identity))
+    usage = summary.get("usage")
+    older = isinstance(usage, dict) and "list_cost_usd" not in usage  # a 0.3 summary: its list cost from its records
+    if records or older:
+        run.records  # noqa: B018 - read now, so its notes are said before anything is written
+    if older:
+        unscored = set(summary.get("unscored_ids") or ())
+        run.summary = with_list_cost(summary, None, (r for r in run.records if r.query_id not in unscored))
+    return run
 
 
 def run_metrics(run: ExportRun) -> dict[str, float]:

@@ -5,6 +5,10 @@ numeric leaves by flattened name ("per_category/cat0"), with counts/, usage/ and
 interval) beside them; artifacts: report.md, summary.json, manifest.json and plots/. The tracking URI
 is --tracking-uri, else MLFLOW_TRACKING_URI, else mlflow's default. MLflow allows only some characters
 in a name: others become "_", and metric_names.json (an artifact) maps each changed name back.
+
+Exported again, a run updates its MLflow run (found by the tag `evalkit.run_id`: the run identity and
+data fingerprint) instead of making a second one; where a parameter changed, which MLflow refuses to
+change, a new MLflow run is made, tagged `evalkit.previous_run` with the one it follows.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from evalkit.core.sdk import import_sdk
 from evalkit.export.runs import ExportRun, flat_settings, run_metrics
 
 PARAM_VALUE_MAX = 6000  # characters MLflow keeps of a parameter's value
-BATCH_METRICS = 1000  # MLflow's limits for one log_batch call
-BATCH_PARAMS = 100
+BATCH_METRICS = 1000  # MLflow's limits for one log_batch call: 1,000 entries in all, 100 of them params
+BATCH_PARAMS = 100  # (and 100 tags)
+RUN_KEY_TAG = "evalkit.run_id"  # the run identity and data fingerprint (ExportRun.run_key): one MLflow run per run
+PREVIOUS_TAG = "evalkit.previous_run"  # on a run made because a parameter changed: the MLflow run it follows
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_\-. /:]+")
 
 
@@ -50,44 +56,80 @@ def export_mlflow(runs: Sequence[ExportRun], *, tracking_uri: str | None, experi
         ids = []
         for run in runs:
             try:
-                ids.append(_log_run(mlflow, client, experiment_id, run))
+                run_id, updated = _log_run(mlflow, client, experiment_id, run, say)
+                ids.append(run_id)
             except Exception as e:
                 done = f" ({len(ids)} earlier run{'s' if len(ids) != 1 else ''} logged)" if ids else ""
                 raise EvalkitError(f"mlflow: {run.path}: {_short(e)}{done}") from None
-            say(f"mlflow: {run.path} -> run {ids[-1]} in experiment {experiment!r}")
+            say(f"mlflow: {run.path} -> run {run_id} in experiment {experiment!r}" + (" (updated)" if updated else ""))
     return ids
 
 
-def _log_run(mlflow: Any, client: Any, experiment_id: str, run: ExportRun) -> str:
+def _log_run(mlflow: Any, client: Any, experiment_id: str, run: ExportRun, say: Any) -> tuple[str, bool]:
+    """The run's MLflow run: the one an earlier export made (found by its `evalkit.run_id` tag) updated in
+    place, or a new one; new too where a parameter changed (MLflow keeps a parameter as first logged),
+    then tagged with the run it follows."""
+    key = run.run_key()
     tags = {"evalkit.benchmark": run.benchmark, "evalkit.model": run.model, "evalkit.run_dir": run.name,
             "evalkit.mode": str(run.summary.get("mode") or ""), "evalkit.version": str(run.summary.get(
-                "evalkit_version") or ""), "evalkit.complete": json.dumps(run.summary.get("complete"))}
+                "evalkit_version") or ""), "evalkit.complete": json.dumps(run.summary.get("complete")),
+            RUN_KEY_TAG: key}
+    params = _params(mlflow.entities, run)
+    earlier = _exported(client, experiment_id, key)
+    stamp = int(time.time() * 1000)
+    if earlier is not None:
+        changed = [p.key for p in params if p.key in earlier.data.params and earlier.data.params[p.key] != p.value]
+        if not changed:
+            run_id = earlier.info.run_id
+            new_params = [p for p in params if p.key not in earlier.data.params]
+            # a later stamp than anything logged before, so the updated values are the run's latest
+            stamp = max(stamp, int(earlier.info.end_time or earlier.info.start_time or 0) + 1)
+            _logged(mlflow.entities, client, run_id, run, new_params, tags, stamp)
+            return run_id, True
+        tags[PREVIOUS_TAG] = earlier.info.run_id
     run_id = client.create_run(experiment_id, run_name=run.name, tags=tags).info.run_id
+    if earlier is not None:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        say(f"mlflow: {run.path}: {shown} changed since run {earlier.info.run_id} was logged, and MLflow keeps a "
+            f"parameter as first logged: new run {run_id}, tagged {PREVIOUS_TAG}={earlier.info.run_id}")
+    _logged(mlflow.entities, client, run_id, run, params, {}, stamp)
+    return run_id, False
+
+
+def _exported(client: Any, experiment_id: str, key: str) -> Any:
+    """The latest MLflow run an earlier export of this run made (None: never exported to this experiment)."""
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{RUN_KEY_TAG}` = '{key}'",
+                               order_by=["attributes.start_time DESC"], max_results=1)
+    return found[0] if found else None
+
+
+def _logged(entities: Any, client: Any, run_id: str, run: ExportRun, params: list[Any], tags: dict[str, str],
+            stamp: int) -> None:
+    """Log the contents, then close the run: FINISHED, KILLED for an incomplete run, FAILED if logging failed."""
     try:
-        _log_contents(mlflow.entities, client, run_id, run)
+        _log_contents(entities, client, run_id, run, params, tags, stamp)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
     client.set_terminated(run_id, "FINISHED" if run.summary.get("complete", True) else "KILLED")
-    return run_id
 
 
-def _log_contents(entities: Any, client: Any, run_id: str, run: ExportRun) -> None:
-    params = [entities.Param(mlflow_name(k), v if len(v) <= PARAM_VALUE_MAX else v[:PARAM_VALUE_MAX - 1] + "…")
-              for k, v in _unique(flat_settings(run.settings())).items()]
+def _params(entities: Any, run: ExportRun) -> list[Any]:
+    return [entities.Param(mlflow_name(k), v if len(v) <= PARAM_VALUE_MAX else v[:PARAM_VALUE_MAX - 1] + "…")
+            for k, v in _unique(flat_settings(run.settings())).items()]
+
+
+def _log_contents(entities: Any, client: Any, run_id: str, run: ExportRun, params: list[Any],
+                  tags: dict[str, str], stamp: int) -> None:
     renamed: dict[str, str] = {}  # logged name -> the official one, where they differ
     metrics: dict[str, Any] = {}
-    stamp = int(time.time() * 1000)
     for name, value in run_metrics(run).items():
         logged = _free_name(mlflow_name(name), metrics)
         if logged != name:
             renamed[logged] = name
         metrics[logged] = entities.Metric(logged, value, stamp, 0)
-    batch = list(metrics.values())
-    for i in range(0, len(batch), BATCH_METRICS):
-        client.log_batch(run_id, metrics=batch[i:i + BATCH_METRICS])
-    for i in range(0, len(params), BATCH_PARAMS):
-        client.log_batch(run_id, params=params[i:i + BATCH_PARAMS])
+    for part in _batches(list(metrics.values()), params, [entities.RunTag(k, v) for k, v in tags.items()]):
+        client.log_batch(run_id, **part)
     for path in run.artifacts():
         client.log_artifact(run_id, str(path), artifact_path="plots" if path.parent.name == "plots" else None)
     if renamed:
@@ -95,6 +137,15 @@ def _log_contents(entities: Any, client: Any, run_id: str, run: ExportRun) -> No
             names = Path(tmp) / "metric_names.json"
             names.write_text(json.dumps(renamed, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             client.log_artifact(run_id, str(names))
+
+
+def _batches(metrics: list[Any], params: list[Any], tags: list[Any]) -> Iterator[dict[str, list[Any]]]:
+    """As few log_batch calls as MLflow's limits allow (1,000 entries, 100 of them params, 100 tags)."""
+    while metrics or params or tags:
+        p, t = params[:BATCH_PARAMS], tags[:BATCH_PARAMS]
+        m = metrics[:BATCH_METRICS - len(p) - len(t)]
+        yield {"metrics": m, "params": p, "tags": t}
+        metrics, params, tags = metrics[len(m):], params[len(p):], tags[len(t):]
 
 
 def _unique(params: dict[str, str]) -> dict[str, str]:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
@@ -27,6 +27,9 @@ from evalkit.rundir.costs import with_list_cost
 from evalkit.rundir.identity import protocol_view, saved_settings
 from evalkit.rundir.layout import read_finished
 from evalkit.rundir.records import damaged_note
+
+if TYPE_CHECKING:
+    from evalkit.report.figures import Plotter
 
 # Settings that may differ between the models of one comparison: who answered, and how it
 # was asked to generate. Everything else in a run's identity is protocol and must agree.
@@ -133,10 +136,11 @@ def _data_mismatch(runs: Sequence[LoadedRun]) -> str | None:
 class Comparison(Leaderboard):
     """The leaderboard `compare` returns (`evalkit.Comparison`): the data, and writing its report."""
 
-    def write(self, out: Path, plots: bool = True) -> Path:
-        """report.md, comparison.json and (unless plots=False) plots/*.png in `out`; returns the report's path."""
+    def write(self, out: Path, plots: bool = True, plotter: Plotter | None = None) -> Path:
+        """report.md, comparison.json and (unless plots=False) plots/*.png in `out`; returns the report's path.
+        `plotter`: a child process that draws the plots (report/plot_process.py), else drawn here."""
         self.out_dir = Path(out)
-        return write_comparison(self, self.out_dir, plots)
+        return write_comparison(self, self.out_dir, plots, plotter)
 
 
 def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, sizes: str | Path | None = None,

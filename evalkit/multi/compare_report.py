@@ -9,7 +9,7 @@ from evalkit.benchmarks import get_benchmark
 from evalkit.core.files import write_json_atomic
 from evalkit.metrics.analysis.comparison import PAIRED_TEST
 from evalkit.money.shown import COST_NOTE, costs_line
-from evalkit.report.figures import draw_all
+from evalkit.report.figures import Plotter, draw_all
 from evalkit.report.tables import (
     RELIABILITY_HEAD,
     fmt,
@@ -139,10 +139,11 @@ def render_comparison(c: Leaderboard, figures: list[tuple[str, Path]], out: Path
     return "\n".join(lines)
 
 
-def write_comparison(c: Leaderboard, out: Path, plots: bool = True) -> Path:
-    """report.md and comparison.json in `out`, and (unless plots=False: --no-plots) plots/*.png."""
+def write_comparison(c: Leaderboard, out: Path, plots: bool = True, plotter: Plotter | None = None) -> Path:
+    """report.md and comparison.json in `out`, and (unless plots=False: --no-plots) plots/*.png, drawn by
+    `plotter` where given (a child process: report/plot_process.py)."""
     out.mkdir(parents=True, exist_ok=True)
-    figures = draw_all(out / "plots", c.results) if plots else []
+    figures = draw_all(out / "plots", c.results, plotter=plotter) if plots else []
     write_json_atomic(out / "comparison.json", c.to_dict())
     path = out / "report.md"
     path.write_text(render_comparison(c, figures, out), encoding="utf-8")

@@ -44,7 +44,7 @@ def _runs(tmp_path):
 @pytest.fixture(autouse=True)
 def _no_figures(monkeypatch):
     """The comparison's report without its plots (drawn from real runs in test_compare)."""
-    monkeypatch.setattr("evalkit.multi.compare_report.draw_all", lambda plot_dir, results: [])
+    monkeypatch.setattr("evalkit.multi.compare_report.draw_all", lambda plot_dir, results, **_: [])
 
 
 def test_an_incomplete_run_is_ranked_over_the_common_items_and_marked(tmp_path):
