@@ -33,6 +33,16 @@ def sim_and_data(tmp_path_factory):
         yield sim, data
 
 
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt, as in a notebook's kernel, also where the tests were started with it
+    ignored (`pytest &` in a script: a background job inherits SIGINT ignored, and the run rightly leaves an
+    ignored SIGINT ignored, so the test's interrupts would never be heard)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _options(sim, data, tmp_path, name: str) -> dict:
     return {"data": str(data), "base_url": sim.url, "out": str(tmp_path / name), "cache_dir": str(tmp_path / f"c-{name}"),
             "concurrency": 2, "plots": False, "progress": False, "group_images": False}
@@ -74,7 +84,7 @@ def test_run_inside_a_running_loop_equals_the_run_outside_and_prints_nothing_whe
     assert len(inside.to_rows()) == N and all(row["correct"] for row in inside.to_rows())
 
 
-def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_data, tmp_path):
+def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_data, tmp_path, sigint_raises):
     sim, data = sim_and_data
     options = _options(sim, data, tmp_path, "cut")
     main = threading.main_thread().ident
@@ -108,7 +118,7 @@ def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_
     assert len(again.records) == N and again.summary["counts"]["correct"] == N
 
 
-def test_a_second_interrupt_stops_at_once_and_leaves_no_thread(sim_and_data, tmp_path):
+def test_a_second_interrupt_stops_at_once_and_leaves_no_thread(sim_and_data, tmp_path, sigint_raises):
     """The replies on their way are held at the server: the first interrupt waits for them (drain), the
     second stops the run at once; the worker still ends before the cell does.
 
