@@ -16,7 +16,7 @@ import threading
 
 import pytest
 from synthetic_data import make_mcq_jsonl
-from waiting import wait_until_held, wait_until_idle
+from waiting import DEADLINE_S, wait_until_held, wait_until_idle
 
 import evalkit
 from evalkit.engine.stopping.shutdown import INTERRUPTER
@@ -31,6 +31,16 @@ def sim_and_data(tmp_path_factory):
     data = make_mcq_jsonl(tmp_path_factory.mktemp("ds"), N, seed=5, image_size=32)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         yield sim, data
+
+
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt, as in a notebook's kernel, also where the tests were started with it
+    ignored (`pytest &` in a script: a background job inherits SIGINT ignored, and the run rightly leaves an
+    ignored SIGINT ignored, so the test's interrupts would never be heard)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def _options(sim, data, tmp_path, name: str) -> dict:
@@ -74,7 +84,7 @@ def test_run_inside_a_running_loop_equals_the_run_outside_and_prints_nothing_whe
     assert len(inside.to_rows()) == N and all(row["correct"] for row in inside.to_rows())
 
 
-def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_data, tmp_path):
+def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_data, tmp_path, sigint_raises):
     sim, data = sim_and_data
     options = _options(sim, data, tmp_path, "cut")
     main = threading.main_thread().ident
@@ -109,27 +119,36 @@ def test_interrupting_the_cell_drains_the_run_and_the_same_call_resumes(sim_and_
     assert len(again.records) == N and again.summary["counts"]["correct"] == N
 
 
-def test_a_second_interrupt_stops_at_once_and_leaves_no_thread(sim_and_data, tmp_path):
+def test_a_second_interrupt_stops_at_once_and_leaves_no_thread(sim_and_data, tmp_path, sigint_raises):
     """The replies on their way are held at the server: the first interrupt waits for them (drain), the
-    second stops the run at once; the worker still ends before the cell does."""
+    second stops the run at once; the worker still ends before the cell does.
+
+    The interrupts wait for two events: the run has recorded three replies (its on_record hook), and the
+    next request is held at the server. The second alone is not enough: the third reply has passed the
+    server's gate by then, but may still be on its way (being written, or unread in the client's buffer),
+    and a second interrupt rightly does not wait for it (on a busy machine the run then recorded 2)."""
     sim, data = sim_and_data
     options = _options(sim, data, tmp_path, "twice")
     main = threading.main_thread().ident
     interrupters: list = []
+    three_recorded = threading.Event()
     failures: list[BaseException] = []
 
     def note_the_interrupter() -> None:  # the engine's on_record hook, on the worker thread
-        if not interrupters:
-            interrupters.append(INTERRUPTER.get())
+        interrupters.append(INTERRUPTER.get())
+        if len(interrupters) == 3:
+            three_recorded.set()
 
     def interrupt_twice() -> None:
         try:
+            assert three_recorded.wait(DEADLINE_S), f"{len(interrupters)} replies recorded after {DEADLINE_S} s"
             wait_until_held(sim, None, 1)  # three replies are in; the next is held at the server, on its way
             signal.pthread_kill(main, signal.SIGINT)
-            assert interrupters[0] is not None and interrupters[0].told.wait(120)
+            assert interrupters[0] is not None and interrupters[0].told.wait(DEADLINE_S)
             signal.pthread_kill(main, signal.SIGINT)  # the drain waits for the held reply: stop at once
         except BaseException as e:  # noqa: BLE001 - said by the test
             failures.append(e)
+            sim.release()  # the run then ends by itself: the test fails with this reason instead of hanging
 
     async def cell(**hooks):
         return evalkit.run("mcq", "vllm/sim-model", **options, **hooks)
@@ -137,17 +156,22 @@ def test_a_second_interrupt_stops_at_once_and_leaves_no_thread(sim_and_data, tmp
     before, sent_before = _run_threads(), _sent(sim)
     interrupter = threading.Thread(target=interrupt_twice, name="test-interrupts")
     sim.hold(after=3)
+    ended: BaseException | None = None
     try:
         interrupter.start()
-        with pytest.raises(KeyboardInterrupt):
+        try:
             asyncio.run(cell(on_record=note_the_interrupter, quiet=True))
+        except KeyboardInterrupt as e:
+            ended = e
         interrupter.join()
     finally:
         sim.release()
     assert not failures, failures
+    assert isinstance(ended, KeyboardInterrupt)
     assert _run_threads() == before  # stopped at once, and still no thread left running
+    assert len(interrupters) == 3  # nothing more was received: the fourth reply was still held
     lines = [json.loads(x) for x in (tmp_path / "twice" / "records.jsonl").read_text().splitlines()]
-    assert len({r["query_id"] for r in lines if r["error"] is None}) == 3  # what had arrived is recorded
+    assert len({r["query_id"] for r in lines if r["error"] is None}) == 3  # what had arrived is on disk
     sent_first = _sent(sim) - sent_before
     again = asyncio.run(cell(quiet=True))
     assert again.exit_code == 0 and again.summary["this_run"]["already"] == 3

@@ -9,6 +9,7 @@ import json
 import pytest
 from sim_providers import FINISH, REFUSAL_WORD, base_url, key_env, keyed_providers, plain_providers, wire_of
 from synthetic_data import draw_image, make_mcq_jsonl
+from waiting import DEADLINE_S, wait_until_idle
 
 from evalkit.ask.confirm import AllFailAlike
 from evalkit.core.errors import EvalkitError, ProviderError, classify_status
@@ -117,9 +118,13 @@ def test_faults_every_query_answered_exactly_once(tmp_path, provider, fast_backo
     data = make_mcq_jsonl(tmp_path / "ds", n, seed=6)
     faults = SimFaults(rate=0.3, kinds=("429", "500", "503", "drop"), retry_after=0.05, seed=5)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), faults=faults)) as sim:
+        # --timeout is the suite's deadline for an event that comes (tests/waiting.py), not a pause: a request
+        # the client gives up on is legitimately sent again, and paid twice if the server still answers it. On
+        # a busy machine a 10 s timeout did that (151 completions for 150 queries); no fault here needs one.
         res = run("mcq", f"{provider}/sim-model", data=str(data), base_url=base_url(provider, sim.url),
-                  env=keys(provider), no_cache=True, out=str(tmp_path / "run"), concurrency=32, max_attempts=14, timeout=10,
-                  progress=False)
+                  env=keys(provider), no_cache=True, out=str(tmp_path / "run"), concurrency=32, max_attempts=14,
+                  timeout=DEADLINE_S, progress=False)
+        wait_until_idle(sim)
         counters = sim.counters.snapshot()
     assert res.exit_code == 0 and res.summary["metrics"]["accuracy"] == 100.0
     assert res.summary["error_kinds"] == {}
