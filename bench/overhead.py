@@ -99,9 +99,9 @@ def startup_seconds(repeats: int = 3) -> tuple[float, float]:
 
 
 def phases(args: argparse.Namespace, data: Path, work: Path) -> dict[str, float]:
-    from evalkit.ask.cache import ResponseCache
     from evalkit.ask.rate_limiter import Limiter
     from evalkit.ask.runner import RetryPolicy, Runner
+    from evalkit.ask.store.cache import ResponseCache
     from evalkit.benchmarks.prepare import prepare
     from evalkit.grading.grade import grade, make_record, summarize
     from evalkit.images.pipeline import ImagePipeline

@@ -37,9 +37,9 @@ from pathlib import Path
 
 from _common import QUESTION, SimProcess, bare_loop, chat_body, env_without_keys, make_jpeg, write_dataset
 
-from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Outcome, RetryPolicy, Runner
+from evalkit.ask.store.cache import NullCache
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Query
 from evalkit.engine.evaluate import run_async
 from evalkit.images.pipeline import ImagePipeline

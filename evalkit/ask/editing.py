@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from evalkit.ask.cache import CacheLike
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.request_key import request_key
 from evalkit.ask.retry import RetryPolicy, with_retries
+from evalkit.ask.store.cache import CacheLike
 from evalkit.core.data_json import jsonl_lines
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.sdk import load_target

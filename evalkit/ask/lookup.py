@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from evalkit.ask.cache import CacheLike
 from evalkit.ask.feed import Looked
 from evalkit.ask.request_key import request_key
+from evalkit.ask.store.cache import CacheLike
 from evalkit.core.types import ImagePart, Message, Query
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.images.provider_limits import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalkit.core.errors import ProviderError, server_reason
-from evalkit.core.surrogates import repaired
+from evalkit.core.text.surrogates import repaired
 from evalkit.core.types import Response
 
 
@@ -25,7 +25,7 @@ class RunnerStats:
 
 
 def writable(response: Response) -> Response:
-    """The response with no lone surrogate in its strings (U+FFFD instead, core.surrogates): every answer,
+    """The response with no lone surrogate in its strings (U+FFFD instead, core.text.surrogates): every answer,
     live or from a batch, passes here before the cache and records.jsonl write it as UTF-8."""
     response.text = repaired(response.text)
     for name in ("reasoning", "finish_reason", "served_by", "error_message", "via"):

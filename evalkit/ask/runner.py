@@ -18,8 +18,6 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from evalkit.ask.breaker import Breaker
-from evalkit.ask.cache import CacheLike
-from evalkit.ask.cache_writes import CacheWrites
 from evalkit.ask.claims import Claims, claim_or_wait
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.feed import Feed, Looked
@@ -27,8 +25,10 @@ from evalkit.ask.lookup import CacheLookup
 from evalkit.ask.outcome import NotSent, RunnerStats, unclassified, writable
 from evalkit.ask.rate_limiter import Limiter, estimate_tokens
 from evalkit.ask.retry import RetryPolicy, with_retries
+from evalkit.ask.store.cache import CacheLike
+from evalkit.ask.store.writes import CacheWrites
 from evalkit.core.errors import DataError, EvalkitError, ProviderError, RunError
-from evalkit.core.surrogates import repaired
+from evalkit.core.text.surrogates import repaired
 from evalkit.core.types import Outcome, Query, Response, is_cut_off
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.providers.base import Provider
@@ -61,7 +61,7 @@ class Runner:
         self.spend: Callable[[Callable[[], Awaitable[Response]], Query, Sequence[PreparedImage]],
                              Awaitable[Response]] | None = None  # sends each request (--max-cost reserves)
         self.lookup = CacheLookup(provider.spec, cache, pipeline, fingerprints=fingerprints)  # keys, cache lookups
-        self.received: Callable[[str, dict], None] | None = None  # the run directory's journal (ask.received)
+        self.received: Callable[[str, dict], None] | None = None  # the run directory's journal (ask.store.received)
 
     # ---- one query ---------------------------------------------------------------------
     def key_of(self, query: Query) -> str:

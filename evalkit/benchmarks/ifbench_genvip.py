@@ -16,10 +16,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
-from evalkit.ask.cache_seal import CacheSeal
 from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, EditResult, create_editor, run_edits
 from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.store.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.store.seal import CacheSeal
 from evalkit.benchmarks.readers.ifbench import IMAGE_EXTS, entries, parse_item
 from evalkit.core import data_json, read_caps
 from evalkit.core.errors import EvalkitError

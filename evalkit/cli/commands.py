@@ -143,8 +143,8 @@ def cmd_list(args: argparse.Namespace | None, console: Console) -> int:
 
 
 def cmd_cache(args: argparse.Namespace, console: Console) -> int:
-    from evalkit.ask.cache import ResponseCache
-    from evalkit.ask.cache_seal import CacheSeal
+    from evalkit.ask.store.cache import ResponseCache
+    from evalkit.ask.store.seal import CacheSeal
 
     seal = CacheSeal.from_env(os.environ, args.cache_signed_only)
     url = args.cache_url or os.environ.get("EVALKIT_CACHE_URL")
@@ -156,7 +156,7 @@ def cmd_cache(args: argparse.Namespace, console: Console) -> int:
                                                                    soft_wrap=True))
     directory = Path(_cache_dir(args.cache_dir))
     if args.action == "verify":
-        from evalkit.ask.cache_verify import verify_cache
+        from evalkit.ask.store.verify import verify_cache
 
         check = verify_cache(directory, repair=args.repair, seal=seal)
         console.print(check.summary(), markup=False, highlight=False, soft_wrap=True)

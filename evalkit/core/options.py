@@ -29,7 +29,7 @@ from dataclasses import MISSING, field, fields
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.shown_text import shown_value
+from evalkit.core.text.shown import shown_value
 
 ROLES = ("identity", "generation", "endpoint", "operational")
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from evalkit.ask.batch.pool import BatchPool
-from evalkit.ask.received import ReceivedJournal, replay
 from evalkit.ask.runner import Runner
 from evalkit.ask.schedule import group_by_image, image_group
+from evalkit.ask.store.received import ReceivedJournal, replay
 from evalkit.core import read_caps
 from evalkit.core.types import Outcome, Query, Record
 from evalkit.engine.budgeting import RunBudget, open_budget, start_line

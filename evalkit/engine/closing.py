@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.ask.batch.journal import JOURNAL, BatchJournal
-from evalkit.ask.cache_seal import rejected_line
+from evalkit.ask.store.seal import rejected_line
 from evalkit.benchmarks.prepare import Prepared
 from evalkit.core.shard import items_in
 from evalkit.engine.asking import Asked

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
+from evalkit.ask.store.cache import CacheLike, NullCache, ResponseCache
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import Query, Record

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import MAX_REPEATS
-from evalkit.core.shown_text import shown_value
+from evalkit.core.text.shown import shown_value
 from evalkit.core.types import Query, Record
 from evalkit.metrics.analysis.comparison import PAIRED_TEST, CommonRepeats
 from evalkit.metrics.analysis.result import OverRepeats

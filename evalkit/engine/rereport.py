@@ -20,10 +20,10 @@ from typing import Any
 
 from rich.console import Console
 
-from evalkit.ask.cache import NullCache, ResponseCache
-from evalkit.ask.cache_seal import CacheSeal
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.store.cache import NullCache, ResponseCache
+from evalkit.ask.store.seal import CacheSeal
 from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import Record

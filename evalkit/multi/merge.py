@@ -31,14 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
+from evalkit.ask.store.cache import NullCache
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.errors import EvalkitError
 from evalkit.core.shard import Shard, parse_shard
-from evalkit.core.shown_text import shown_text
+from evalkit.core.text.shown import shown_text
 from evalkit.core.types import Query, Record
 from evalkit.engine.evaluate import RunResult
 from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats

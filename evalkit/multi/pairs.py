@@ -17,7 +17,7 @@ from typing import Any
 from evalkit.benchmarks import benchmark_class, option_owners
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import HOOKS, RunConfig, field_names, unknown_option
-from evalkit.core.shown_text import shown_text
+from evalkit.core.text.shown import shown_text
 from evalkit.multi.suite import BenchEntry, ModelEntry, bench_entry, model_entry, read_suite
 from evalkit.providers.registry import find
 

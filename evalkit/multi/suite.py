@@ -15,7 +15,7 @@
 
 Values are validated as the flags are (one line naming the file, the entry and the key; exit 2).
 What a message or the display repeats from the file (labels, names, keys) is escaped and shortened
-(core/shown_text.py): a label holding ESC sequences or 50 MB of text is shown as 80 safe characters.
+(core/text/shown.py): a label holding ESC sequences or 50 MB of text is shown as 80 safe characters.
 The TOML reader is imported only when a suite is read: `evalkit --help` stays light.
 """
 
@@ -31,7 +31,7 @@ from evalkit.benchmarks import REGISTRY, benchmark_class
 from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
-from evalkit.core.shown_text import shown_text, shown_value
+from evalkit.core.text.shown import shown_text, shown_value
 from evalkit.providers.reasoning import check_reasoning
 
 BENCH_KEYS = ("name", "data", "images", "options")

@@ -5,7 +5,7 @@ batches: at most FLUSH_INTERVAL_S (100 ms) after the first of them (a thread of 
 started by the first buffered line and stopped by close()), at flush()/close(), at interpreter
 exit, and on SIGINT/SIGTERM (engine/stopping/shutdown.py). A run killed with SIGKILL therefore loses at
 most the last 100 ms of records, whose answers are in received.jsonl (RECEIVED: each answer appended as it
-arrives, replayed by the next run; ask/received.py) and, milliseconds later, in the response cache. With
+arrives, replayed by the next run; ask/store/received.py) and, milliseconds later, in the response cache. With
 `immediate=True` (--no-cache: nothing else keeps the answers) every line is written as it
 arrives, as in 0.1.0. Loading skips damaged lines (rundir/records.py) and the next rewrite first
 saves them to records.damaged.jsonl. The line format is 0.1.0's, byte for byte.
@@ -39,7 +39,7 @@ from evalkit.rundir.records import DamagedLine, read_records, record_line, save_
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
 SUMMARY = "summary.json"
-RECEIVED = "received.jsonl"  # answers received, journaled before anything else (ask/received.py)
+RECEIVED = "received.jsonl"  # answers received, journaled before anything else (ask/store/received.py)
 FLUSH_INTERVAL_S = 0.1  # buffered records reach the file at most this long after the first of them
 RETRY_S = 1.0  # after a failed write, the flusher tries again this long after
 
@@ -124,7 +124,7 @@ class RunDir:
 
     @property
     def received_path(self) -> Path:
-        """The journal of answers received and not yet known to be recorded (SIGKILL-safe; ask/received.py)."""
+        """The journal of answers received and not yet known to be recorded (SIGKILL-safe; ask/store/received.py)."""
         return self.path / RECEIVED
 
     # ---- config ------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.surrogates import repaired_if_escaped
+from evalkit.core.text.surrogates import repaired_if_escaped
 from evalkit.core.types import Record
 
 

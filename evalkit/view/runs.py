@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.surrogates import repaired_if_escaped
+from evalkit.core.text.surrogates import repaired_if_escaped
 from evalkit.core.types import Record
 from evalkit.multi.compare import label_all
 from evalkit.rundir.costs import with_list_cost

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from evalkit.ask.cache import CacheLike, CacheStats, NullCache, ResponseCache
 from evalkit.ask.request_key import SCHEMA_VERSION, request_key
+from evalkit.ask.store.cache import CacheLike, CacheStats, NullCache, ResponseCache
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Response, TextPart, Transform, Usage
 
 
@@ -285,7 +285,7 @@ def test_values_in_sqlite_are_json_text_not_pickle(tmp_path: Path) -> None:
         assert sql_type == "text"
         assert isinstance(value, str)
         decoded = json.loads(value)
-        assert len(decoded.pop("bound")) == 64  # sealed to its key (ask/cache_seal.py)
+        assert len(decoded.pop("bound")) == 64  # sealed to its key (ask/store/seal.py)
         assert decoded == (big if k == "big" else sample_value())
         with pytest.raises(pickle.UnpicklingError):
             pickle.loads(value.encode("utf-8"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from synthetic_data import make_mcq_jsonl
 
-from evalkit.ask.cache import ResponseCache
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.cli import main
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.ask.cache import ResponseCache
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.cli import main
 
 MODE_TEXT = 3  # diskcache's mode for a value kept in a file of its own

@@ -1,4 +1,4 @@
-"""`cache verify`'s verdicts (evalkit.ask.cache_seal.audit) on entries sealed by evalkit itself: a copied
+"""`cache verify`'s verdicts (evalkit.ask.store.seal.audit) on entries sealed by evalkit itself: a copied
 answer and answers moved round among keys are swapped, a changed one altered, 0.3's unsigned, another
 secret's a wrong signature; the seal's text is the documented one (docs/scale.md)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from evalkit.ask.cache_seal import (
+from evalkit.ask.store.seal import (
     ALTERED,
     BADLY_SIGNED,
     PAIR_LIMIT,

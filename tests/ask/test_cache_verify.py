@@ -9,7 +9,7 @@ import sqlite3
 
 from cli_under_test import run_main
 
-from evalkit.ask.cache import ResponseCache
+from evalkit.ask.store.cache import ResponseCache
 
 
 def _fill(cache_dir, n=20):

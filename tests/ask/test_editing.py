@@ -14,9 +14,9 @@ from hostile_routes import HostileRoutes
 from PIL import Image
 from synthetic_data import draw_image
 
-from evalkit.ask.cache import NullCache, ResponseCache
 from evalkit.ask.editing import GENVIP_INSTRUCTION, EditRequest, create_editor, run_edits
 from evalkit.ask.rate_limiter import Limiter
+from evalkit.ask.store.cache import NullCache, ResponseCache
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import ImagePart, ImageRef
 from evalkit.images.pipeline import ImagePipeline

@@ -17,7 +17,7 @@ import pytest
 from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
-from evalkit.ask.cache import ResponseCache
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.server import SimConfig, SimThread
 

@@ -1,10 +1,10 @@
-"""received.jsonl (evalkit.ask.received): one line per answer, read back whatever a kill left, and
+"""received.jsonl (evalkit.ask.store.received): one line per answer, read back whatever a kill left, and
 replayed into the cache a resumed run looks in (under --no-cache, in front of it)."""
 
 from __future__ import annotations
 
-from evalkit.ask.cache import NullCache, ResponseCache
-from evalkit.ask.received import ReceivedJournal, replay
+from evalkit.ask.store.cache import NullCache, ResponseCache
+from evalkit.ask.store.received import ReceivedJournal, replay
 
 
 def _value(text: str) -> dict:

@@ -18,11 +18,11 @@ from cli_under_test import run_main
 from echo_provider import Echo, echo_queries
 from synthetic_data import make_mcq_jsonl
 
-from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.core.errors import ProviderError
-from evalkit.core.surrogates import repaired, repaired_json
+from evalkit.core.text.surrogates import repaired, repaired_json
 from evalkit.core.types import Response, Usage
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers.anthropic.client import response_from_anthropic

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.types import GenParams, Message, Query, Record, Response, Usage, is_cut_off
 from evalkit.engine.cutoffs import check_budget, split_options, to_reask, with_budget

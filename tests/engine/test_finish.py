@@ -18,9 +18,9 @@ from run_factory import make_run, record
 from synthetic_data import make_mcq_jsonl
 from waiting import StderrWatch, wait_until_idle
 
-from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.core.types import Query, Response, Usage
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.report import figures, plots

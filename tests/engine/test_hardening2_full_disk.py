@@ -26,7 +26,7 @@ import sqlite3
 import pytest
 from synthetic_data import make_mcq_jsonl
 
-from evalkit.ask.cache import ResponseCache
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.cli import main
 from evalkit.rundir.layout import RunDir
 from evalkit.sim.from_bench import answer_key_for

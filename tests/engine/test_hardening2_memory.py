@@ -27,9 +27,9 @@ import pytest
 from cli_under_test import run_main
 from PIL import Image
 
-from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.store.cache import NullCache
 from evalkit.core import read_caps
 from evalkit.core.errors import DataError, EvalkitError
 from evalkit.core.types import ImagePart, ImageRef, Message, Query, Response, Usage

@@ -10,10 +10,10 @@ from cli_under_test import run_main
 from echo_provider import Echo, echo_queries
 from synthetic_data import make_mcq_jsonl
 
-from evalkit.ask.cache import ResponseCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.retry import RetryPolicy
 from evalkit.ask.runner import Runner
+from evalkit.ask.store.cache import ResponseCache
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.providers import parse_spec
 from evalkit.providers.base import ProviderSpec, canonical_url, public_url

@@ -17,9 +17,9 @@ from cli_under_test import run_main
 from rich.console import Console
 from synthetic_data import make_mcq_jsonl
 
-from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
+from evalkit.ask.store.cache import NullCache
 from evalkit.core.types import GenParams, Message, Query, TextPart
 from evalkit.engine.evaluate import run
 from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider

@@ -18,10 +18,10 @@ import pytest
 from cli_under_test import run_main
 from synthetic_data import make_mcq_jsonl
 
-from evalkit.ask.cache import NullCache
 from evalkit.ask.confirm import Confirmation, ModelNotServed, names_model
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.store.cache import NullCache
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import Message, Query, Response, Usage
 from evalkit.engine.evaluate import run

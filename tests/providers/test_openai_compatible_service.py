@@ -23,9 +23,9 @@ from rich.console import Console
 from synthetic_data import make_mcq_jsonl
 
 import evalkit
-from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
+from evalkit.ask.store.cache import NullCache
 from evalkit.cli import main as cli_main
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import dataset_path

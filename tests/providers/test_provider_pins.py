@@ -34,9 +34,9 @@ import pytest
 from rich.console import Console
 
 import evalkit
-from evalkit.ask.cache import NullCache
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
+from evalkit.ask.store.cache import NullCache
 from evalkit.benchmarks.prepare import prepare, resolve_images
 from evalkit.benchmarks.run_settings import resolve_settings
 from evalkit.core.resources import dataset_path

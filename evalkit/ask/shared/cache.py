@@ -5,7 +5,7 @@ filesystem, and a cache that loses answers makes a team pay twice. Why this is s
 content-addressed (the key is the request's hash) and immutable, so they are written once with `SET NX`
 and never locked, updated or invalidated. Values are the same JSON text as on disk (never pickle: a
 shared cache must not be able to run code on whoever reads it), capped in size, sealed to their key
-(ask/cache_seal.py): an entry that does not match its key is a miss, and the answer asked again replaces
+(ask/store/seal.py): an entry that does not match its key is a miss, and the answer asked again replaces
 it (a plain SET: there, the first answer stored must not stand).
 
 Reads go to the local cache first; what only Redis holds is copied to the local cache as it is read (the
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from evalkit.ask.cache import CacheStats, ResponseCache
-from evalkit.ask.cache_seal import (
+from evalkit.ask.store.cache import CacheStats, ResponseCache
+from evalkit.ask.store.seal import (
     ALTERED,
     BADLY_SIGNED,
     SWAPPED,
@@ -278,7 +278,7 @@ class SharedClaims:
         if claims is None or self._shared.store is None:
             return True
         if key in self._shared.refused or key in self._shared.local.rejected_keys:
-            return True  # asked at once, unclaimed (see evalkit.ask.cache.RefusedUnclaimed)
+            return True  # asked at once, unclaimed (see evalkit.ask.store.cache.RefusedUnclaimed)
         claimed = self._shared._remote(lambda _: claims.claim(key))
         return True if claimed is None else bool(claimed)
 
@@ -319,7 +319,7 @@ def open_shared(url: str, local_dir: Path, *, fallback: bool = False, seal: Cach
 def shared_cache_command(action: str, url: str, *, repair: bool, yes: bool, say: Callable[[str], None],
                          seal: CacheSeal | None = None) -> int:
     """`evalkit cache stats|clear|verify --cache-url URL`: the shared cache's entries. Clearing a team's cache
-    needs --yes; verify reads every entry, says which would not be served and why (ask/cache_seal.py) and,
+    needs --yes; verify reads every entry, says which would not be served and why (ask/store/seal.py) and,
     with --repair, removes those that do not parse or do not match their key."""
     store = RedisStore(url)
     try:

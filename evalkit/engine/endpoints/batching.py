@@ -16,9 +16,9 @@ from typing import Any
 
 from evalkit.ask.batch.journal import JOURNAL, BatchJournal
 from evalkit.ask.batch.pool import BatchPool, CostOf
-from evalkit.ask.cache import CacheLike
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
+from evalkit.ask.store.cache import CacheLike
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.types import GenParams, Message, Outcome, Query

@@ -7,13 +7,13 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-from evalkit.ask.cache import CacheLike, NullCache, ResponseCache
-from evalkit.ask.cache_seal import CacheSeal
 from evalkit.ask.claims import owner_token
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.ask.shared.limits import scope_of
+from evalkit.ask.store.cache import CacheLike, NullCache, ResponseCache
+from evalkit.ask.store.seal import CacheSeal
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.engine.endpoints.batching import batch_runner

@@ -2,10 +2,10 @@
 
 Asking on while nothing can be written pays for answers that a resume pays for again. So the first
 failed write of records.jsonl (rundir.RunDir.write_error) or of the response cache
-(ask.cache_writes.CacheWriteError) stops new requests; the replies already on their way are
+(ask.store.writes.CacheWriteError) stops new requests; the replies already on their way are
 received and held in memory. When the asking is over, the records that could not be written are
 tried once more (space may have been freed since); those that still cannot be are lost unless the
-cache or received.jsonl (ask/received.py) holds their answers, and the one-line error (exit 2) says how
+cache or received.jsonl (ask/store/received.py) holds their answers, and the one-line error (exit 2) says how
 many of each.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalkit.ask.cache_writes import CacheWriteError
-from evalkit.ask.received import ReceivedJournal
+from evalkit.ask.store.received import ReceivedJournal
+from evalkit.ask.store.writes import CacheWriteError
 from evalkit.core.errors import EvalkitError
 from evalkit.rundir.layout import RECEIVED, RunDir
 

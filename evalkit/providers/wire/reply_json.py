@@ -5,7 +5,7 @@ an array, an answer that is a number. Any of those is `malformed` (a transient P
 retried, and recorded as an error when the attempts run out), never an exception that escapes
 the provider. Token counts are forgiving instead: a count that is not a non-negative integer
 becomes 0, and the answer is kept, because it was paid for. So is a lone UTF-16 surrogate
-(`"\\ud83d"`, valid JSON): it becomes U+FFFD (core.surrogates), the answer around it is kept.
+(`"\\ud83d"`, valid JSON): it becomes U+FFFD (core.text.surrogates), the answer around it is kept.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.errors import ProviderError
-from evalkit.core.surrogates import repaired_if_escaped
+from evalkit.core.text.surrogates import repaired_if_escaped
 
 
 def malformed(what: str) -> ProviderError:

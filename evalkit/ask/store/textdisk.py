@@ -1,6 +1,6 @@
 """The response cache's diskcache Disk: str keys and JSON-text values only, never pickle.
 
-A module of its own so that importing evalkit.ask.cache (request keys, NullCache) does not
+A module of its own so that importing evalkit.ask.store.cache (request keys, NullCache) does not
 import diskcache; ResponseCache imports this when it opens a cache directory.
 """
 

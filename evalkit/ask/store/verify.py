@@ -8,7 +8,7 @@ sqlite cannot read aside (cache.db.damaged-TIME), keeping every entry it could s
 Checks: sqlite's integrity check; each row has a text key, a JSON-object value and, when the value
 lives in a file, a file inside the cache folder that exists; value files (`??/??/*.val`) that no row
 names. Files evalkit keeps beside the database (file-hashes.json) are not entries and are left alone.
-And whether each readable entry would be served (ask/cache_seal.py): swapped, altered, unsigned (written
+And whether each readable entry would be served (ask/store/seal.py): swapped, altered, unsigned (written
 before 0.4) and, with EVALKIT_CACHE_SECRET, wrongly signed entries are counted apart; --repair removes the
 swapped and altered ones too (a run would ask them again), never an unsigned one (paid for).
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.ask.cache_seal import ALTERED, BADLY_SIGNED, SWAPPED, UNSIGNED, CacheSeal, audit, seal_counts
+from evalkit.ask.store.seal import ALTERED, BADLY_SIGNED, SWAPPED, UNSIGNED, CacheSeal, audit, seal_counts
 
 DB = "cache.db"
 
@@ -177,7 +177,7 @@ def verify_cache(directory: Path, *, repair: bool = False, seal: CacheSeal | Non
 
 def _remove(check: CacheCheck, root: Path, broken: list[tuple[int, object]], orphans: list[Path]) -> None:
     """Delete broken rows through diskcache (its counters follow), and unreferenced value files."""
-    from evalkit.ask.cache import ResponseCache
+    from evalkit.ask.store.cache import ResponseCache
 
     with ResponseCache(root) as cache:
         store = cache._cache
@@ -193,7 +193,7 @@ def _remove(check: CacheCheck, root: Path, broken: list[tuple[int, object]], orp
 
 def _move_aside(check: CacheCheck, db: Path, root: Path) -> None:
     """Keep the damaged database under another name, and start a new one with every entry still readable."""
-    from evalkit.ask.cache import ResponseCache
+    from evalkit.ask.store.cache import ResponseCache
 
     salvaged = {key: text for _, key, raw, mode, filename, value in _salvage(db)
                 for reason, text in [_reason(key, raw, mode, filename, value, root)] if reason is None}

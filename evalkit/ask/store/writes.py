@@ -45,7 +45,7 @@ class CacheWrites:
     In run() the sink gets an answer as soon as it arrives (the spending budget sees it at once)
     and its store follows within a batch, milliseconds later: well inside the 100 ms for which
     the run directory buffers the record (rundir/layout.py). What a SIGKILL catches between the two is
-    in the run directory's received.jsonl, written before either (ask/received.py)."""
+    in the run directory's received.jsonl, written before either (ask/store/received.py)."""
 
     def __init__(self, runner: CacheOwner):
         self._runner = runner

@@ -3,7 +3,7 @@
 
 Values are JSON text in diskcache's sqlite file, never pickle: a cache directory shared or
 copied between machines must not be able to run code when read. Each is sealed to its key
-(ask/cache_seal.py): an entry that does not match its key is a miss, counted in `rejected`.
+(ask/store/seal.py): an entry that does not match its key is a miss, counted in `rejected`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from evalkit.ask.cache_seal import CacheSeal, unsealed
 from evalkit.ask.request_key import canonical_json
+from evalkit.ask.store.seal import CacheSeal, unsealed
 from evalkit.core.environment import environment_error
 from evalkit.core.errors import EvalkitError
 
@@ -58,7 +58,7 @@ class CacheLike(Protocol):
 
     Optional, used when present: get_many(keys) and set_many(items) (batched lookups and group
     commits), `executor` (the cache's own thread for blocking work; see ResponseCache) and `rejected`
-    (request keys whose entry did not match them, ask/cache_seal.py: misses, asked again)."""
+    (request keys whose entry did not match them, ask/store/seal.py: misses, asked again)."""
 
     hits: int
     misses: int
@@ -148,7 +148,7 @@ class ResponseCache:
     def __init__(self, directory: str | Path, seal: CacheSeal | None = None):
         import diskcache
 
-        from evalkit.ask.textdisk import TextOnlyDisk
+        from evalkit.ask.store.textdisk import TextOnlyDisk
 
         self.directory = Path(directory).expanduser()
         self._cache = _open(self.directory, lambda: diskcache.Cache(

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit.ask.cache import CacheLike, NullCache
+from evalkit.ask.store.cache import CacheLike, NullCache
 
 
 class ReceivedJournal:
