@@ -70,14 +70,14 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
-    from evalkit.multi.compare import compare
-    from evalkit.report.console import print_comparison
-
     if args.n_boot < 0:
         raise EvalkitError(f"--n-boot must be >= 0, not {args.n_boot}")
     from evalkit.report.plot_process import PlotProcess
 
     with PlotProcess() as plotter:  # imports matplotlib on the other core while the runs are read and compared
+        from evalkit.multi.compare import compare  # (numpy and the analysis: imported after the child starts)
+        from evalkit.report.console import print_comparison
+
         comparison = compare(args.run_dirs, sizes=args.sizes, n_boot=args.n_boot, seed=args.seed)
         out = Path(args.out) if args.out else Path("runs") / f"compare-{comparison.benchmark}"
         report = comparison.write(out, plotter=plotter)

@@ -229,9 +229,9 @@ def _state(done: PairResult) -> str:
 
 
 def _warm_compare() -> None:
-    """Import what the comparisons need (scipy's tests: 2 s on a small machine) while the pairs ask."""
+    """Import what the comparisons need (scipy's binomial kernels) while the pairs ask."""
     with contextlib.suppress(Exception):  # the comparison says what is wrong, in its turn
-        import scipy.stats  # noqa: F401
+        import scipy.special._ufuncs  # noqa: F401
 
 
 def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Path] | None, plots: bool) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalkit.metrics import fit_store
+from evalkit.metrics.analysis.binom_test import binom_two_sided
 from evalkit.metrics.analysis.scoretable import ScoreTable, is_array
 
 if TYPE_CHECKING:  # numpy and scipy are imported where used: scipy.stats takes seconds to import
@@ -137,12 +138,10 @@ def _table_inputs(table: ScoreTable) -> tuple[str, str]:
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
     """Two-sided exact McNemar p: the discordant pairs as a fair-coin binomial."""
-    from scipy.stats import binomtest
-
     n = only_a + only_b
     if n == 0:
         return 1.0
-    return float(binomtest(min(only_a, only_b), n, 0.5).pvalue)
+    return binom_two_sided(min(only_a, only_b), n, 0.5)
 
 
 def discordant(a: ScoreTable, b: ScoreTable) -> tuple[int, int]:
