@@ -51,3 +51,4 @@ def shared_data() -> Path:
         pytest.skip(f"real benchmark data not present at {SHARED_DATA}")
     return SHARED_DATA
 
+

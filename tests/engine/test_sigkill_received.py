@@ -27,7 +27,7 @@ from waiting import wait_until_idle
 from evalkit.sim import SimConfig, SimThread
 from evalkit.sim.from_bench import answer_key_for
 
-N, ANSWERED, KILLS, CONCURRENCY = 240, 50, 4, 16
+N, ANSWERED, CONCURRENCY = 240, 50, 16
 DEADLINE_S = 120.0
 
 
@@ -59,9 +59,9 @@ def _kill_when_held(sim: SimThread, proc: subprocess.Popen, n: int) -> None:
 
 
 @pytest.mark.slow  # five processes started and killed per case
-@pytest.mark.parametrize("cache_after_kill", ["kept", "gone"])
-def test_sigkill_then_resume_asks_no_answer_received_before_the_kill(tmp_path, cache_after_kill):
-    """KILLS runs killed in turn, then one to the end. "gone": the cache is removed after each kill (a
+@pytest.mark.parametrize("cache_after_kill, kills", [("kept", 2), ("gone", 4)])  # "gone" is the case 0.3.0 fails
+def test_sigkill_then_resume_asks_no_answer_received_before_the_kill(tmp_path, cache_after_kill, kills):
+    """`kills` runs killed in turn, then one to the end. "gone": the cache is removed after each kill (a
     cache that had not stored them yet: another machine's, Redis), so the run directory alone keeps them."""
     data = _mcq(tmp_path / "ds", N)
     out, cache = tmp_path / "run", tmp_path / "cache"
@@ -71,7 +71,7 @@ def test_sigkill_then_resume_asks_no_answer_received_before_the_kill(tmp_path, c
         cmd = [sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model", "--data", str(data),
                "--base-url", sim.url, "--out", str(out), "--concurrency", str(CONCURRENCY), "--no-progress",
                "--cache-dir", str(cache)]
-        for _ in range(KILLS):
+        for _ in range(kills):
             sim.hold(after=ANSWERED)
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
@@ -94,7 +94,7 @@ def test_sigkill_then_resume_asks_no_answer_received_before_the_kill(tmp_path, c
 
     asked_again |= {k for k in delivered if per_key.get(k)}
     assert not asked_again, f"{len(asked_again)} answers received before a kill were paid for again"
-    assert len(delivered) == KILLS * ANSWERED and sum(per_key.values()) == N - KILLS * ANSWERED
+    assert len(delivered) == kills * ANSWERED and sum(per_key.values()) == N - kills * ANSWERED
     records = [json.loads(line) for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(r["query_id"] for r in records) == [f"q{i:04d}" for i in range(N)]
     assert all(r["error"] is None for r in records)
