@@ -50,5 +50,3 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"real benchmark data not present at {SHARED_DATA}")
     return SHARED_DATA
-
-
