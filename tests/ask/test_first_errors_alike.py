@@ -12,32 +12,30 @@ way: the answer is kept.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from aiohttp import web
+from threaded_app import ThreadedApp
 
 EVALKIT = Path(sys.executable).parent / "evalkit"
 MODEL = "gpt-4o-mini"
 NO_DB = {"error": {"message": "No connected db.", "type": "no_db_connection", "param": None, "code": "400"}}
 
 
-class LiteLLMWithoutDb:
+class LiteLLMWithoutDb(ThreadedApp):
     """A proxy without its database on its own loop in a thread: every call is 400 "No connected db."
     (`models_ok`: its model list answers; `answer_first`: the first chat request gets a reply)."""
 
     def __init__(self, models_ok: bool = False, answer_first: bool = False) -> None:
         self.models_ok, self.answer_first = models_ok, answer_first
         self.chats = 0
-        self.url = ""
-        self._ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+        super().__init__()
+
+    path = "/v1"
 
     async def _models(self, request: web.Request) -> web.Response:
         if self.models_ok:
@@ -55,28 +53,10 @@ class LiteLLMWithoutDb:
                 "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
         return web.json_response(NO_DB, status=400)
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
+    def make_app(self) -> web.Application:
         app = web.Application()
         app.add_routes([web.get("/v1/models", self._models), web.post("/v1/chat/completions", self._chat)])
-        runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        host, port = runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}/v1"
-        self._ready.set()
-        self._loop.run_forever()
-        self._loop.run_until_complete(runner.cleanup())
-
-    def __enter__(self) -> LiteLLMWithoutDb:
-        self._thread.start()
-        assert self._ready.wait(60)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(30)
+        return app
 
 
 def _run(server: LiteLLMWithoutDb, tmp_path: Path, *flags: str) -> tuple[subprocess.CompletedProcess, list[str]]:

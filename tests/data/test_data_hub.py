@@ -39,14 +39,6 @@ def write_registry(folder: Path, files: dict[str, bytes], *, md5_of=None) -> Pat
     return path
 
 
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    with HubStandin() as standin:
-        standin.activate(monkeypatch, tmp_path / "hf")
-        monkeypatch.chdir(tmp_path)  # no evalkit.lock of the developer's
-        yield standin
-
-
 def request(data=None, *, bench="tdbench", options=None, **env_extra) -> DataRequest:
     env = {**os.environ, **env_extra}
     return DataRequest(bench, data, options or {}, env, default_sample="tdbench")

@@ -7,9 +7,7 @@ import hashlib
 import json
 import shutil
 
-import pytest
 from cli_under_test import run_cli
-from hub_standin import HubStandin
 
 from evalkit.core.resources import dataset_path
 from evalkit.sim.from_bench import answer_key_for
@@ -27,14 +25,6 @@ def registry_text() -> str:
         md5 = hashlib.md5(dataset_path("tdbench", name).read_bytes()).hexdigest()
         lines += ["[[source.files]]", f'path = "{name}"', f'md5 = "{md5}"', 'when = { td_set = ["all", "main"] }']
     return "\n".join(lines) + "\n"
-
-
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    with HubStandin() as standin:
-        standin.activate(monkeypatch, tmp_path / "hf")
-        monkeypatch.chdir(tmp_path)
-        yield standin
 
 
 def report_top(run_dir) -> str:

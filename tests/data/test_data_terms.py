@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-import pytest
 from cli_under_test import checkout_under_test, run_cli
-from hub_standin import HubStandin
 
 from evalkit.core.resources import dataset_path
 
@@ -53,14 +51,6 @@ def test_docs_data_md_gives_the_same_terms():
     for fact in ("academic research only", "apache-2.0", "no licence file", "23 infrared datasets",
                  "1,990,690,823 bytes", LITE_SHA, "2026-11-29"):
         assert fact in section, fact
-
-
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    with HubStandin() as standin:
-        standin.activate(monkeypatch, tmp_path / "hf")
-        monkeypatch.chdir(tmp_path)
-        yield standin
 
 
 def test_a_download_that_is_not_the_published_sha256_is_refused_and_not_kept(hub, tmp_path):

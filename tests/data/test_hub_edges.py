@@ -48,14 +48,6 @@ def proxy(monkeypatch, tmp_path):
         yield standin
 
 
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    with HubStandin() as standin:
-        standin.activate(monkeypatch, tmp_path / "hf")
-        monkeypatch.chdir(tmp_path)
-        yield standin
-
-
 def test_a_listing_without_hashes_reads_the_same_twice_pinned_by_the_first_download(proxy, tmp_path):
     proxy.add_commit(REPO, mcq_files(), lfs=["mcq.tsv"])
     first = run_cli(["data", "pull", f"hf://{REPO}"], cwd=tmp_path)

@@ -11,15 +11,14 @@ reached".
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from aiohttp import web
+from threaded_app import ThreadedApp
 
 EVALKIT = Path(sys.executable).parent / "evalkit"
 PROJECT, LOCATION, GEMINI = "no-such-project-4711", "us-central1", "gemini-2.5-flash"
@@ -35,44 +34,23 @@ GRANT_REASON = ("Invalid JWT Signature. The key that signed the assertion is not
                 "GOOGLE_APPLICATION_CREDENTIALS at it: the-grant-reason-ends-here.")
 
 
-class Scripted:
+class Scripted(ThreadedApp):
     """An aiohttp app on its own loop in a thread, on a free port of 127.0.0.1; the requests it got, by path."""
 
     def __init__(self, routes: list[web.RouteDef]) -> None:
         self.paths: list[str] = []
-        self.url = ""
         self._routes = routes
-        self._ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+        super().__init__()
 
     @web.middleware
     async def _count(self, request: web.Request, handler):
         self.paths.append(request.path)
         return await handler(request)
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
+    def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._count])
         app.add_routes(self._routes)
-        runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        host, port = runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}"
-        self._ready.set()
-        self._loop.run_forever()
-        self._loop.run_until_complete(runner.cleanup())
-
-    def __enter__(self) -> Scripted:
-        self._thread.start()
-        assert self._ready.wait(60)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(30)
+        return app
 
 
 def _evalkit(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
