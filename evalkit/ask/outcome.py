@@ -28,7 +28,7 @@ def writable(response: Response) -> Response:
     """The response with no lone surrogate in its strings (U+FFFD instead, core.text.surrogates): every answer,
     live or from a batch, passes here before the cache and records.jsonl write it as UTF-8."""
     response.text = repaired(response.text)
-    for name in ("reasoning", "finish_reason", "served_by", "error_message", "via"):
+    for name in ("reasoning", "finish_reason", "served_by", "served_tier", "error_message", "via"):
         value = getattr(response, name)
         if isinstance(value, str):
             setattr(response, name, repaired(value))

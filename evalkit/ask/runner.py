@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from evalkit.ask.breaker import Breaker
@@ -29,7 +30,7 @@ from evalkit.ask.store.cache import CacheLike
 from evalkit.ask.store.writes import CacheWrites
 from evalkit.core.errors import DataError, EvalkitError, ProviderError, RunError
 from evalkit.core.text.surrogates import repaired
-from evalkit.core.types import Outcome, Query, Response, is_cut_off
+from evalkit.core.types import GenParams, Outcome, Query, Response, is_cut_off
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.providers.base import Provider
 
@@ -62,6 +63,7 @@ class Runner:
                              Awaitable[Response]] | None = None  # sends each request (--max-cost reserves)
         self.lookup = CacheLookup(provider.spec, cache, pipeline, fingerprints=fingerprints)  # keys, cache lookups
         self.received: Callable[[str, dict], None] | None = None  # the run directory's journal (ask.store.received)
+        self.service_tier: str | None = None  # --service-tier: sent beside each request, never in its key
 
     # ---- one query ---------------------------------------------------------------------
     def key_of(self, query: Query) -> str:
@@ -192,6 +194,13 @@ class Runner:
         confirm.settle(failed[-1] if failed else None, confirming)
         return response
 
+    def params_of(self, query: Query) -> GenParams:
+        """The query's generation settings as sent: with the service tier asked for (a delivery setting: the
+        query's key, made from query.params, does not hold it)."""
+        if self.service_tier is None:
+            return query.params
+        return replace(query.params, service_tier=self.service_tier)
+
     async def _attempts(self, query: Query, images: Sequence[PreparedImage],
                         failed: Callable[[ProviderError], None] | None = None) -> Response:
         """Send with retries; empty content is retried, and if still empty it is the answer. A reply cut
@@ -207,7 +216,7 @@ class Runner:
                 raise NotSent
             first = False
             try:
-                response = await self.provider.complete(query.messages, query.params, images)
+                response = await self.provider.complete(query.messages, self.params_of(query), images)
             except ProviderError as e:
                 self.stats.rate_limited += e.kind == "rate_limit"
                 raise

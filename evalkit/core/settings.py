@@ -26,6 +26,7 @@ from evalkit.core.options import option
 from evalkit.core.options import unknown_option as unknown_option
 from evalkit.core.read_caps import IMAGE_MB, LINE_MB
 from evalkit.core.shard import parse_shard
+from evalkit.core.tiers import STANDARD, TIERS, request_timeout, settings_problem
 
 #: --repeats' cap: pass@k and majority votes are read at k <= 200 (Codex's n = 200); a 2,000-question set
 #: repeated 1,000 times is already 2 million queries held at once (about 0.4 KB each expanded, measured on
@@ -90,7 +91,8 @@ class RunConfig:
                                above=0)
     adaptive: bool = option(True, help="do not learn rate limits from the provider's headers and 429s",
                             role="operational", flag="--no-adaptive")
-    timeout: float = option(120.0, help="seconds per request (default 120)", role="operational", above=0)
+    timeout: float | None = option(help="seconds per request (default 120; 900 with --service-tier flex)",
+                                   role="operational", above=0)
     max_attempts: int = option(8, help="attempts per query for retryable errors", role="operational",
                                at_least=1)
     max_retry_after: float = option(60.0, help="longest Retry-After wait honoured, in seconds (default 60)",
@@ -167,15 +169,28 @@ class RunConfig:
                                            "model (OpenAI and Azure set one per model and tier, in input tokens): "
                                            "no batch holds more, and the next waits until those queued leave room",
                                       role="operational", at_least=1)
+    service_tier: str | None = option(help="the provider's service tier: flex (cheaper, slower, may be refused), "
+                                           "priority (faster, dearer) or standard; a delivery setting like --batch "
+                                           "(not in the cache key: same answers), priced at the tier each reply says "
+                                           "served it (docs/providers.md)", role="operational", choices=TIERS)
+    tier_fallback: str | None = option(help="with --service-tier flex|priority: send at standard a request whose tier "
+                                            "has no capacity, after a bounded wait", role="operational",
+                                       choices=(STANDARD,))
     group_images: bool = option(True, help="do not send questions on the same image back to back",
                                 role="operational", flag="--no-group-images")
 
     def __post_init__(self) -> None:
         if self.shard is not None:  # kept as "K/N": the identity's spelling, whatever spaces were typed
             object.__setattr__(self, "shard", str(parse_shard(self.shard)))
-        problem = switch_problem(self.reasoning_effort, self.thinking_budget)
+        problem = (switch_problem(self.reasoning_effort, self.thinking_budget)
+                   or settings_problem(self.service_tier, self.tier_fallback, self.batch))
         if problem is not None:  # refused before anything is written
             raise EvalkitError(problem)
+
+    @property
+    def request_timeout(self) -> float:
+        """Seconds per request: --timeout, else 900 with --service-tier flex, else 120 (providers/tiers.py)."""
+        return request_timeout(self.timeout, self.service_tier)
 
     def cache_path(self, env: Mapping[str, str]) -> str:
         return self.cache_dir or env.get("EVALKIT_CACHE_DIR") or "cache"

@@ -157,6 +157,9 @@ class GenParams:
     out of to_dict(); the cache key holds it from 1 on, so repeat 0 keeps 0.1.0's key.
     reasoning_effort / thinking_budget: the provider-neutral reasoning switch (providers/reasoning.py);
     in to_dict() only when set, so requests without it keep their cache keys.
+    service_tier: the service tier this request asks for (--service-tier; providers/tiers.py), set by the
+    runner as it sends; a delivery setting like --batch (same model, same answers), so never in to_dict(),
+    the cache key or the run identity.
     """
 
     temperature: float = 0.0
@@ -168,6 +171,7 @@ class GenParams:
     repeat: int = 0
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
+    service_tier: str | None = None
 
     @staticmethod
     def with_extra(extra: dict[str, Any] | None = None, **kw: Any) -> GenParams:
@@ -179,6 +183,7 @@ class GenParams:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         del d["repeat"]  # not a request parameter (see the class docstring)
+        del d["service_tier"]  # a delivery setting, never in the key (see the class docstring)
         for name in ("reasoning_effort", "thinking_budget"):
             if d[name] is None:
                 del d[name]  # absent unless set: the cache keys and generation_sent of earlier runs stand
@@ -248,6 +253,7 @@ class Response:
     reasoning: str | None = None
     via: str | None = None  # "batch" when a provider batch answered it (None: a live call)
     served_by: str | None = None  # the snapshot that answered, as the reply names it (model · fingerprint)
+    served_tier: str | None = None  # the service tier the reply says served it, evalkit's name (providers/tiers.py)
     limits: RateInfo | None = field(default=None, repr=False)  # the rate limits the reply announced (not cached)
 
     @property
@@ -263,6 +269,7 @@ class Response:
             "reasoning": self.reasoning,
             **({"via": self.via} if self.via else {}),
             **({"served_by": self.served_by} if self.served_by else {}),
+            **({"served_tier": self.served_tier} if self.served_tier else {}),
         }
 
     @staticmethod
@@ -275,6 +282,7 @@ class Response:
             reasoning=d.get("reasoning"),
             via=d.get("via"),
             served_by=d.get("served_by") if isinstance(d.get("served_by"), str) else None,
+            served_tier=d.get("served_tier") if isinstance(d.get("served_tier"), str) else None,
         )
 
 
@@ -327,6 +335,7 @@ class Record:
     image_sizes: list[list[int]] = field(default_factory=list)  # [width, height] of each image as sent
     via: str | None = None  # "batch": answered by a provider batch (billed at the batch price); None: live
     served_by: str | None = None  # the model snapshot the reply named (provenance; None: not said)
+    served_tier: str | None = None  # the service tier the reply said served it (priced at it); None: not said
     repeat: int = 0  # which sample of its query (--repeats); query_id is then "<query id>#r<repeat>"
     max_tokens: int | None = None  # the output budget a cut-off was asked again with (--reask-cutoffs)
     asked_with: str | None = None  # "evalkit-0.1": an answer 0.1.0 was asked for, kept (engine/resume.py)
@@ -339,7 +348,7 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         """Shallow copy by hand: dataclasses.asdict deep-copies and was the cost of every append."""
         d = dict(self.__dict__)
-        for optional in ("via", "served_by", "max_tokens", "asked_with"):  # unset: lines as they always were
+        for optional in ("via", "served_by", "served_tier", "max_tokens", "asked_with"):  # unset: lines as they always were
             if d[optional] is None:
                 del d[optional]
         if not d["repeat"]:
@@ -390,7 +399,8 @@ _RECORD_FIELDS: dict[str, Any] = {
     "usage": lambda v: isinstance(v, dict) and all(isinstance(k, str) and (_int(x) or (
         k == "cost_usd" and reported_cost(x) is not None)) for k, x in v.items()),
     "latency_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str, "asked_with": _opt_str,
+    "category": _str, "prompt": _str, "via": _opt_str, "served_by": _opt_str, "served_tier": _opt_str,
+    "asked_with": _opt_str,
     "repeat": lambda v: _int(v) and v >= 0,
     "max_tokens": lambda v: v is None or (_int(v) and v > 0),
     "image_fps": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),

@@ -259,7 +259,7 @@ class _Asking:
         job, cfg, rundir = self.job, self.cfg, self.rundir
         judge_spec = job.judge_spec
         assert judge_spec is not None
-        judge_config = replace(cfg, rpm=None, tpm=None)
+        judge_config = replace(cfg, rpm=None, tpm=None, service_tier=None, tier_fallback=None)  # the model's alone
         judge_batch = cfg.batch and has_batch_api(judge_spec)  # judged in batches too
         judge_runner = await make_runner(self.stack, judge_spec, job.env, judge_config, self.cache, self.pipeline,
                                          fingerprints=False, gate=self.preflight.judge,

@@ -105,7 +105,8 @@ def open_budget(stack: contextlib.ExitStack | contextlib.AsyncExitStack, cfg: Ru
     else:
         earlier = records_cost(price, existing) or 0.0
         ledger = Budget(cfg.max_cost, earlier)
-    return RunBudget(cfg.max_cost, earlier, Spending(ledger, price, provider, largest=largest), cfg.shared_budget)
+    spending = Spending(ledger, price, provider, largest=largest, tier=cfg.service_tier)
+    return RunBudget(cfg.max_cost, earlier, spending, cfg.shared_budget)
 
 
 def start_line(budget: RunBudget) -> str | None:

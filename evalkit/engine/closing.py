@@ -27,7 +27,7 @@ from evalkit.metrics.fit_store import fits_kept_in, shared_kept_in
 from evalkit.money.costs import cost_fields, paid_now
 from evalkit.report.figure_memo import FIGURES
 from evalkit.report.outputs import draw_plots, publish
-from evalkit.rundir.provenance import run_facts
+from evalkit.rundir.provenance import run_facts, tier_summary
 
 
 def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool]:
@@ -44,7 +44,8 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
     if cfg.repeats > 1:
         add_repeats(summary, bench, ordered, bench_opts, cfg.repeats, len(asked.queries))
     summary.update(run_facts(rundir.path, ordered, job.where.identity, asked.preflight.servers(),
-                             bench.official_source, asked.fresh, asked.ask_s, runner, job.prepared.source.to_dict()))
+                             bench.official_source, asked.fresh, asked.ask_s, runner, job.prepared.source.to_dict(),
+                             service_tier=cfg.service_tier))
     summary["data_source"] = job.prepared.source.to_dict(files=False)
     if job.prepared.parts:  # every source where the data has more than one (report.md names them all)
         summary["data_parts"] = [p.to_dict(files=False) for p in job.prepared.parts]
@@ -57,6 +58,9 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
     if rejected:
         talk.messages.append(rejected_line(rejected))
     summary["usage"].update(cost_fields(job.price, ordered))
+    tiers = tier_summary(cfg.service_tier, ordered)
+    if tiers is not None:  # --service-tier, or answers a tier served: which tier served how many (core/tiers.py)
+        summary["service_tier"] = tiers
     if asked.pool is not None or (rundir.path / JOURNAL).exists():
         summary["batches"] = batch_summary(BatchJournal(rundir.path))
     summary["lint"] = job.lint.to_summary()

@@ -18,7 +18,7 @@ from evalkit.engine.endpoints.wiring import cache_seal
 from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import plan_dry_run, records_cost
-from evalkit.money.pricing import Price, estimate_cost
+from evalkit.money.pricing import Price, estimate_cost, price_of
 from evalkit.providers import ProviderSpec
 from evalkit.rundir.layout import RunDir
 
@@ -38,8 +38,10 @@ async def dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env:
                         pipeline=pipeline)
         done = (await sort_records_off_loop({q.id: q for q in queries}, existing, runner.keys_of)).current
         rest = [q for q in queries if q.id not in done]
-        plan = await asyncio.to_thread(plan_dry_run, rest, runner, price)
+        plan = await asyncio.to_thread(plan_dry_run, rest, runner, price_of(price, None, cfg.service_tier))
     d: dict[str, Any] = {**plan.to_dict(), "n_queries": len(queries), "already_done": len(done)}
+    if cfg.service_tier is not None:  # priced at the tier asked for (what --max-cost reserves too)
+        d["service_tier"] = cfg.service_tier
     d.update(spent_so_far(cfg, env, price, existing.values(), d["notes"]))
     if cfg.batch:
         batch = price.batch() if price is not None else None
@@ -80,7 +82,7 @@ async def scaled_from_sample(sample_queries: list[Query], n_sample_items: int, n
     runner = Runner(KeyOnlyProvider(spec), limiter=Limiter(concurrency=cfg.concurrency), cache=NullCache(),
                     pipeline=ImagePipeline())
     try:
-        plan = await asyncio.to_thread(plan_dry_run, sample_queries, runner, price)
+        plan = await asyncio.to_thread(plan_dry_run, sample_queries, runner, price_of(price, None, cfg.service_tier))
     finally:
         runner.pipeline.close()
     f = n_items / max(1, n_sample_items)

@@ -38,7 +38,7 @@ from evalkit.engine.run_data import download_plan, prepare_data, prepare_sample,
 from evalkit.engine.stopping.in_thread import run_blocking
 from evalkit.engine.stopping.write_stop import WriteStopped
 from evalkit.lint import lint_at_start
-from evalkit.money.pricing import load_prices
+from evalkit.money.pricing import load_prices, price_of
 from evalkit.providers.registry import info
 from evalkit.rundir.lock import hold_run_dir
 
@@ -100,8 +100,10 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
         prepared = prepared._replace(queries=with_repeats(prepared.queries, cfg.repeats,
                                                           spec.provider if cfg.batch else None))
     queries = prepared.queries
-    if cfg.max_cost is not None and price is None and not info(spec.provider).reports_cost:
-        raise EvalkitError(f"--max-cost needs a price for {spec.label}; none is known (add one with --prices FILE)")
+    if cfg.max_cost is not None and price_of(price, None, cfg.service_tier) is None and not info(spec.provider).reports_cost:
+        tier = f" at --service-tier {cfg.service_tier}" if price is not None else ""
+        raise EvalkitError(f"--max-cost needs a price for {spec.label}{tier}; none is known "
+                           "(add one with --prices FILE)")
     where = locate_run(s, spec, prepared, env)  # (saves the data's file hashes in the cache folder)
     if cutoff_budget is not None:  # the run that was cut off, with its own max_tokens
         where, queries = locate_cut_off_run(where, queries, cutoff_budget)
@@ -116,7 +118,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     prepared = prepared._replace(source=source)
     config = {**where.identity, "data": str(prepared.data), "data_source": source.to_dict(files=False),
               "images": cfg.images, "judge": cfg.judge,
-              "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.timeout,
+              "concurrency": cfg.concurrency, "rpm": cfg.rpm, "tpm": cfg.tpm, "timeout_s": cfg.request_timeout,
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
               "price": price.__dict__ if price else None, "options": s.options_dict(),
               **({"repeats": cfg.repeats} if cfg.repeats > 1 else {}),

@@ -58,7 +58,7 @@ def make_record(outcome: Outcome, model: str) -> Record:
         error=r.error, error_message=r.error_message, usage=r.usage.to_dict(), latency_s=round(r.latency_s, 4),
         cached=outcome.cached, finish_reason=r.finish_reason, category=q.category,
         prompt=q.prompt_text(), image_fps=outcome.image_fps, image_sizes=outcome.image_sizes, via=r.via,
-        served_by=r.served_by,
+        served_by=r.served_by, served_tier=r.served_tier,
     )
 
 

@@ -44,7 +44,8 @@ class CostMeter:
     def add(self, outcome: Outcome) -> None:
         if outcome.cached or not outcome.response.ok:
             return
-        self.spent_usd += cost_usd(price_of(self.price, outcome.response.via), outcome.response.usage) or 0.0
+        r = outcome.response
+        self.spent_usd += cost_usd(price_of(self.price, r.via, r.served_tier), r.usage) or 0.0
 
 
 def input_tokens(provider: str, query: Query, sizes: Sequence[tuple[int, int]]) -> int:
@@ -66,7 +67,7 @@ def record_cost(price: Price | None, record: Record) -> float | None:
     reported where it did (OpenRouter); else from the price; None: no price."""
     if record.cached or record.error is not None:
         return 0.0 if price is not None or reported(record) else None
-    return cost_usd(price_of(price, record.via), Usage.from_dict(record.usage))
+    return cost_usd(price_of(price, record.via, record.served_tier), Usage.from_dict(record.usage))
 
 
 def reported(record: Record) -> bool:
@@ -88,7 +89,7 @@ def list_cost(price: Price | None, record: Record) -> float | None:
     failure costs nothing; None: no price (and the provider reported none)."""
     if record.error is not None:
         return 0.0 if price is not None or reported(record) else None
-    return cost_usd(price_of(price, record.via), Usage.from_dict(record.usage))
+    return cost_usd(price_of(price, record.via, record.served_tier), Usage.from_dict(record.usage))
 
 
 def records_list_cost(price: Price | None, records: Iterable[Record]) -> float | None:
@@ -101,10 +102,11 @@ def records_list_cost(price: Price | None, records: Iterable[Record]) -> float |
 
 def list_fields(price: Price | None, records: Sequence[Record]) -> dict[str, float | None]:
     """summary.json usage's `list_cost_usd`, and beside it `list_cost_standard_usd` (every answer at the
-    standard, live price) where some answer came by another delivery and the two differ."""
+    standard, live price) where some answer came by another delivery (batch, a service tier) and the two
+    differ."""
     out = {"list_cost_usd": records_list_cost(price, records)}
-    if any(r.via for r in records):
-        standard = records_list_cost(price, [replace(r, via=None) for r in records])
+    if any(r.via or r.served_tier for r in records):
+        standard = records_list_cost(price, [replace(r, via=None, served_tier=None) for r in records])
         if standard != out["list_cost_usd"]:
             out["list_cost_standard_usd"] = standard
     return out

@@ -21,6 +21,11 @@ Accounting rules (all prices in USD per million tokens):
   with prompt caching is under-estimated by 0.25x input on written tokens).
 - Batch answers (`--batch`) are billed at the batch price: a price's own batch rates when it has
   them, else the provider's documented batch discount on every rate (its record's batch_discount).
+- Service tiers (`--service-tier`, issue 45): an answer is billed at the tier its reply says served it
+  (`Price.at_tier`): a price's own rates for that tier where the table has them (OpenAI's priority
+  prices, per model), else the batch price for a tier the provider bills at batch rates (OpenAI's flex),
+  else the tier's documented share of the standard price (its record's `tiers.price_share`); none of
+  these: no price (None), never a guess.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.tiers import STANDARD
 from evalkit.core.types import Usage
 from evalkit.providers.registry import find, price_key, vendor_of
 
@@ -55,6 +61,29 @@ class Price:
     note: str = ""
     batch_input_per_m: float | None = None  # None: the provider's batch discount on input_per_m
     batch_output_per_m: float | None = None
+    tier_rates: tuple[tuple[str, float, float | None, float], ...] = ()  # (tier, input, cached input, output)
+
+    def at_tier(self, tier: str | None) -> Price | None:
+        """The price of an answer served at `tier` (None or standard: this price); None: not known."""
+        if tier is None or tier == STANDARD:
+            return self
+        own = next((row for row in self.tier_rates if row[0] == tier), None)
+        if own is not None:
+            return replace(self, input_per_m=own[1], cached_input_per_m=own[2], output_per_m=own[3],
+                           note=(self.note + "; " if self.note else "") + f"{tier} price")
+        record = find(self.provider)
+        tiers = record.tiers if record is not None else None
+        if tiers is None:
+            return None
+        if tier in tiers.batch_priced:
+            return replace(self.batch(), note=(self.note + "; " if self.note else "") + f"{tier} price (batch rates)")
+        share = tiers.share(tier)
+        if share is None:
+            return None
+        c = self.cached_input_per_m
+        return replace(self, input_per_m=self.input_per_m * share, output_per_m=self.output_per_m * share,
+                       cached_input_per_m=None if c is None else c * share,
+                       note=(self.note + "; " if self.note else "") + f"{tier} price ({share:g}x standard)")
 
     def batch(self) -> Price:
         """The price of an answer from the provider's batch API."""
@@ -67,9 +96,12 @@ class Price:
                      (self.note + "; " if self.note else "") + "batch price")
 
 
-def price_of(price: Price | None, via: str | None) -> Price | None:
-    """The price an answer was billed at: the batch price for `via == "batch"`."""
-    return price.batch() if price is not None and via == "batch" else price
+def price_of(price: Price | None, via: str | None, tier: str | None = None) -> Price | None:
+    """The price an answer was billed at: the batch price for `via == "batch"`, else the price of the service
+    tier that served it (`tier`: its record's `served_tier`; None: standard)."""
+    if price is None:
+        return None
+    return price.batch() if via == "batch" else price.at_tier(tier)
 
 
 # ---------------------------------------------------------------- the built-in table
@@ -175,6 +207,17 @@ _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]]
         ("claude-3-5-haiku", 0.80, 0.08, 4.00, ""),
     ]),
 }
+# Priority processing, per model (input, cached input, output; USD per million tokens), read 2026-11-29 from
+# openai.com/api-priority-processing (the table of prices, "excludes long context"). Models not listed here
+# have no priority price in the table: their priority answers cost None unless --prices names one.
+_OPENAI_PRIORITY_SRC = "https://openai.com/api-priority-processing/ (read 2026-11-29)"
+_PRIORITY: dict[str, dict[str, tuple[float, float | None, float]]] = {
+    "openai": {
+        "gpt-5": (2.50, 0.25, 20.00),
+        "gpt-5-mini": (0.45, 0.045, 3.60),
+        "gpt-4.1": (3.50, 0.875, 14.00),
+    },
+}
 _PREMIUM_IDS = frozenset(name for name, *_rest, note in _TABLE["bedrock"][1] if note.startswith("global price"))
 
 
@@ -182,7 +225,10 @@ def _builtin() -> dict[str, dict[str, Price]]:
     out: dict[str, dict[str, Price]] = {}
     for provider, (source, rows) in _TABLE.items():
         read_on = _READ_ON_BY.get(provider, _READ_ON)
-        out[provider] = {name: Price(i, o, c, source, read_on, provider, note) for name, i, c, o, note in rows}
+        priority = _PRIORITY.get(provider, {})
+        out[provider] = {name: Price(i, o, c, source, read_on, provider, note,
+                                     tier_rates=(("priority", *priority[name]),) if name in priority else ())
+                         for name, i, c, o, note in rows}
     return out
 
 

@@ -42,9 +42,11 @@ class Spending:
     `largest`: the largest cost of one request seen so far, the estimate for a model with no price whose
     provider reports each answer's cost (OpenRouter with a model no price is known for)."""
 
-    def __init__(self, ledger: Ledger, price: Price | None, provider: str, *, largest: float = 0.0) -> None:
+    def __init__(self, ledger: Ledger, price: Price | None, provider: str, *, largest: float = 0.0,
+                 tier: str | None = None) -> None:
         self.ledger = ledger
         self.price = price
+        self.reserve_price = price_of(price, None, tier)  # reservations at the requested tier's price
         self.provider = provider
         self.largest = largest
         self.exhausted = False  # a request did not fit: no new request is sent
@@ -53,14 +55,14 @@ class Spending:
         self._settled: asyncio.Event | None = None
 
     def estimate(self, query: Query, images: Sequence[PreparedImage]) -> float:
-        est = request_estimate(self.price, self.provider, query, [(i.width, i.height) for i in images])
+        est = request_estimate(self.reserve_price, self.provider, query, [(i.width, i.height) for i in images])
         return self.largest if est is None else est
 
     def cost(self, response: Response | None) -> float:
         """What an answer cost (reported, else priced); nothing for a failure or a request not sent."""
         if response is None or not response.ok:
             return 0.0
-        return cost_usd(price_of(self.price, response.via), response.usage) or 0.0
+        return cost_usd(price_of(self.price, response.via, response.served_tier), response.usage) or 0.0
 
     async def send(self, send: Callable[[], Awaitable[Response]], query: Query,
                    images: Sequence[PreparedImage]) -> Response:

@@ -35,6 +35,7 @@ from evalkit.images.provider_limits import (
     ImageLimits,
 )
 from evalkit.providers.batch_api import BatchLimits
+from evalkit.providers.tiers import AZURE_TIERS, OPENAI_TIERS, OPENROUTER_TIERS, PASSED_TIERS, ServiceTiers
 
 # The API shape, named for the API and never for a provider (a rule reading it is not keyed on a name):
 # "azure-openai" is chat completions on Azure's routes, "messages" Anthropic's Messages API, "gemini"
@@ -162,6 +163,7 @@ class ProviderInfo:
     version_path: str | None = None  # optional: the free call, at the server's root, saying which version of
     #                                  the server answers (vLLM's /version), kept in the run's manifest
     takes_api_version: bool = False  # optional: --api-version applies to it (Azure's classic route)
+    tiers: ServiceTiers | None = None  # optional: the service tiers it sells (--service-tier; providers/tiers.py)
 
     def __post_init__(self) -> None:
         """The image limits it names carry its name, whoever's figures they are (a new OpenAI-shaped record
@@ -191,7 +193,7 @@ class ProviderInfo:
 _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
                        "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
                        "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate", "services",
-                       "developer", "self_hosted", "version_path", "takes_api_version"})
+                       "developer", "self_hosted", "version_path", "takes_api_version", "tiers"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -218,7 +220,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         batch=BatchLimits(50_000, 200 * 1024 * 1024,
                           "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
         batch_client="evalkit.providers.openai.batch:OpenAIBatches", batch_discount=0.5,
-        editor="evalkit.providers.openai.edit:OpenAIImageEditor"),
+        editor="evalkit.providers.openai.edit:OpenAIImageEditor", tiers=OPENAI_TIERS),
     ProviderInfo(
         name="vllm",
         description="a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
@@ -235,7 +237,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         client="evalkit.providers.openai.compat:compat_provider", wire="chat-completions",
         key_env=("OPENAI_API_KEY",), key_required=False, base_url_env="OPENAI_BASE_URL", asks_unlisted=True,
         image_limits=COMPAT_IMAGES, rate_headers="openai", reasoning=TEMPLATE_REASONING,
-        image_tokens=openai_image_tokens, price_key="openai-compatible", services=True, self_hosted=True),
+        image_tokens=openai_image_tokens, price_key="openai-compatible", services=True, self_hosted=True,
+        tiers=PASSED_TIERS),
     ProviderInfo(
         name="anthropic",
         description="Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
@@ -276,7 +279,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         image_tokens=openai_image_tokens, price_key="azure", takes_api_version=True,
         batch=BatchLimits(100_000, 200 * 1024 * 1024,
                           "learn.microsoft.com/azure/ai-foundry/openai/how-to/batch (read 2026-11-26)"),
-        batch_client="evalkit.providers.azure.batch:AzureBatches", batch_discount=0.5),
+        batch_client="evalkit.providers.azure.batch:AzureBatches", batch_discount=0.5, tiers=AZURE_TIERS),
     # OpenRouter, read 2026-11-26 (openrouter.ai/docs/api-reference/overview, /use-cases/usage-accounting,
     # /features/provider-routing, /api-reference/limits, /faq): OpenAI's chat shape at /api/v1, a bearer key,
     # `usage.cost` in credits (1 credit = 1 USD) on every reply, `provider` routing preferences in the body,
@@ -290,7 +293,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         default_url="https://openrouter.ai/api/v1", image_limits=ROUTED_IMAGES, rate_headers="openrouter",
         reasoning=Reasoning("reasoning.effort or reasoning.max_tokens", "router"),
         image_tokens=openai_image_tokens, price_key="openrouter",
-        reports_cost=True, routes_vendors=True, key_check="/key"),
+        reports_cost=True, routes_vendors=True, key_check="/key", tiers=OPENROUTER_TIERS),
     # Vertex AI, read 2026-11-27 (docs.claude.com/en/docs/build-with-claude/claude-on-vertex-ai; google-genai
     # 3.6 and anthropic 2.14's Vertex clients): an OAuth token from application-default credentials, the
     # project and location in the path; Gemini through generateContent, Claude through rawPredict.

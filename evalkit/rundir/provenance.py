@@ -20,6 +20,7 @@ from typing import Any
 
 from evalkit.ask.runner import Runner
 from evalkit.core.files import write_json_atomic
+from evalkit.core.tiers import tier_counts
 from evalkit.core.types import Record
 from evalkit.core.version import __version__
 from evalkit.rundir.throughput import throughput
@@ -32,6 +33,16 @@ def served_by(records: Iterable[Record]) -> dict[str, int]:
     """Answers per snapshot named by the replies, most frequent first ("unnamed": replies that say none)."""
     counts = Counter(r.served_by or "unnamed" for r in records if r.error is None and r.response is not None)
     return dict(counts.most_common())
+
+
+def tier_summary(requested: str | None, records: Iterable[Record]) -> dict[str, Any] | None:
+    """summary.json's and manifest.json's `service_tier`: the tier asked for (--service-tier; None: none) and
+    the answers per tier their replies said served them (`unreported`: replies that said none); None for a run
+    that asked no tier and got no answer naming one (its files stay as they always were)."""
+    answered = [r.served_tier for r in records if r.error is None and r.response is not None]
+    if requested is None and not any(answered):
+        return None
+    return {"requested": requested, "served": tier_counts(answered)}
 
 
 def git_commit(root: Path | None = None) -> str | None:
@@ -76,10 +87,14 @@ def _version_line(text: str | None) -> str | None:
 
 
 def manifest(records: Iterable[Record], *, identity: dict[str, Any], servers: dict[str, dict],
-             official_source: str | None, data_source: dict[str, Any] | None = None) -> dict[str, Any]:
+             official_source: str | None, data_source: dict[str, Any] | None = None,
+             service_tier: str | None = None) -> dict[str, Any]:
+    records = list(records)
+    tiers = tier_summary(service_tier, records)  # a delivery setting: here, never in the identity
     return {"served_by": served_by(records), "servers": servers, "evalkit": __version__, "git_commit": git_commit(),
             "python": platform.python_version(), "platform": platform.platform(), "sdks": sdk_versions(),
-            "data_sha256": identity.get("data_sha256"), "data_source": data_source, "official_source": official_source}
+            "data_sha256": identity.get("data_sha256"), "data_source": data_source, "official_source": official_source,
+            **({"service_tier": tiers} if tiers is not None else {})}
 
 
 def write_manifest(run_dir: Path, facts: dict[str, Any]) -> dict[str, Any]:
@@ -97,11 +112,12 @@ def write_manifest(run_dir: Path, facts: dict[str, Any]) -> dict[str, Any]:
 
 def run_facts(run_dir: Path, records: Sequence[Record], identity: dict[str, Any], servers: dict[str, dict],
               official_source: str | None, fresh: Sequence[Record], ask_s: float, runner: Runner,
-              data_source: dict[str, Any] | None = None) -> dict[str, Any]:
+              data_source: dict[str, Any] | None = None, service_tier: str | None = None) -> dict[str, Any]:
     """summary.json's "provenance" (manifest.json written) and "throughput": this invocation's when it
     sent anything, else the one the run directory's summary already holds (the last that did)."""
     facts = write_manifest(run_dir, manifest(records, identity=identity, servers=servers,
-                                             official_source=official_source, data_source=data_source))
+                                             official_source=official_source, data_source=data_source,
+                                             service_tier=service_tier))
     out: dict[str, Any] = {"provenance": key_facts(facts)}
     pool_stats = getattr(getattr(runner.provider, "pool", None), "stats", None)
     s = runner.stats

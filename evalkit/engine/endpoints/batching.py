@@ -46,7 +46,7 @@ async def batch_runner(stack: contextlib.AsyncExitStack, live: Provider, env: Ma
                        budget_left: Callable[[], float | None] | None = None) -> tuple[Runner, BatchPool]:
     """A runner whose provider is a batch pool over `live` (the stack closes both). With a price and a
     budget, each batch is checked at submission against its lines' worst-case cost (--max-cost)."""
-    api = create_batch_api(live, env, timeout_s=max(cfg.timeout, 300.0))
+    api = create_batch_api(live, env, timeout_s=max(cfg.request_timeout, 300.0))
     stack.push_async_callback(api.close)  # type: ignore[attr-defined]
     pool = BatchPool(live, api, BatchJournal(run_dir), run_tag=run_dir.name[:24], settle_s=settle_s, poll_s=poll_s,
                      wait=cfg.wait, timeout_s=cfg.batch_timeout,

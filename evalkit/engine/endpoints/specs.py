@@ -14,11 +14,12 @@ from evalkit.providers import ProviderSpec, api_key_for, check_batch, parse_spec
 from evalkit.providers.preflight import check_setup
 from evalkit.providers.reasoning import check_reasoning
 from evalkit.providers.registry import RECORDS, info
+from evalkit.providers.tiers import check_tier
 
 
 async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
-    """The model's and the judge's specs; a reasoning switch the model's record refuses and missing keys are
-    errors before any work starts (but a dry run, which sends nothing, needs no key)."""
+    """The model's and the judge's specs; a reasoning switch or a service tier the model's record refuses and
+    missing keys are errors before any work starts (but a dry run, which sends nothing, needs no key)."""
     check_reasoning(cfg.model, cfg.reasoning_effort, cfg.thinking_budget)
     spec = parse_spec(cfg.model, cfg.base_url, env)
     if cfg.provider_routing is not None and not info(spec.provider).routes_vendors:
@@ -28,6 +29,7 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
     check_setup(spec, sdk=not cfg.dry_run)
     if cfg.batch:
         check_batch(spec)
+    check_tier(spec.provider, info(spec.provider).tiers, cfg.service_tier)  # a tier it does not sell: exit 2
     judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
     judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
     if cfg.api_version and not any(info(s.provider).takes_api_version for s in (spec, judge_spec) if s):

@@ -76,7 +76,7 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
     its journal in that run directory). `confirm`: a live runner sends one request first while the
     server has not confirmed a model it does not list. `limiters`: the endpoint's limiter is shared
     with the other runs using them."""
-    provider = create_provider(spec, env, timeout_s=cfg.timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
+    provider = create_provider(spec, env, timeout_s=cfg.request_timeout, max_response_bytes=int(cfg.max_response_mb * 2**20))
     stack.push_async_callback(provider.close)
     if batch_dir is not None:
         return (await batch_runner(stack, provider, env, cfg, cache, pipeline, batch_dir, fingerprints=fingerprints,
@@ -88,9 +88,10 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
         limiter = _limiter(stack, spec, env, cfg, cache)
         if limiters is not None:
             limiters.put(spec, limiter)
-    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout, max_retry_after_s=cfg.max_retry_after)
+    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.request_timeout, max_retry_after_s=cfg.max_retry_after)
     runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                     fingerprints=fingerprints, gate=gate, confirm=confirm)
+    runner.service_tier = cfg.service_tier  # sent beside each request, never in its key (core/tiers.py)
     runner.hold_images(cfg.concurrency + PREPARED_AHEAD)
     make_claims = getattr(cache, "claims", None)
     if make_claims is not None:  # a claim outlives one request with its retries' waits, not a dead process
@@ -111,7 +112,7 @@ def _limiter(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env: Mapping[
         with contextlib.suppress(EvalkitError):
             key = api_key_for(spec, env)
         limiter.shared = make_limits(scope_of(key, spec.provider, spec.endpoint, spec.model),
-                                     cfg.concurrency if key else None, cfg.timeout + 5.0, owner_token())
+                                     cfg.concurrency if key else None, cfg.request_timeout + 5.0, owner_token())
         if limiter.shared is not None:
             stack.push_async_callback(limiter.shared.close)
     return limiter
@@ -122,4 +123,4 @@ PREPARED_AHEAD = 4  # queries that may hold prepared images beyond those in flig
 
 def claim_ttl_s(cfg: RunConfig) -> float:
     """How long a claim on a request key stands: one request's timeout and its Retry-After waits, with room."""
-    return 2 * cfg.timeout + cfg.max_retry_after + 30.0
+    return 2 * cfg.request_timeout + cfg.max_retry_after + 30.0
