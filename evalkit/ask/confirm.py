@@ -46,6 +46,11 @@ class AllFailAlike(RunError):
     """The run's first requests all failed with the same permanent error: the run's error (exit 2)."""
 
 
+class TierRefused(RunError):
+    """The first request of a run asking a service tier was refused as a bad request (Azure answers a
+    deployment without flex with HTTP 400 and no fallback): the run's error (exit 2), one request sent."""
+
+
 def names_model(message: str | None, model: str) -> bool:
     """The error message names `model` as a whole name (`llava` in 'model "llava" not found' and in
     'model=llava.', not in 'llava:13b'), ignoring case."""
@@ -70,10 +75,17 @@ class Confirmation:
         self._streak: tuple[str, int] = ("", 0)  # the same permanent error, how many requests in a row
         self._confirmed_tries = 0  # confirming requests ended so far (each one failed, or it is over)
         self.stopped: AllFailAlike | None = None  # the first requests all failed alike: send nothing more
+        self._tier: str | None = None  # --service-tier flex|priority: the first request confirms the tier too
 
     def require(self, listed: Sequence[str]) -> None:
         """The model is not among `listed` (the server's list): confirm it with the first request."""
         self._listed = tuple(listed)
+        self._needed = True
+
+    def require_tier(self, tier: str) -> None:
+        """The run asks a service tier the model may not offer: the first request goes alone, and a bad-request
+        answer to it stops the run (TierRefused) before anything more is sent."""
+        self._tier = tier
         self._needed = True
 
     @property
@@ -121,6 +133,11 @@ class Confirmation:
             if confirming and error is not None and error.status in REFUSING_STATUSES \
                     and names_model(error.message, self.model):
                 self._refused = self._not_served(error)
+            elif confirming and self._tier is not None and error is not None and error.status == 400:
+                self._refused = TierRefused(f"--service-tier {self._tier}: {self._who} refused the first request "
+                                            f"({server_reason(error.message, MESSAGE_CHARS)}); the model or "
+                                            "deployment may not offer that tier: leave the flag out or ask one "
+                                            "that does")
             elif self._alike(error) >= ALIKE:
                 self._refused = self.stopped = AllFailAlike(f"{self._who}: the first {self._streak[1]} requests all failed with the "
                                              "same error, so the run stopped there: "
@@ -132,7 +149,7 @@ class Confirmation:
         finally:
             if confirming:
                 self._wake()
-        if isinstance(self._refused, ModelNotServed):
+        if isinstance(self._refused, (ModelNotServed, TierRefused)):
             raise self._refused
 
     def _not_served(self, error: ProviderError) -> ModelNotServed:

@@ -122,6 +122,7 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
               "max_attempts": cfg.max_attempts, "group_images": cfg.group_images,
               "price": price.__dict__ if price else None, "options": s.options_dict(),
               **({"repeats": cfg.repeats} if cfg.repeats > 1 else {}),
+              **({"service_tier": cfg.service_tier} if cfg.service_tier else {}),  # delivery: not the identity
               "generation": queries[0].params.to_dict() if queries else GenParams().to_dict()}
     if cfg.dry_run:
         from evalkit.engine.dry_run import dry_run

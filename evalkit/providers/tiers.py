@@ -13,7 +13,9 @@ import (stdlib only): the record module imports this.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.tiers import STANDARD, TIERS
@@ -63,6 +65,46 @@ class ServiceTiers:
         """`("body", "service_tier")` or `("header", "x-…")` for side "request" or "reply"."""
         kind, _, name = (self.request if side == "request" else self.reply).partition(":")
         return kind, name
+
+    def body_fields(self, tier: str | None) -> dict[str, Any]:
+        """What a request body carries for `tier` (`body:a.b` -> {"a": {"b": value}}); {} for nothing."""
+        value = self.wire_value(tier)
+        kind, name = self.where("request")
+        if value is None or kind != "body":
+            return {}
+        out: Any = value
+        for part in reversed(name.split(".")):
+            out = {part: out}
+        return out
+
+    def headers(self, tier: str | None) -> dict[str, str]:
+        """The request headers naming `tier` ({} for nothing)."""
+        value = self.wire_value(tier)
+        kind, name = self.where("request")
+        return {name: value} if value is not None and kind == "header" else {}
+
+    def reply_value(self, body: Any, headers: Mapping[str, str] | None) -> str | None:
+        """evalkit's name of the tier the reply reports where `reply` says (a dotted body path, or a header
+        read case-insensitively); None when it says nothing."""
+        kind, name = self.where("reply")
+        if kind == "header":
+            found = next((v for k, v in (headers or {}).items() if k.lower() == name.lower()), None)
+            return self.served(found)
+        value = body
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return self.served(value)
+
+
+def served_tier(tiers: ServiceTiers | None, asked: str | None, body: Any,
+                headers: Mapping[str, str] | None) -> str | None:
+    """Response.served_tier for a reply: the tier it reports; a request that asked for none keeps None when
+    the reply reports standard (OpenAI says "default" on every reply: the records of a run without
+    --service-tier stay as they were), but a reply naming another tier is recorded (and priced) as it is."""
+    if tiers is None:
+        return None
+    served = tiers.reply_value(body, headers)
+    return None if asked is None and served == STANDARD else served
 
 
 def tier_problem(provider: str, tiers: ServiceTiers | None, tier: str | None) -> str | None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from evalkit.sim.extension import SimRoutes
     from evalkit.sim.machinery.counters import SimCounters, server_request_key
     from evalkit.sim.machinery.faults import FAULT_KINDS, ServerTokenBucket, SimFaults
+    from evalkit.sim.machinery.tiers import SimTiers
     from evalkit.sim.model import STYLES, SimModel, SimParams, SimReply, judge_answer, uniform
     from evalkit.sim.server import SimConfig, SimServer, SimThread, build_app, serve_forever, start_sim
 
@@ -29,7 +30,7 @@ _HOME = {
     "SimCounters": "machinery.counters", "server_request_key": "machinery.counters", "SimRoutes": "extension",
     "FAULT_KINDS": "machinery.faults", "SimFaults": "machinery.faults", "ServerTokenBucket": "machinery.faults",
     "STYLES": "model", "SimModel": "model", "SimParams": "model", "SimReply": "model",
-    "judge_answer": "model", "uniform": "model",
+    "judge_answer": "model", "uniform": "model", "SimTiers": "machinery.tiers",
     "SimConfig": "server", "SimServer": "server", "SimThread": "server", "build_app": "server",
     "serve_forever": "server", "start_sim": "server",
 }
@@ -57,6 +58,7 @@ __all__ = [
     "SimRoutes",
     "SimServer",
     "SimThread",
+    "SimTiers",
     "add_sim_arguments",
     "build_answer_key",
     "build_app",

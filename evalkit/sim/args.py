@@ -85,6 +85,12 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     f.add_argument("--retry-after", type=float, default=1.0, help="seconds advertised by injected 429s")
     f.add_argument("--hang-s", type=float, default=30.0, help="how long an injected hang lasts before a 504")
+    t = parser.add_argument_group("service tiers")
+    t.add_argument("--flex-latency-ms", type=float, default=0.0, metavar="MS",
+                   help="added to every request asking service_tier flex (default 0)")
+    t.add_argument("--no-flex", action="append", default=[], metavar="MODEL",
+                   help="a model (an Azure deployment) that does not offer flex: HTTP 400, as Azure answers "
+                        "(repeatable)")
 
 
 def _read(flag: str, path: str, reader: Callable[[str], AnswerKey]) -> AnswerKey:
@@ -100,6 +106,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
     file given to --replay is keyed by the CLI, which knows the benchmark (--bench): not here."""
     from evalkit.sim.answerkey import AnswerKey
     from evalkit.sim.answers_file import is_records
+    from evalkit.sim.machinery.tiers import SimTiers
     from evalkit.sim.server import SimConfig
 
     key: AnswerKey | None = None
@@ -140,6 +147,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         aws_keys=_aws_keys(args.aws_keys),
         aws_region=args.aws_region,
         google_key_file=_google_key_file(getattr(args, "google_key_file", None)),
+        tiers=SimTiers(no_flex=tuple(args.no_flex), flex_latency_s=max(0.0, args.flex_latency_ms) / 1000.0),
     )
 
 

@@ -32,6 +32,7 @@ from evalkit.sim.machinery.gate import ReplyGate
 from evalkit.sim.machinery.heard import Heard, heard_route, listen
 from evalkit.sim.machinery.serving import dialect_handler, model_reply, serve_quietly
 from evalkit.sim.machinery.state import STATE, SimConfig, SimState
+from evalkit.sim.machinery.tiers import SimTiers as SimTiers  # a SimConfig's `tiers` (public: evalkit.sim)
 from evalkit.sim.openai.edits import handle_image_edit
 from evalkit.sim.openai.metadata import add_metadata_routes
 from evalkit.sim.openrouter.routes import add_openrouter_routes, openrouter_gate

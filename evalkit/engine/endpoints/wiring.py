@@ -16,6 +16,7 @@ from evalkit.ask.store.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.store.seal import CacheSeal
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
+from evalkit.core.tiers import STANDARD
 from evalkit.engine.endpoints.batching import batch_runner
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.pricing import Price
@@ -92,6 +93,8 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
     runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                     fingerprints=fingerprints, gate=gate, confirm=confirm)
     runner.service_tier = cfg.service_tier  # sent beside each request, never in its key (core/tiers.py)
+    if confirm is not None and cfg.service_tier not in (None, STANDARD):  # a model without the tier: 1 request
+        confirm.require_tier(cfg.service_tier)
     runner.hold_images(cfg.concurrency + PREPARED_AHEAD)
     make_claims = getattr(cache, "claims", None)
     if make_claims is not None:  # a claim outlives one request with its retries' waits, not a dead process

@@ -29,7 +29,9 @@ from evalkit.providers.base import ProviderSpec, public_url
 from evalkit.providers.openai.format import chat_body, openai_messages, response_from_openai
 from evalkit.providers.openai.service import service_reasoning
 from evalkit.providers.reasoning import chat_fields
+from evalkit.providers.registry import find
 from evalkit.providers.replicas import Replica, ReplicaPool
+from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.connect import connect_cause
 from evalkit.providers.wire.http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -117,6 +119,8 @@ class OpenAICompatProvider:
         self._send_temperature = send_temperature
         self._route = route
         self._reports_cost = reports_cost
+        record = find(spec.provider)
+        self._tiers = record.tiers if record is not None else None  # --service-tier: its record says how
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers.update({key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"})
@@ -153,13 +157,15 @@ class OpenAICompatProvider:
         import aiohttp
 
         payload = self._encode(messages, params, images)
+        tier = params.service_tier
+        tier_headers = self._tiers.headers(tier) if self._tiers is not None else {}
         tried: list[Replica] = []
         while True:
             replica = self.pool.pick(exclude=tried)
             tried.append(replica)
             try:
                 with self.pool.lease(replica):
-                    out = await self._post(replica.url, payload)
+                    out = await self._post(replica.url, payload, tier, tier_headers)
             except ProviderError as e:
                 replica.errors += 1
                 replica.rate_limited += e.kind == "rate_limit"
@@ -174,14 +180,15 @@ class OpenAICompatProvider:
             out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
             return out
 
-    async def _post(self, base: str, payload: bytes) -> Response:
+    async def _post(self, base: str, payload: bytes, tier: str | None = None,
+                    tier_headers: Mapping[str, str] | None = None) -> Response:
         import aiohttp
 
         url = base + self._route
         start = time.perf_counter()
         try:
             async with self._get_session().post(url, data=payload, proxy=self._proxies.get(base),
-                                                allow_redirects=False) as resp:
+                                                headers=tier_headers or None, allow_redirects=False) as resp:
                 if is_redirect(resp.status):
                     raise redirect_refused(resp.status, resp.headers.get("Location"), url)
                 if resp.status != 200:
@@ -201,9 +208,11 @@ class OpenAICompatProvider:
             raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
         except ValueError as e:  # aiohttp refused to send it (a key and URL credentials both given)
             raise ProviderError("permanent", f"request not sent: {e}") from e
-        out = response_from_openai(json_object(body), reports_cost=self._reports_cost)
+        reply = json_object(body)
+        out = response_from_openai(reply, reports_cost=self._reports_cost)
         out.latency_s = time.perf_counter() - start
         out.limits = limits
+        out.served_tier = served_tier(self._tiers, tier, reply, resp.headers)
         return out
 
     def _reasoning(self, params: GenParams) -> dict:
@@ -232,6 +241,8 @@ class OpenAICompatProvider:
         body = chat_body(self.spec.model, openai_messages(messages, marks), params,
                          max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
                          reasoning=self._reasoning(params))
+        if self._tiers is not None and params.service_tier is not None:  # a delivery setting: not in the key
+            body = {**self._tiers.body_fields(params.service_tier), **body}
         payload = json.dumps(body, ensure_ascii=False).encode()
         for mark, img in zip(marks, images, strict=True):
             payload = payload.replace(mark.encode(), img.data_uri_bytes(), 1)

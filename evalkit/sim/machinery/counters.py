@@ -59,6 +59,7 @@ class SimCounters:
     per_key_cutoffs: dict[str, int] = field(default_factory=dict)
     abandoned: int = 0
     first_request_at: float | None = None
+    tiers_asked: dict[str, int] = field(default_factory=dict)  # requests per service tier named ("": none)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def start(self) -> None:
@@ -102,6 +103,11 @@ class SimCounters:
             elif code >= 400:
                 self.bad_requests += 1
 
+    def tier_asked(self, tier: str | None) -> None:
+        """Count a request of a dialect that names service tiers, by the tier it named ("" for none)."""
+        with self._lock:
+            self.tiers_asked[tier or ""] = self.tiers_asked.get(tier or "", 0) + 1
+
     def fault(self, kind: str) -> None:
         with self._lock:
             self.faults[kind] = self.faults.get(kind, 0) + 1
@@ -115,6 +121,7 @@ class SimCounters:
             self.faults = {}
             self.per_key = {}
             self.per_key_cutoffs = {}
+            self.tiers_asked = {}
             self.max_in_flight = self.in_flight
 
     def snapshot(self) -> dict[str, Any]:
@@ -133,6 +140,7 @@ class SimCounters:
                 "cutoffs": self.cutoffs,
                 "per_key_cutoffs": dict(self.per_key_cutoffs),
                 "abandoned": self.abandoned,
+                "tiers_asked": dict(self.tiers_asked),
             }
 
     def __getitem__(self, name: str) -> Any:

@@ -5,6 +5,7 @@ the batch APIs answer their lines with `model_reply`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import replace
@@ -16,6 +17,7 @@ from evalkit.sim.machinery.counters import server_request_key
 from evalkit.sim.machinery.dialect import Dialect, Handler
 from evalkit.sim.machinery.inject import roll_fault
 from evalkit.sim.machinery.state import STATE, SimState
+from evalkit.sim.machinery.tiers import requested_tier, tier_refusal
 from evalkit.sim.machinery.wire import BadRequest, SimUsage, shape_reply
 from evalkit.sim.model import sampling_of, server_estimate_tokens, server_image_tokens
 from evalkit.sim.thinking import think, think_length, thinking_style
@@ -61,6 +63,13 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     if config.strict_model and req.model != config.served_model_name:
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
+    if getattr(dialect, "tier_field", None):  # a dialect whose requests name a service tier
+        req = replace(req, service_tier=requested_tier(body))
+        counters.tier_asked(req.service_tier)
+        refused = tier_refusal(config.tiers, req.model, req.service_tier)
+        if refused is not None:
+            counters.status(400)
+            return dialect.error(400, "invalid_request", refused)
     prompt = server_estimate_tokens(req.all_text) + sum(server_image_tokens(w, h) for _, w, h in fps_info)
     wait = limits.admit_tokens(prompt)  # the output is charged as it is generated (see sim.limits)
     if wait > 0:
@@ -75,6 +84,8 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
         return served
     if fault == "refusal":
         return dialect.refusal(state, req)
+    if req.service_tier == "flex" and config.tiers.flex_latency_s > 0:  # flex is slower (its whole point)
+        await asyncio.sleep(config.tiers.flex_latency_s)
 
     reply = model_reply(state, dialect, req, body, fps_info, cached, empty=fault == "empty",
                         count_completion=count_completion, generated=limits.charge)

@@ -32,6 +32,7 @@ from evalkit.sim.machinery.heard import HeardLog
 from evalkit.sim.machinery.key_file import SimKeyFile
 from evalkit.sim.machinery.limits import HiddenLimits
 from evalkit.sim.machinery.prompt_cache import PrefixCache
+from evalkit.sim.machinery.tiers import SimTiers
 from evalkit.sim.machinery.wire import BadRequest
 from evalkit.sim.model import SimModel, SimParams
 
@@ -63,6 +64,7 @@ class SimConfig:
     google_key_file: SimKeyFile | None = None
     aws_keys: AwsTestKeys | None = None  # Bedrock: the credentials its routes check SigV4 signatures against
     aws_region: str = "us-east-1"  # Bedrock: the region a signature must be scoped to
+    tiers: SimTiers = field(default_factory=SimTiers)  # the service tiers it sells (evalkit.sim.machinery.tiers)
 
     def __post_init__(self) -> None:
         if self.lenient and self.strict_model:

@@ -40,6 +40,7 @@ class ParsedRequest:
     max_tokens: int | None
     stop: list[str]
     guided_choice: list[str] | None
+    service_tier: str | None = None  # the tier the body asks for (OpenAI-shaped dialects; sim.machinery.tiers)
 
 
 def message_parts(msg: Any, i: int) -> tuple[list[str], list[str]]:

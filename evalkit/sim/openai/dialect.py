@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from evalkit.sim.machinery.prompt_cache import prompt_chunks
+from evalkit.sim.machinery.tiers import served_value
 from evalkit.sim.machinery.wire import ParsedRequest, SimUsage, error_response, parse_body
 
 if TYPE_CHECKING:
     from evalkit.sim.machinery.state import SimState
     from evalkit.sim.thinking import Thought
 
-_OPENAI_TYPES = {"bad_request": "BadRequestError", "not_found": "NotFoundError", "rate_limit": "RateLimitError",
+_OPENAI_TYPES = {"bad_request": "BadRequestError", "invalid_request": "invalid_request_error",
+                 "not_found": "NotFoundError", "rate_limit": "RateLimitError",
                  "server": "InternalServerError", "overloaded": "InternalServerError"}
 
 
@@ -25,6 +27,7 @@ class OpenAIDialect:
     name = "openai"
     routes: tuple[str, ...] = ("/v1/chat/completions",)
     overloaded_status = 503
+    tier_field = "service_tier"  # the body field naming a service tier, echoed in the reply (sim.machinery.tiers)
 
     def parse(self, body: Any, request: web.Request) -> ParsedRequest:
         return parse_body(body)
@@ -60,6 +63,8 @@ class OpenAIDialect:
             "usage": {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
                       "total_tokens": usage.input_tokens + usage.output_tokens,
                       "prompt_tokens_details": {"cached_tokens": usage.cached_input_tokens}},
+            # the tier served, where the request named one (a request without one gets replies as before)
+            **({"service_tier": served_value(req.service_tier)} if req.service_tier is not None else {}),
         }
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:

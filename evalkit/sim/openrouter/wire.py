@@ -34,10 +34,11 @@ class RoutedRequest(ParsedRequest):
     upstream: str = DEFAULT_UPSTREAM
 
 
-def cost_of(state: SimState, usage: SimUsage) -> float:
-    """Credits for one answer at the simulator's price (USD per million input and output tokens)."""
+def cost_of(state: SimState, usage: SimUsage, tier: str | None = None) -> float:
+    """Credits for one answer at the simulator's price (USD per million input and output tokens), times the
+    served tier's share: OpenRouter bills "at the actual served tier's rate"."""
     per_in, per_out = state.config.openrouter_price
-    return (usage.input_tokens * per_in + usage.output_tokens * per_out) / 1e6
+    return (usage.input_tokens * per_in + usage.output_tokens * per_out) / 1e6 * state.config.tiers.share(tier)
 
 
 class OpenRouterDialect(OpenAIDialect):
@@ -57,7 +58,7 @@ class OpenRouterDialect(OpenAIDialect):
 
     def dress(self, state: SimState, req: ParsedRequest, reply: dict[str, Any], usage: SimUsage) -> dict[str, Any]:
         """The upstream that answered and the cost, which is taken from the credits."""
-        cost = cost_of(state, usage)
+        cost = cost_of(state, usage, req.service_tier)
         state.credits.spend(cost)
         reply["id"] = reply["id"].replace("chatcmpl-", "gen-", 1)
         reply["provider"] = getattr(req, "upstream", DEFAULT_UPSTREAM)
