@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from evalkit.core.errors import ProviderError, cause_of
 
-ALIVE_KINDS = frozenset({"rate_limit", "refused", "empty"})
+ALIVE_KINDS = frozenset({"rate_limit", "refused", "empty", "capacity"})  # the server answers: no streak
 QUIET_S = 8.0  # a dead server ends the run within ~QUIET_S + the runner's halt drain of the last success
 BURST = 8
 

@@ -20,6 +20,8 @@ class RunnerStats:
     errors: int = 0
     retries: int = 0
     rate_limited: int = 0  # 429s received (each retried), counted as they come
+    capacity_refused: int = 0  # a service tier's capacity refusals (ask.capacity): not 429s of the account
+    tier_fallbacks: int = 0  # queries sent at standard after their tier's wait (--tier-fallback standard)
     input_tokens: int = 0
     output_tokens: int = 0
 

@@ -11,6 +11,11 @@ raise at once; every other error is retried until max_attempts, the slot release
   second for each kept a faulty run at --concurrency 128 below 15 requests in flight. Slowing
   everyone down is the job of adaptive limits (Limiter.pause stays for them), not of one refusal.
 - transient, timeout and empty-content errors back off with exponential jitter.
+- a tier's capacity refusal (kind "capacity", ask.capacity: a flex request the provider had no room for)
+  is not a quota signal: the limiter is not told (its learned rate stays), the breaker takes it as a sign
+  of life, and it does not spend max_attempts. It waits its own back-off (capacity_initial_s doubling up to
+  capacity_max_s, equal jitter), and once capacity_wait_s of such waits are spent the refusal is raised
+  (the runner then records it, or sends the query at standard with --tier-fallback standard).
 
 Waits go through the limiter's clock, so tests run them on virtual time. Used by the chat runner
 and by the image editor alike.
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from evalkit.ask.breaker import Breaker
+from evalkit.ask.capacity import CAPACITY, capacity_wait_s
 from evalkit.ask.rate_limiter import Limiter
 from evalkit.core.errors import ProviderError
 
@@ -41,6 +47,9 @@ class RetryPolicy:
     max_s: float = 20.0
     timeout_s: float = 120.0
     max_retry_after_s: float = 60.0  # the longest Retry-After a refused request waits (--max-retry-after)
+    capacity_initial_s: float = 5.0  # a tier's capacity refusal: the first back-off's ceiling (ask.capacity)
+    capacity_max_s: float = 120.0  # ... and the longest single wait
+    capacity_wait_s: float = 900.0  # ... and all of one query's such waits together (--tier-wait)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -86,6 +95,8 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
     `breaker`; once it has tripped, the last error is re-raised instead of another attempt.
     """
     attempt = 0
+    refusals = 0  # capacity refusals: they do not spend max_attempts, their waits are bounded apart
+    waited = 0.0  # seconds waited after capacity refusals
     last: ProviderError | None = None
     while True:  # a plain loop: tenacity's machinery cost more CPU per request than the request itself
         if last is not None and breaker is not None and breaker.tripped:
@@ -102,7 +113,7 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
                     raise ProviderError("timeout", f"no answer within {policy.timeout_s:g}s") from e
                 except ProviderError as e:
                     slot.report_tokens(0)
-                    if e.kind == "rate_limit" or e.limits is not None:
+                    if e.kind != CAPACITY and (e.kind == "rate_limit" or e.limits is not None):
                         limiter.observe(refused=e.kind == "rate_limit", info=e.limits)
                     raise
                 limiter.observe(refused=False, info=getattr(result, "limits", None))  # adaptive limits learn
@@ -115,8 +126,18 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, li
             last = e
             if breaker is not None:
                 breaker.failure(e)
-            if not _retryable(e) or attempt >= policy.max_attempts or (breaker is not None and breaker.tripped):
+            if e.kind == CAPACITY:
+                refusals += 1
+                left = policy.capacity_wait_s - waited
+                if left <= 0 or (breaker is not None and breaker.tripped):
+                    raise
+                wait = capacity_wait_s(policy.capacity_initial_s, policy.capacity_max_s, refusals, e.retry_after, left)
+                waited += wait
+                await limiter.clock.sleep(wait)
+                continue
+            if not _retryable(e) or attempt - refusals >= policy.max_attempts or \
+                    (breaker is not None and breaker.tripped):
                 raise
-            wait = rate_limit_wait_s(policy, e.retry_after, attempt) if e.kind == "rate_limit" \
-                else backoff_s(policy, attempt)
+            wait = rate_limit_wait_s(policy, e.retry_after, attempt - refusals) if e.kind == "rate_limit" \
+                else backoff_s(policy, attempt - refusals)
         await limiter.clock.sleep(wait)

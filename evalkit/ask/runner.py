@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from evalkit.ask.breaker import Breaker
+from evalkit.ask.capacity import CAPACITY, as_capacity
 from evalkit.ask.claims import Claims, claim_or_wait
 from evalkit.ask.confirm import Confirmation
 from evalkit.ask.feed import Feed, Looked
@@ -64,6 +65,7 @@ class Runner:
         self.lookup = CacheLookup(provider.spec, cache, pipeline, fingerprints=fingerprints)  # keys, cache lookups
         self.received: Callable[[str, dict], None] | None = None  # the run directory's journal (ask.store.received)
         self.service_tier: str | None = None  # --service-tier: sent beside each request, never in its key
+        self.tier_fallback: str | None = None  # --tier-fallback standard: a tier without capacity, then this one
 
     # ---- one query ---------------------------------------------------------------------
     def key_of(self, query: Query) -> str:
@@ -209,6 +211,7 @@ class Runner:
         last_empty: Response | None = None
 
         first = True
+        params = self.params_of(query)
 
         async def call() -> Response:
             nonlocal last_empty, first
@@ -216,9 +219,11 @@ class Runner:
                 raise NotSent
             first = False
             try:
-                response = await self.provider.complete(query.messages, self.params_of(query), images)
+                response = await self.provider.complete(query.messages, params, images)
             except ProviderError as e:
+                as_capacity(e, params.service_tier)  # the tier had no room: not the account's limit (ask.capacity)
                 self.stats.rate_limited += e.kind == "rate_limit"
+                self.stats.capacity_refused += e.kind == CAPACITY
                 raise
             except (asyncio.TimeoutError, NotSent):  # NotSent: a batch pool run with --no-wait
                 raise
@@ -234,11 +239,28 @@ class Runner:
             self.stats.attempts += 1
             self.stats.retries += n > 1
 
+        async def attempts() -> Response:
+            """with_retries; a tier still without capacity after --tier-wait is asked once more at standard
+            (--tier-fallback standard), with attempts of its own, and recorded at the tier that served it."""
+            nonlocal params
+            retried = functools.partial(with_retries, call, self.policy, self.limiter, est_tokens=estimate_tokens(query),
+                                        tokens_of=lambda r: r.usage.input_tokens + r.usage.output_tokens,
+                                        on_attempt=on_attempt, breaker=self.breaker)
+            try:
+                return await retried()
+            except ProviderError as e:
+                if e.kind != CAPACITY or self.tier_fallback is None or params.service_tier == self.tier_fallback:
+                    raise
+            params = replace(params, service_tier=self.tier_fallback)
+            self.stats.tier_fallbacks += 1
+            response = await retried()
+            if response.served_tier is None:  # the reply named none: it was served at the tier asked
+                response.served_tier = self.tier_fallback
+            return response
+
         self.stats.sent += 1
         try:
-            return await with_retries(call, self.policy, self.limiter, est_tokens=estimate_tokens(query),
-                                      tokens_of=lambda r: r.usage.input_tokens + r.usage.output_tokens,
-                                      on_attempt=on_attempt, breaker=self.breaker)
+            return await attempts()
         except NotSent:
             self.stats.sent -= 1
             self.stats.attempts -= 1

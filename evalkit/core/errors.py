@@ -42,7 +42,9 @@ class ProviderError(Exception):
     "transient" (retry with backoff), "timeout" (retry), "empty" (empty content, retry),
     "permanent" (never retried: bad request, auth), "refused" (never retried: the provider
     declined on content grounds — a safety block or content filter), "exhausted" (never retried, and
-    nothing more is sent: the account is out of credits or quota until the user tops it up).
+    nothing more is sent: the account is out of credits or quota until the user tops it up),
+    "capacity" (a service tier had no room for the request, e.g. a flex 429 "Resource Unavailable": never a
+    quota signal; its own back-off, and --tier-fallback; named by the runner, evalkit/ask/capacity.py).
     """
 
     def __init__(self, kind: str, message: str, *, retry_after: float | None = None, status: int | None = None,

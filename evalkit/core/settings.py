@@ -176,6 +176,11 @@ class RunConfig:
     tier_fallback: str | None = option(help="with --service-tier flex|priority: send at standard a request whose tier "
                                             "has no capacity, after a bounded wait", role="operational",
                                        choices=(STANDARD,))
+    tier_wait: float = option(900.0, help="with --service-tier flex|priority: how long, in seconds, a request whose "
+                                           "tier has no capacity keeps retrying with its own back-off before it fails, "
+                                           "or is sent at standard with --tier-fallback standard (default 900: the "
+                                           "15 minutes of OpenAI's and Gemini's flex guides)", role="operational",
+                              at_least=0)
     group_images: bool = option(True, help="do not send questions on the same image back to back",
                                 role="operational", flag="--no-group-images")
 

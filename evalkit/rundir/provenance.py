@@ -123,7 +123,8 @@ def run_facts(run_dir: Path, records: Sequence[Record], identity: dict[str, Any]
     s = runner.stats
     speed = throughput(fresh, ask_s, attempts=s.attempts, retries=s.retries, rate_limited=s.rate_limited,
                        output_tokens=s.output_tokens, replicas=pool_stats() if pool_stats else None,
-                       limits=runner.limiter.learned())
+                       limits=runner.limiter.learned(), capacity_refused=s.capacity_refused,
+                       tier_fallbacks=s.tier_fallbacks)
     if speed is None:
         try:
             speed = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("throughput")

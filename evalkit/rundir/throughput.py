@@ -24,8 +24,11 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
 
 def throughput(fresh: Sequence[Record], ask_s: float, *, attempts: int, retries: int, rate_limited: int,
                output_tokens: int, replicas: dict[str, dict[str, int]] | None = None,
-               limits: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The summary's "throughput" block, or None when this invocation sent nothing."""
+               limits: dict[str, Any] | None = None, capacity_refused: int = 0,
+               tier_fallbacks: int = 0) -> dict[str, Any] | None:
+    """The summary's "throughput" block, or None when this invocation sent nothing. A service tier's capacity
+    refusals and the queries sent at standard after them (--tier-fallback) are counted apart from the 429s of
+    the account's limits, and only where there were any (summaries stay as they were)."""
     latencies = sorted(r.latency_s for r in fresh if not r.cached and r.error is None and r.latency_s > 0)
     if not attempts and not latencies:
         return None
@@ -38,6 +41,9 @@ def throughput(fresh: Sequence[Record], ask_s: float, *, attempts: int, retries:
         "output_tokens_per_s": per_s(output_tokens), "requests": attempts, "retries": retries,
         "rate_limited": rate_limited,
     }
+    if capacity_refused or tier_fallbacks:
+        out["capacity_refused"] = capacity_refused
+        out["tier_fallbacks"] = tier_fallbacks
     if replicas and len(replicas) > 1:
         out["replicas"] = replicas
     if limits:

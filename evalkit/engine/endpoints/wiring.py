@@ -89,10 +89,12 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
         limiter = _limiter(stack, spec, env, cfg, cache)
         if limiters is not None:
             limiters.put(spec, limiter)
-    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.request_timeout, max_retry_after_s=cfg.max_retry_after)
+    policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.request_timeout, max_retry_after_s=cfg.max_retry_after,
+                         capacity_wait_s=cfg.tier_wait)
     runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                     fingerprints=fingerprints, gate=gate, confirm=confirm)
     runner.service_tier = cfg.service_tier  # sent beside each request, never in its key (core/tiers.py)
+    runner.tier_fallback = cfg.tier_fallback  # a tier without capacity after --tier-wait: sent at standard
     if confirm is not None and cfg.service_tier not in (None, STANDARD):  # a model without the tier: 1 request
         confirm.require_tier(cfg.service_tier)
     runner.hold_images(cfg.concurrency + PREPARED_AHEAD)
@@ -126,4 +128,5 @@ PREPARED_AHEAD = 4  # queries that may hold prepared images beyond those in flig
 
 def claim_ttl_s(cfg: RunConfig) -> float:
     """How long a claim on a request key stands: one request's timeout and its Retry-After waits, with room."""
-    return 2 * cfg.request_timeout + cfg.max_retry_after + 30.0
+    tier_waits = cfg.tier_wait if cfg.service_tier not in (None, STANDARD) else 0.0  # a tier's capacity waits
+    return 2 * cfg.request_timeout + cfg.max_retry_after + tier_waits + 30.0
