@@ -35,7 +35,14 @@ from evalkit.images.provider_limits import (
     ImageLimits,
 )
 from evalkit.providers.batch_api import BatchLimits
-from evalkit.providers.tiers import AZURE_TIERS, OPENAI_TIERS, OPENROUTER_TIERS, PASSED_TIERS, ServiceTiers
+from evalkit.providers.tiers import (
+    AZURE_TIERS,
+    GEMINI_TIERS,
+    OPENAI_TIERS,
+    OPENROUTER_TIERS,
+    PASSED_TIERS,
+    ServiceTiers,
+)
 
 # The API shape, named for the API and never for a provider (a rule reading it is not keyed on a name):
 # "azure-openai" is chat completions on Azure's routes, "messages" Anthropic's Messages API, "gemini"
@@ -263,7 +270,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         batch=BatchLimits(10_000, 20 * 1024 * 1024,
                           "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
         batch_client="evalkit.providers.google.batch:GoogleBatches", batch_discount=0.5,
-        editor="evalkit.providers.google.edit:GoogleImageEditor"),
+        editor="evalkit.providers.google.edit:GoogleImageEditor", tiers=GEMINI_TIERS),
     # Azure OpenAI, read 2026-11-26 (learn.microsoft.com/azure/ai-foundry/openai/reference and /api-version-
     # lifecycle, /how-to/batch): the classic route takes ?api-version= and the deployment in the path; the
     # v1 API (/openai/v1) takes the deployment as `model`. The key goes in the `api-key` header. Global

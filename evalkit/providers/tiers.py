@@ -179,3 +179,20 @@ PASSED_TIERS = ServiceTiers(
              "https://console.groq.com/docs/flex-processing"),
     read_on="2026-11-29",
     note="passed through as OpenAI spells it; a server that does not know it may ignore it")
+
+#: Gemini API: "specify the service_tier as flex in the request body"; flex "50% discount", "1-15 min target"
+#: latency, "best-effort (sheddable)"; priority "75% to 100% more than standard", for Tier 2 and 3 accounts, and
+#: a priority request over its limit is served at standard, which only the `x-gemini-service-tier` response
+#: header says. google-genai 3.6 sends GenerateContentConfig.service_tier as the body's `serviceTier`
+#: (UNSPECIFIED, STANDARD, FLEX, PRIORITY). Priority's price is per model (75-100 % more): not guessed here.
+GEMINI_TIERS = ServiceTiers(
+    sells=("flex", "priority"), request="body:serviceTier", reply="header:x-gemini-service-tier",
+    spelling=(("standard", "standard"), ("flex", "flex"), ("priority", "priority")),
+    reported=(("standard", "standard"), ("flex", "flex"), ("priority", "priority")),
+    price_share=(("flex", 0.5),),
+    sources=("https://ai.google.dev/gemini-api/docs/flex-inference",
+             "https://ai.google.dev/gemini-api/docs/priority-inference",
+             "https://ai.google.dev/gemini-api/docs/optimization"),
+    read_on="2026-11-29",
+    note="flex: preview, sheddable (a shed request is a capacity refusal); priority over its limit is served and "
+         "priced at standard (the reply header says so); priority's price is per model")

@@ -91,6 +91,13 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     t.add_argument("--no-flex", action="append", default=[], metavar="MODEL",
                    help="a model (an Azure deployment) that does not offer flex: HTTP 400, as Azure answers "
                         "(repeatable)")
+    t.add_argument("--flex-refused", type=float, default=0.0, metavar="SHARE",
+                   help="the share of flex requests refused for capacity (OpenAI's 429 Resource Unavailable, Gemini's "
+                        "and Bedrock's 503), spread evenly (default 0)")
+    t.add_argument("--flex-gone", action="store_true", help="flex capacity is gone: every flex request is refused")
+    t.add_argument("--priority-over", type=float, default=0.0, metavar="SHARE",
+                   help="the share of priority requests over the priority limit, served at standard and "
+                        "saying so (default 0)")
 
 
 def _read(flag: str, path: str, reader: Callable[[str], AnswerKey]) -> AnswerKey:
@@ -147,7 +154,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         aws_keys=_aws_keys(args.aws_keys),
         aws_region=args.aws_region,
         google_key_file=_google_key_file(getattr(args, "google_key_file", None)),
-        tiers=SimTiers(no_flex=tuple(args.no_flex), flex_latency_s=max(0.0, args.flex_latency_ms) / 1000.0),
+        tiers=SimTiers(no_flex=tuple(args.no_flex), flex_latency_s=max(0.0, args.flex_latency_ms) / 1000.0,
+                       flex_refused=1.0 if args.flex_gone else args.flex_refused, priority_over=args.priority_over),
     )
 
 

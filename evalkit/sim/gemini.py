@@ -52,7 +52,8 @@ EDIT_TEXT = "Here is the edited image."
 THOUGHT_TEXT = "Looking at the image and weighing the options."
 MAX_STOP_SEQUENCES = 5
 _STATUS = {"bad_request": "INVALID_ARGUMENT", "not_found": "NOT_FOUND", "rate_limit": "RESOURCE_EXHAUSTED",
-           "server": "INTERNAL", "overloaded": "UNAVAILABLE"}
+           "server": "INTERNAL", "overloaded": "UNAVAILABLE", "capacity": "UNAVAILABLE"}
+TIER_HEADER = "x-gemini-service-tier"  # the tier that served a reply: the only place Gemini says it
 
 
 def simulated_edit(image_bytes: bytes) -> bytes:
@@ -139,6 +140,21 @@ class GeminiDialect:
     name = "gemini"
     routes = (ROUTE,)
     overloaded_status = 503
+    tier_field = "serviceTier"  # the SDK's spelling; REST clients write service_tier (both read: asked_tier)
+    capacity_status = 503  # a flex request shed: UNAVAILABLE (evalkit.sim.machinery.tier_faults)
+
+    def asked_tier(self, body: Any, request: web.Request) -> str | None:
+        """The tier a generateContent body asks for (`serviceTier` or `service_tier`, any case); None for none
+        or UNSPECIFIED (the default: standard)."""
+        value = _pick(body, "serviceTier", "service_tier") if isinstance(body, dict) else None
+        tier = value.lower() if isinstance(value, str) else None
+        return None if tier in (None, "", "unspecified") else tier
+
+    @staticmethod
+    def tier_headers(req: ParsedRequest) -> dict[str, str] | None:
+        """The reply's `x-gemini-service-tier` where the request named a tier: the tier that served it (a
+        priority request over its limit says standard: ai.google.dev/gemini-api/docs/priority-inference)."""
+        return None if req.service_tier is None else {TIER_HEADER: req.service_tier}
 
     def parse(self, body: Any, request: web.Request) -> GeminiRequest:
         if not isinstance(body, dict):
@@ -233,7 +249,8 @@ class GeminiDialect:
         candidate = {"content": {"role": "model", "parts": parts} if parts or thought is None else {"role": "model"},
                      "finishReason": "MAX_TOKENS" if finish == "length" else "STOP", "index": 0}
         return web.json_response(self._envelope(state, req.model, {"candidates": [candidate],
-                                                                   "usageMetadata": meta}))
+                                                                   "usageMetadata": meta}),
+                                 headers=self.tier_headers(req))
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
         code = _STATUS.get(kind, "INTERNAL")

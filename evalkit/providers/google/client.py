@@ -36,6 +36,8 @@ from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.google.reply import GeminiReply, joined_hops, reply_from_gemini
 from evalkit.providers.reasoning import budget_of
+from evalkit.providers.registry import find
+from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.redact import Redactor, url_credentials
 from evalkit.providers.wire.reply_json import json_object, malformed
@@ -169,6 +171,8 @@ class GoogleProvider:
         options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1),
                                     httpx_async_client=self._http)
         self._client = self._make_client(genai, options, api_key)
+        record = find(spec.provider)
+        self._tiers = record.tiers if record is not None else None  # --service-tier: its record says how
 
     def _make_client(self, genai: Any, options: Any, api_key: str) -> Any:
         """The Gemini API's client (Vertex AI's: providers/vertex/client.py)."""
@@ -199,29 +203,36 @@ class GoogleProvider:
         if system:
             settings["system_instruction"] = system
         settings["should_return_http_response"] = True  # the raw body: evalkit reads it (gemini_reply)
+        tier = self._tiers.wire_value(params.service_tier) if self._tiers is not None else None
+        if tier is not None:  # a delivery setting beside the request (never in its key): the body's serviceTier
+            settings["service_tier"] = tier
         try:
             config = self._types.GenerateContentConfig(**settings)
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
             raise ProviderError("permanent", f"bad Gemini parameters: {self._clean(server_reason(e))}") from e
         start = time.perf_counter()
-        reply = await self._ask(contents, config)
+        reply = await self._ask(contents, config, params.service_tier)
         out = reply.response
         for _ in range(MAX_CONTINUATIONS):
             if reply.continuation is None:
                 break
-            reply = await self._ask(contents, config.model_copy(update={"continuation_token": reply.continuation}))
+            reply = await self._ask(contents, config.model_copy(update={"continuation_token": reply.continuation}),
+                                    params.service_tier)
             out = joined_hops(out, reply.response)
         out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
         out.latency_s = time.perf_counter() - start
         return out
 
-    async def _ask(self, contents: list[Any], config: Any) -> GeminiReply:
-        """One generateContent request, its reply read; every failure a classified ProviderError."""
+    async def _ask(self, contents: list[Any], config: Any, tier: str | None = None) -> GeminiReply:
+        """One generateContent request, its reply read (with the tier that served it, which only a header
+        says: GEMINI_TIERS); every failure a classified ProviderError."""
         try:
             resp = await self._client.aio.models.generate_content(model=self.spec.model, contents=contents,
                                                                   config=config)
             raw = resp.sdk_http_response
-            reply = reply_from_gemini(json_object(raw.body if raw is not None and raw.body is not None else b""))
+            body = json_object(raw.body if raw is not None and raw.body is not None else b"")
+            reply = reply_from_gemini(body)
+            reply.response.served_tier = served_tier(self._tiers, tier, body, getattr(raw, "headers", None))
         except ProviderError as e:  # evalkit's own: the reply's checks, the size cap, a redirect
             self._redact.error(e)
             raise

@@ -107,4 +107,5 @@ def joined_hops(first: Response, then: Response) -> Response:
     usage.add(then.usage)
     reasoning = (first.reasoning or "") + (then.reasoning or "")
     return Response(text=first.text + then.text, usage=usage, finish_reason=then.finish_reason,
-                    reasoning=reasoning or None, served_by=then.served_by or first.served_by)
+                    reasoning=reasoning or None, served_by=then.served_by or first.served_by,
+                    served_tier=then.served_tier or first.served_tier)

@@ -60,6 +60,8 @@ class SimCounters:
     abandoned: int = 0
     first_request_at: float | None = None
     tiers_asked: dict[str, int] = field(default_factory=dict)  # requests per service tier named ("": none)
+    tiers_served: dict[str, int] = field(default_factory=dict)  # requests let through, by the tier serving them
+    capacity_refusals: int = 0  # requests refused because their tier had no capacity (machinery.tier_faults)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def start(self) -> None:
@@ -103,10 +105,21 @@ class SimCounters:
             elif code >= 400:
                 self.bad_requests += 1
 
-    def tier_asked(self, tier: str | None) -> None:
-        """Count a request of a dialect that names service tiers, by the tier it named ("" for none)."""
+    def tier_asked(self, tier: str | None) -> int:
+        """Count a request of a dialect that names service tiers, by the tier it named ("" for none); returns
+        how many have named it so far (which flex requests are refused follows from it: tier_faults)."""
         with self._lock:
-            self.tiers_asked[tier or ""] = self.tiers_asked.get(tier or "", 0) + 1
+            self.tiers_asked[tier or ""] = n = self.tiers_asked.get(tier or "", 0) + 1
+            return n
+
+    def tier_served(self, tier: str | None) -> None:
+        """Count a request let through, by the tier that serves it ("" for none named)."""
+        with self._lock:
+            self.tiers_served[tier or ""] = self.tiers_served.get(tier or "", 0) + 1
+
+    def capacity_refusal(self) -> None:
+        with self._lock:
+            self.capacity_refusals += 1
 
     def fault(self, kind: str) -> None:
         with self._lock:
@@ -122,6 +135,8 @@ class SimCounters:
             self.per_key = {}
             self.per_key_cutoffs = {}
             self.tiers_asked = {}
+            self.tiers_served = {}
+            self.capacity_refusals = 0
             self.max_in_flight = self.in_flight
 
     def snapshot(self) -> dict[str, Any]:
@@ -141,6 +156,8 @@ class SimCounters:
                 "per_key_cutoffs": dict(self.per_key_cutoffs),
                 "abandoned": self.abandoned,
                 "tiers_asked": dict(self.tiers_asked),
+                "tiers_served": dict(self.tiers_served),
+                "capacity_refusals": self.capacity_refusals,
             }
 
     def __getitem__(self, name: str) -> Any:

@@ -17,6 +17,7 @@ from evalkit.sim.machinery.counters import server_request_key
 from evalkit.sim.machinery.dialect import Dialect, Handler
 from evalkit.sim.machinery.inject import roll_fault
 from evalkit.sim.machinery.state import STATE, SimState
+from evalkit.sim.machinery.tier_faults import CAPACITY_MESSAGE, capacity_refused, downgraded
 from evalkit.sim.machinery.tiers import requested_tier, tier_refusal
 from evalkit.sim.machinery.wire import BadRequest, SimUsage, shape_reply
 from evalkit.sim.model import sampling_of, server_estimate_tokens, server_image_tokens
@@ -64,12 +65,21 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
     if getattr(dialect, "tier_field", None):  # a dialect whose requests name a service tier
-        req = replace(req, service_tier=requested_tier(body))
-        counters.tier_asked(req.service_tier)
+        asked = getattr(dialect, "asked_tier", None)  # one that names it elsewhere than the body's field
+        req = replace(req, service_tier=asked(body, request) if asked else requested_tier(body, dialect.tier_field))
+        nth = counters.tier_asked(req.service_tier)
         refused = tier_refusal(config.tiers, req.model, req.service_tier)
         if refused is not None:
             counters.status(400)
             return dialect.error(400, "invalid_request", refused)
+        if capacity_refused(config.tiers.flex_refused, req.service_tier, nth):  # flex without room (tier_faults)
+            status = getattr(dialect, "capacity_status", 429)
+            counters.capacity_refusal()
+            counters.status(status)
+            return dialect.error(status, "capacity", CAPACITY_MESSAGE)
+        if downgraded(config.tiers.priority_over, req.service_tier, nth):  # over the priority limit: standard
+            req = replace(req, service_tier="standard")
+        counters.tier_served(req.service_tier)
     prompt = server_estimate_tokens(req.all_text) + sum(server_image_tokens(w, h) for _, w, h in fps_info)
     wait = limits.admit_tokens(prompt)  # the output is charged as it is generated (see sim.limits)
     if wait > 0:

@@ -29,20 +29,28 @@ class SimTiers:
     no_flex: tuple[str, ...] = ()  # models (Azure deployments) that do not offer flex: HTTP 400, no fallback
     flex_latency_s: float = 0.0
     price_share: tuple[tuple[str, float], ...] = (("flex", 0.5), ("priority", 2.0))  # OpenRouter's billing
+    flex_refused: float = 0.0  # the share of flex requests refused for capacity (1: capacity gone; tier_faults)
+    priority_over: float = 0.0  # the share of priority requests over the limit: served at standard (tier_faults)
 
     def __post_init__(self) -> None:
         if self.flex_latency_s < 0:
             raise ValueError(f"flex latency must be 0 or more seconds, not {self.flex_latency_s}")
+        for name in ("flex_refused", "priority_over"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be a share between 0 and 1, not {getattr(self, name)}")
 
     def share(self, tier: str | None) -> float:
         """The served tier's price as a share of the standard price (1 for standard)."""
         return dict(self.price_share).get(tier or "", 1.0)
 
 
-def requested_tier(body: Any) -> str | None:
-    """The tier a chat-completions body asks for (its `service_tier`), None when it names none."""
-    value = body.get("service_tier") if isinstance(body, dict) else None
-    return value if isinstance(value, str) and value else None
+def requested_tier(body: Any, field: str = "service_tier") -> str | None:
+    """The tier a body asks for (its `field`, a dotted path: `serviceTier.type` for Bedrock's Converse), in
+    lower case; None when it names none."""
+    value = body
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value.lower() if isinstance(value, str) and value else None
 
 
 def tier_refusal(tiers: SimTiers, model: str, tier: str | None) -> str | None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from evalkit.sim.thinking import Thought
 
 _OPENAI_TYPES = {"bad_request": "BadRequestError", "invalid_request": "invalid_request_error",
-                 "not_found": "NotFoundError", "rate_limit": "RateLimitError",
+                 "not_found": "NotFoundError", "rate_limit": "RateLimitError", "capacity": "RateLimitError",
                  "server": "InternalServerError", "overloaded": "InternalServerError"}
 
 
@@ -68,7 +68,8 @@ class OpenAIDialect:
         }
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
-        code = "rate_limit_exceeded" if kind == "rate_limit" else status
+        code = "rate_limit_exceeded" if kind == "rate_limit" else "resource_unavailable" if kind == "capacity" \
+            else status
         return error_response(status, message, _OPENAI_TYPES.get(kind, "APIError"), code, headers)
 
     def refusal(self, state: SimState, req: ParsedRequest) -> web.Response:

@@ -48,6 +48,7 @@ class VertexGeminiDialect(GeminiDialect):
 
     name = "vertex-gemini"
     routes = (GEMINI_ROUTE,)
+    tier_field = None  # Vertex names a tier in a header of its own, which the simulator does not sell yet
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
         if kind == "rate_limit":

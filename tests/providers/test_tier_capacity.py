@@ -1,0 +1,127 @@
+"""A tier's capacity refusal is its own outcome (issue 45, item 1), end to end through the real clients
+against the simulator: flex requests refused for capacity ("429 Resource Unavailable") are retried with their
+own back-off and counted apart, never as the account's 429s, so the learned rate stays as it was; with
+`--tier-fallback standard` a run whose flex capacity is gone completes, every answer recorded and priced at
+standard; without it the refused queries are failures a re-run asks again; a Gemini priority request over the
+limit is recorded, and priced, at standard (the `x-gemini-service-tier` header). Driven through `evalkit.run`
+and `evalkit.sim`'s public names; waits are made tiny with `tier_wait` (the back-off scales with it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from evalkit import run
+from evalkit.sim import SimConfig, SimThread
+from evalkit.sim.from_bench import answer_key_for
+
+try:  # evalkit 0.3.0's simulator sells no tiers
+    from evalkit.sim import SimTiers
+except ImportError:
+    SimTiers = None
+
+N = 8
+KEY = "sk-capacity-test"
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """N four-option questions, each on its own image."""
+    folder = tmp_path / "ds"
+    (folder / "images").mkdir(parents=True)
+    lines = []
+    for i in range(N):
+        Image.new("RGB", (64 + 8 * i, 48), (30 * i % 256, 120, 210 - 10 * i)).save(folder / "images" / f"{i}.png")
+        lines.append({"id": f"q{i}", "image": f"images/{i}.png", "question": f"Which colour is image {i}?",
+                      "options": {"A": "red", "B": "green", "C": "blue", "D": "grey"}, "answer": "ABCD"[i % 4]})
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def _sim(data: Path, **tiers) -> SimConfig:
+    config = SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))
+    if SimTiers is not None and tiers:
+        config.tiers = SimTiers(**tiers)
+    return config
+
+
+def _openai(sim: SimThread, data: Path, out: Path, cache: Path, **kw):
+    return run("mcq", "openai/gpt-4o", data=str(data), base_url=sim.url + "/v1", env={"OPENAI_API_KEY": KEY},
+               out=str(out), cache_dir=str(cache), progress=False, plots=False, cache_tag="sim", **kw)
+
+
+def _gemini(sim: SimThread, data: Path, out: Path, cache: Path, **kw):
+    return run("mcq", "google/gemini-2.0-flash", data=str(data), base_url=sim.url, env={"GEMINI_API_KEY": KEY},
+               out=str(out), cache_dir=str(cache), progress=False, plots=False, cache_tag="sim", **kw)
+
+
+def test_flex_refusals_are_retried_apart_and_leave_the_learned_rate_unchanged(data, tmp_path):
+    with SimThread(_sim(data, flex_refused=0.5)) as sim:  # every second flex request: 429 Resource Unavailable
+        done = _openai(sim, data, tmp_path / "run", tmp_path / "cache", service_tier="flex", tier_wait=2.0)
+        refused, asked = sim.counters["capacity_refusals"], sim.counters["tiers_asked"]
+    assert done.exit_code == 0, done.messages
+    assert [r.error for r in done.records] == [None] * N  # all answered, after their own waits
+    assert [r.served_tier for r in done.records] == ["flex"] * N
+    # requests alternate refused / served and the last one is served: 2N - 1 flex requests, N - 1 refused
+    assert asked == {"flex": 2 * N - 1} and refused == N - 1
+    speed = done.summary["throughput"]
+    assert speed["capacity_refused"] == N - 1 and speed["tier_fallbacks"] == 0
+    assert speed["rate_limited"] == 0  # not the account's 429s
+    assert speed["requests"] == 2 * N - 1 and speed["retries"] == N - 1
+    assert "limits" not in speed  # the adaptive limiter learned nothing from them: no rate was cut
+
+
+def test_tier_fallback_completes_a_run_whose_flex_capacity_is_gone_at_standard_price(data, tmp_path):
+    with SimThread(_sim(data)) as sim:  # the same items at standard: the price to compare with
+        standard = _openai(sim, data, tmp_path / "standard", tmp_path / "cache-standard")
+    with SimThread(_sim(data, flex_refused=1.0)) as sim:  # flex capacity is gone: every flex request refused
+        stuck = _openai(sim, data, tmp_path / "run", tmp_path / "cache", service_tier="flex", tier_wait=0.05)
+        assert stuck.exit_code == 1  # incomplete, resumable: nothing was answered
+        assert [r.error for r in stuck.records] == ["capacity"] * N
+        assert stuck.summary["throughput"]["capacity_refused"] >= N
+        sim.counters.reset()
+        done = _openai(sim, data, tmp_path / "run", tmp_path / "cache", service_tier="flex", tier_wait=0.0,
+                       tier_fallback="standard")
+        refused, asked = sim.counters["capacity_refusals"], sim.counters["tiers_asked"]
+    assert done.exit_code == 0, done.messages
+    assert [r.error for r in done.records] == [None] * N
+    assert asked == {"flex": N, "default": N} and refused == N  # one flex try each, then at standard
+    assert [r.served_tier for r in done.records] == ["standard"] * N
+    assert done.summary["service_tier"] == {"requested": "flex", "served": {"standard": N}}
+    speed = done.summary["throughput"]
+    assert (speed["capacity_refused"], speed["tier_fallbacks"], speed["rate_limited"]) == (N, N, 0)
+    s, d = standard.summary["usage"], done.summary["usage"]
+    assert s["cost_usd"] > 0 and d["cost_usd"] == pytest.approx(s["cost_usd"], rel=1e-9)  # standard's, not half
+    lines = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert sorted(x["served_tier"] for x in lines if x.get("error") is None) == ["standard"] * N
+
+
+def test_a_gemini_priority_request_over_the_limit_is_recorded_and_priced_at_standard(data, tmp_path):
+    with SimThread(_sim(data)) as sim:
+        standard = _gemini(sim, data, tmp_path / "standard", tmp_path / "cache-standard")
+    with SimThread(_sim(data, priority_over=1.0)) as sim:  # every priority request over the limit
+        done = _gemini(sim, data, tmp_path / "run", tmp_path / "cache", service_tier="priority")
+        asked, served = sim.counters["tiers_asked"], sim.counters["tiers_served"]
+    assert done.exit_code == 0, done.messages
+    assert asked == {"priority": N} and served == {"standard": N}  # the header said standard
+    assert [r.served_tier for r in done.records] == ["standard"] * N
+    assert done.summary["service_tier"] == {"requested": "priority", "served": {"standard": N}}
+    s, d = standard.summary["usage"], done.summary["usage"]
+    assert s["cost_usd"] > 0 and d["cost_usd"] == pytest.approx(s["cost_usd"], rel=1e-9)
+
+
+def test_a_gemini_flex_request_is_sent_in_the_body_and_shed_ones_are_capacity_refusals(data, tmp_path):
+    with SimThread(_sim(data, flex_refused=0.5)) as sim:  # Gemini sheds with 503 UNAVAILABLE
+        done = _gemini(sim, data, tmp_path / "run", tmp_path / "cache", service_tier="flex", tier_wait=2.0)
+        asked, refused = sim.counters["tiers_asked"], sim.counters["capacity_refusals"]
+    assert done.exit_code == 0, done.messages
+    assert asked == {"flex": 2 * N - 1} and refused == N - 1
+    assert [r.served_tier for r in done.records] == ["flex"] * N
+    speed = done.summary["throughput"]
+    assert speed["capacity_refused"] == N - 1 and speed["rate_limited"] == 0 and "limits" not in speed
+    s = done.summary["usage"]
+    assert s["cost_usd"] > 0
