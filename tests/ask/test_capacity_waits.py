@@ -58,7 +58,7 @@ async def test_capacity_refusals_leave_the_adaptive_limiter_as_it_was_where_quot
     assert list(limiter.adaptive._replies) == [(starts[-1] + 1.0, False)]
     assert limiter.adaptive.rpm is None and limiter.learned() is None and limiter.paused_until == float("-inf")
     # waits: 0.5, 1, 2, then the cap (2) — each after the one second of work the refusal took
-    gaps = [round(b - a - 1.0, 6) for a, b in zip(starts, starts[1:])]
+    gaps = [round(b - a - 1.0, 6) for a, b in zip(starts, starts[1:], strict=False)]
     assert gaps == [0.5, 1.0, 2.0] + [2.0] * 9
 
     quota = RetryPolicy(max_attempts=13, initial_s=0.0, max_s=0.0)
@@ -79,7 +79,7 @@ async def test_a_query_s_capacity_waits_stop_at_the_tier_wait_and_the_refusal_is
     limiter = Limiter(concurrency=1, clock=clock)
     with pytest.raises(ProviderError):
         await clock.run([with_retries(refusing(clock, "capacity", 100, policy_log), policy, limiter)])
-    gaps = [round(b - a - 1.0, 6) for a, b in zip(policy_log, policy_log[1:])]
+    gaps = [round(b - a - 1.0, 6) for a, b in zip(policy_log, policy_log[1:], strict=False)]
     assert gaps == [1.0, 2.0, 4.0, 3.0]
 
 
