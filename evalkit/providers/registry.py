@@ -37,6 +37,7 @@ from evalkit.images.provider_limits import (
 from evalkit.providers.batch_api import BatchLimits
 from evalkit.providers.tiers import (
     AZURE_TIERS,
+    BEDROCK_TIERS,
     GEMINI_TIERS,
     OPENAI_TIERS,
     OPENROUTER_TIERS,
@@ -336,7 +337,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
                             no_budget="goes through Converse, which takes --reasoning-effort (Amazon Nova's "
                                       "reasoningConfig); a budget is for Claude's ids (…anthropic.…)"),
         image_tokens=anthropic_image_tokens, price_key="bedrock",
-        model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock.client:locate"),
+        model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock.client:locate", tiers=BEDROCK_TIERS),
 )}
 
 

@@ -196,3 +196,29 @@ GEMINI_TIERS = ServiceTiers(
     read_on="2026-11-29",
     note="flex: preview, sheddable (a shed request is a capacity refusal); priority over its limit is served and "
          "priced at standard (the reply header says so); priority's price is per model")
+
+_BEDROCK_SPELLING = (("standard", "default"), ("flex", "flex"), ("priority", "priority"))
+_BEDROCK_REPORTED = (("default", "standard"), ("flex", "flex"), ("priority", "priority"), ("reserved", "reserved"))
+_BEDROCK_SOURCES = ("https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html",
+                    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ServiceTier.html",
+                    "https://aws.amazon.com/bedrock/service-tiers")
+
+#: Amazon Bedrock's Converse API (every model but Claude): the request's `serviceTier: {"type": ...}` (priority |
+#: default | flex | reserved), and the reply's `serviceTier` names the tier that served it (botocore's
+#: bedrock-runtime model: ConverseRequest/ConverseResponse.serviceTier). "Support varies by model": a model or
+#: region without the tier answers ValidationException (400: one line, exit 2). Flex is "discounted", priority
+#: "standard rate + premium", per model: no share is guessed (--prices for the rows).
+BEDROCK_TIERS = ServiceTiers(
+    sells=("flex", "priority"), request="body:serviceTier.type", reply="body:serviceTier.type",
+    spelling=_BEDROCK_SPELLING, reported=_BEDROCK_REPORTED, sources=_BEDROCK_SOURCES, read_on="2026-11-29",
+    note="Converse: serviceTier.type in the body and the reply; Claude's InvokeModel: the "
+         "X-Amzn-Bedrock-Service-Tier header both ways; per-model support and prices (not guessed)")
+
+#: Claude on Bedrock goes through InvokeModel (the anthropic SDK's Bedrock client): the same tiers, named in the
+#: `X-Amzn-Bedrock-Service-Tier` request header, and the tier served in the reply's header of the same name
+#: (botocore's InvokeModelRequest/InvokeModelResponse.serviceTier, location header). The wire of BEDROCK_TIERS'
+#: second route: the `bedrock` record sells what BEDROCK_TIERS says.
+BEDROCK_INVOKE_TIERS = ServiceTiers(
+    sells=BEDROCK_TIERS.sells, request="header:X-Amzn-Bedrock-Service-Tier",
+    reply="header:X-Amzn-Bedrock-Service-Tier", spelling=_BEDROCK_SPELLING, reported=_BEDROCK_REPORTED,
+    sources=_BEDROCK_SOURCES, read_on="2026-11-29", note=BEDROCK_TIERS.note)

@@ -25,6 +25,7 @@ from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Messa
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.reasoning import budget_of, reasoning_problem
+from evalkit.providers.tiers import ServiceTiers, served_tier
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.rate_headers import rate_info
 from evalkit.providers.wire.redact import Redactor, url_credentials
@@ -169,6 +170,7 @@ class AnthropicProvider:
     """One AsyncAnthropic client (aiohttp transport when the SDK ships it) shared by all requests."""
 
     body_fields: dict[str, Any] = {}  # noqa: RUF012 - read only: fields every request body carries
+    wire_tiers: ServiceTiers | None = None  # a platform that sells service tiers: how its wire names them
 
     def __init__(self, spec: ProviderSpec, *, api_key: str, timeout_s: float = 120.0, cache_marker: bool = True,
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
@@ -228,6 +230,9 @@ class AnthropicProvider:
                             sampling=self.sampling)
         if self.body_fields:  # a platform's own body fields (Vertex AI's anthropic_version)
             args["extra_body"] = {**self.body_fields, **args.get("extra_body", {})}
+        tier_headers = self.wire_tiers.headers(params.service_tier) if self.wire_tiers is not None else {}
+        if tier_headers:  # a platform's service tier, named in a header (Bedrock's InvokeModel)
+            args["extra_headers"] = {**args.get("extra_headers", {}), **tier_headers}
         start = time.perf_counter()
         try:
             raw = await self._client.messages.with_raw_response.create(**args)
@@ -244,6 +249,8 @@ class AnthropicProvider:
         out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
         out.latency_s = time.perf_counter() - start
         out.limits = limits
+        if self.wire_tiers is not None:  # the tier that served it, where the platform's wire says
+            out.served_tier = served_tier(self.wire_tiers, params.service_tier, None, raw.http_response.headers)
         return out
 
     async def close(self) -> None:

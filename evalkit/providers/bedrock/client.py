@@ -29,6 +29,7 @@ from evalkit.providers.bedrock.aws_sign import AwsCredentials, AwsRedactor, regi
 from evalkit.providers.bedrock.converse import ConverseProvider
 from evalkit.providers.bedrock.errors import bedrock_error
 from evalkit.providers.registry import is_claude
+from evalkit.providers.tiers import BEDROCK_INVOKE_TIERS
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.sdk_http import ACCEPTED_ENCODINGS
 
@@ -53,6 +54,7 @@ class BedrockClaude(AnthropicProvider):
     """Claude on Bedrock: the Messages adapter of `anthropic/` on the SDK's Bedrock client."""
 
     body_fields = {"anthropic_version": BEDROCK_ANTHROPIC_VERSION}  # noqa: RUF012 - read only
+    wire_tiers = BEDROCK_INVOKE_TIERS  # InvokeModel names the tier in a header, both ways (providers/tiers.py)
 
     def __init__(self, spec: ProviderSpec, *, region: str, credentials: AwsCredentials | None, bearer: str | None,
                  profile: str | None, timeout_s: float = 120.0, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):

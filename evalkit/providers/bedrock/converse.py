@@ -35,6 +35,8 @@ from evalkit.providers.base import ProviderSpec, public_url
 from evalkit.providers.bedrock.aws_sign import AwsCredentials, AwsRedactor, PrefixHasher, sign
 from evalkit.providers.bedrock.errors import bedrock_error
 from evalkit.providers.openai.compat import proxy_for
+from evalkit.providers.registry import find
+from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.connect import connect_cause
 from evalkit.providers.wire.http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -157,6 +159,8 @@ class ConverseProvider:
         self._proxy = proxy_for(base)
         self._nonce = f"@evalkit-image-{uuid.uuid4().hex}-"
         self._hasher = PrefixHasher()
+        record = find(spec.provider)
+        self._tiers = record.tiers if record is not None else None  # --service-tier: the body's serviceTier
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -185,6 +189,8 @@ class ConverseProvider:
         head ends when it opens with an image (what queries on that image share: PrefixHasher), else 0."""
         marks = [f"{self._nonce}{i}@" for i in range(len(images))]
         body = converse_body(messages, params, marks)
+        if self._tiers is not None and params.service_tier is not None:  # a delivery setting: not in the key
+            body.update(self._tiers.body_fields(params.service_tier))
         for block, img in zip((b["image"] for m in body["messages"] for b in m["content"] if "image" in b),
                               images, strict=True):
             block["format"] = FORMATS.get(img.mime, "jpeg")
@@ -208,13 +214,13 @@ class ConverseProvider:
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
         try:
-            out = await self._post(*self._encode(messages, params, images))
+            out = await self._post(*self._encode(messages, params, images), tier=params.service_tier)
         except ProviderError as e:
             raise self._redact.error(e) from e.__cause__
         out.text, out.reasoning = self._redact(out.text), self._redact.optional(out.reasoning)
         return out
 
-    async def _post(self, payload: bytes, head_end: int) -> Response:
+    async def _post(self, payload: bytes, head_end: int, tier: str | None = None) -> Response:
         start = time.perf_counter()
         try:
             async with self._get_session().post(self._yarl, data=payload,
@@ -235,7 +241,9 @@ class ConverseProvider:
             raise ProviderError("transient", f"{connect_cause(e)} ({public_url(self._base)})") from e
         except aiohttp.ClientError as e:
             raise ProviderError("transient", f"connection error: {type(e).__name__}") from e
-        out = response_from_converse(json_object(body))
+        reply = json_object(body)
+        out = response_from_converse(reply)
+        out.served_tier = served_tier(self._tiers, tier, reply, None)  # the reply's serviceTier.type
         out.latency_s = time.perf_counter() - start
         out.served_by = self.spec.model
         return out

@@ -37,14 +37,20 @@ MAX_IMAGES = 20
 MAX_IMAGE_BYTES = 3_750_000
 _TOP_LEVEL = {"messages", "system", "inferenceConfig", "additionalModelRequestFields", "toolConfig",
               "guardrailConfig", "additionalModelResponseFieldPaths", "promptVariables", "requestMetadata",
-              "performanceConfig"}
+              "performanceConfig", "serviceTier"}
 _ERRORS = {"bad_request": (400, "ValidationException"), "not_found": (400, "ValidationException"),
            "rate_limit": (429, "ThrottlingException"), "server": (500, "InternalServerException"),
-           "overloaded": (503, "ServiceUnavailableException")}
+           "overloaded": (503, "ServiceUnavailableException"), "capacity": (503, "ServiceUnavailableException")}
+TIER_HEADER = "X-Amzn-Bedrock-Service-Tier"  # InvokeModel's tier, asked and served (botocore's bedrock-runtime model)
 _WORDS = {"rate_limit": "Too many requests, please wait before trying again.",
           "not_found": "The provided model identifier is invalid.",
           "overloaded": "Bedrock is unable to process your request."}
 BLOCKED = "Sorry, the model cannot answer this question."  # a guardrail's default blocked-input message
+
+
+def _served(tier: str | None) -> str:
+    """Bedrock's name of the tier served: `default` for standard."""
+    return "default" if tier in (None, "standard", "default") else tier
 
 
 def server_bedrock_error(status: int, kind: str, message: str, headers: dict[str, str] | None) -> web.Response:
@@ -113,6 +119,8 @@ class ConverseDialect:
     name = "bedrock-converse"
     routes = (CONVERSE_ROUTE,)
     overloaded_status = 503
+    tier_field = "serviceTier.type"  # Converse's ServiceTier: priority | default | flex | reserved
+    capacity_status = 503  # a flex request without room (evalkit.sim.machinery.tier_faults)
 
     def parse(self, body: Any, request: web.Request) -> ParsedRequest:
         model = request.match_info.get("model_id", "")
@@ -135,7 +143,8 @@ class ConverseDialect:
             "usage": {"inputTokens": usage.input_tokens - usage.cached_input_tokens,
                       "outputTokens": usage.output_tokens, "totalTokens": usage.input_tokens + usage.output_tokens,
                       **({"cacheReadInputTokens": usage.cached_input_tokens} if usage.cached_input_tokens else {})},
-            "metrics": {"latencyMs": max(1, round(state.latency_s * 1000))}})
+            "metrics": {"latencyMs": max(1, round(state.latency_s * 1000))},
+            **({"serviceTier": {"type": _served(req.service_tier)}} if req.service_tier is not None else {})})
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
         return server_bedrock_error(status, kind, message, headers)
@@ -157,6 +166,19 @@ class BedrockClaudeDialect(AnthropicDialect):
     name = "bedrock-claude"
     routes = (INVOKE_ROUTE,)
     overloaded_status = 503
+    tier_field = "header"  # InvokeModel names the tier in a header (asked_tier), and the reply in the same one
+    capacity_status = 503
+
+    def asked_tier(self, body: Any, request: web.Request) -> str | None:
+        value = request.headers.get(TIER_HEADER)
+        return value.lower() if value else None
+
+    def ok(self, state: SimState, req: Any, content: str, finish: str, usage: SimUsage,
+           thought: Thought | None = None) -> web.Response:
+        reply = super().ok(state, req, content, finish, usage, thought=thought)
+        if req.service_tier is not None:  # the tier that served it, in the reply's header
+            reply.headers[TIER_HEADER] = _served(req.service_tier)
+        return reply
 
     def parse(self, body: Any, request: web.Request) -> AnthropicRequest:
         if not isinstance(body, dict):
