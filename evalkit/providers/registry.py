@@ -42,6 +42,7 @@ from evalkit.providers.tiers import (
     OPENAI_TIERS,
     OPENROUTER_TIERS,
     PASSED_TIERS,
+    VERTEX_TIERS,
     ServiceTiers,
 )
 
@@ -317,7 +318,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         reasoning=Reasoning("thinking_config.thinking_budget (Gemini); thinking.budget_tokens (Claude)", "budget"),
         #                   (the rules of the vendor whose model it is: model_vendor)
         image_tokens=gemini_image_tokens, price_key="vertex", reasoning_in_output=False,
-        model_vendor=vertex_vendor, locate="evalkit.providers.vertex.auth:locate"),
+        model_vendor=vertex_vendor, locate="evalkit.providers.vertex.auth:locate", tiers=VERTEX_TIERS),
     # Amazon Bedrock, read 2026-11-27 (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html,
     # /userguide/inference-profiles-support.html; anthropic 2.14's Bedrock client): requests signed with SigV4
     # (service bedrock) from the AWS credential chain, or a Bedrock API key as a bearer token; Claude on its

@@ -222,3 +222,21 @@ BEDROCK_INVOKE_TIERS = ServiceTiers(
     sells=BEDROCK_TIERS.sells, request="header:X-Amzn-Bedrock-Service-Tier",
     reply="header:X-Amzn-Bedrock-Service-Tier", spelling=_BEDROCK_SPELLING, reported=_BEDROCK_REPORTED,
     sources=_BEDROCK_SOURCES, read_on="2026-11-29", note=BEDROCK_TIERS.note)
+
+#: Gemini on Vertex AI: Flex PayGo ("a 50% discount compared to Standard PayGo", "longer response times and higher
+#: throttling") and Priority PayGo ("charged per token usage at a higher rate"), global endpoint, preview models,
+#: asked with the `X-Vertex-AI-LLM-Shared-Request-Type: flex|priority` header; the reply's
+#: `usageMetadata.trafficType` says which served it (ON_DEMAND, ON_DEMAND_FLEX, ON_DEMAND_PRIORITY,
+#: PROVISIONED_THROUGHPUT). Claude on Vertex sells none (its client refuses the flag at its first request).
+VERTEX_TIERS = ServiceTiers(
+    sells=("flex", "priority"), request="header:X-Vertex-AI-LLM-Shared-Request-Type",
+    reply="body:usageMetadata.trafficType",
+    spelling=(("flex", "flex"), ("priority", "priority")),
+    reported=(("ON_DEMAND", "standard"), ("ON_DEMAND_FLEX", "flex"), ("ON_DEMAND_PRIORITY", "priority"),
+              ("PROVISIONED_THROUGHPUT", "provisioned")),
+    price_share=(("flex", 0.5),),
+    sources=("https://docs.cloud.google.com/vertex-ai/generative-ai/docs/flex-paygo",
+             "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/priority-paygo"),
+    read_on="2026-11-29",
+    note="Gemini only (global endpoint, preview models); priority's price is per model; Claude on Vertex sells "
+         "no tier")

@@ -204,8 +204,12 @@ class GoogleProvider:
             settings["system_instruction"] = system
         settings["should_return_http_response"] = True  # the raw body: evalkit reads it (gemini_reply)
         tier = self._tiers.wire_value(params.service_tier) if self._tiers is not None else None
-        if tier is not None:  # a delivery setting beside the request (never in its key): the body's serviceTier
-            settings["service_tier"] = tier
+        if tier is not None:  # a delivery setting beside the request (never in its key), where the record says
+            where, name = self._tiers.where("request")
+            if where == "header":  # Vertex AI's X-Vertex-AI-LLM-Shared-Request-Type, this request's own
+                settings["http_options"] = self._types.HttpOptions(headers={name: tier})
+            else:  # the Gemini API's serviceTier
+                settings["service_tier"] = tier
         try:
             config = self._types.GenerateContentConfig(**settings)
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError

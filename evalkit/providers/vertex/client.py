@@ -25,6 +25,7 @@ from typing import Any
 
 from evalkit.core.errors import ProviderError, server_reason
 from evalkit.core.sdk import import_sdk
+from evalkit.core.tiers import STANDARD
 from evalkit.core.types import GenParams, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.anthropic.client import AnthropicProvider
@@ -159,6 +160,15 @@ class VertexClaude(_OnVertex, AnthropicProvider):
 
     def body(self, messages: Any, params: Any, images: Any) -> dict:
         raise ProviderError("permanent", "vertex/: no batch API in evalkit")
+
+    async def complete(self, messages: Sequence[Message], params: GenParams,
+                       images: Sequence[PreparedImage]) -> Response:
+        """Vertex's tiers are Gemini's (providers/tiers.py VERTEX_TIERS): a tier asked of Claude is refused as the
+        bad request it would be, before anything is sent, so the run stops at its first query (exit 2)."""
+        if params.service_tier not in (None, STANDARD):
+            raise ProviderError("permanent", f"Claude on Vertex AI sells no service tier ({params.service_tier}): "
+                                             "Vertex's Flex and Priority PayGo are Gemini's", status=400)
+        return await super().complete(messages, params, images)
 
 
 def vertex_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str, str], timeout_s: float = 120.0,

@@ -14,18 +14,25 @@ Credentials are checked before a body is read (evalkit.sim.vertex.routes).
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from evalkit.sim.anthropic import AnthropicDialect, AnthropicRequest
 from evalkit.sim.gemini import GeminiDialect
-from evalkit.sim.machinery.wire import BadRequest
+from evalkit.sim.machinery.wire import BadRequest, SimUsage
+
+if TYPE_CHECKING:
+    from evalkit.sim.machinery.state import SimState
+    from evalkit.sim.thinking import Thought
 
 _PLACE = "/projects/{project}/locations/{location}/publishers"
 GEMINI_ROUTE = r"/{version:v1|v1beta1}" + _PLACE + r"/google/models/{model:[^/:]+}:generateContent"
 CLAUDE_ROUTE = r"/v1" + _PLACE + r"/anthropic/models/{model:[^/:]+}:rawPredict"
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+TIER_HEADER = "X-Vertex-AI-LLM-Shared-Request-Type"  # Flex and Priority PayGo (docs.cloud.google.com, 2026-11-29)
+TRAFFIC = {"standard": "ON_DEMAND", "flex": "ON_DEMAND_FLEX", "priority": "ON_DEMAND_PRIORITY"}  # usageMetadata
 EXHAUSTED = ("Resource exhausted. Please try again later. Please refer to "
              "https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.")
 
@@ -48,7 +55,22 @@ class VertexGeminiDialect(GeminiDialect):
 
     name = "vertex-gemini"
     routes = (GEMINI_ROUTE,)
-    tier_field = None  # Vertex names a tier in a header of its own, which the simulator does not sell yet
+    tier_field = "header"  # Vertex names a tier in a header of its own (asked_tier); the reply in trafficType
+
+    def asked_tier(self, body: Any, request: web.Request) -> str | None:
+        value = request.headers.get(TIER_HEADER)
+        return value.lower() if value else None
+
+    def ok(self, state: SimState, req: Any, content: str, finish: str, usage: SimUsage,
+           thought: Thought | None = None) -> web.Response:
+        """Gemini's reply with Vertex's `usageMetadata.trafficType` (the tier that served it), where a tier was
+        asked, and no x-gemini-service-tier header (the Gemini API's)."""
+        reply = super().ok(state, req, content, finish, usage, thought=thought)
+        if req.service_tier is None:
+            return reply
+        body = json.loads(reply.body)
+        body.setdefault("usageMetadata", {})["trafficType"] = TRAFFIC.get(req.service_tier, "ON_DEMAND")
+        return web.json_response(body)
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
         if kind == "rate_limit":
