@@ -42,10 +42,12 @@ class Spending:
     `largest`: the largest cost of one request seen so far, the estimate for a model with no price whose
     provider reports each answer's cost (OpenRouter with a model no price is known for)."""
 
-    def __init__(self, ledger: Ledger, price: Price | None, provider: str, *, largest: float = 0.0) -> None:
+    def __init__(self, ledger: Ledger, price: Price | None, provider: str, *, largest: float = 0.0,
+                 model: str = "") -> None:
         self.ledger = ledger
         self.price = price
         self.provider = provider
+        self.model = model  # its image-token formula's family
         self.largest = largest
         self.exhausted = False  # a request did not fit: no new request is sent
         self.sent_usd = 0.0  # what the answers of this invocation cost
@@ -53,7 +55,7 @@ class Spending:
         self._settled: asyncio.Event | None = None
 
     def estimate(self, query: Query, images: Sequence[PreparedImage]) -> float:
-        est = request_estimate(self.price, self.provider, query, [(i.width, i.height) for i in images])
+        est = request_estimate(self.price, self.provider, query, [(i.width, i.height) for i in images], self.model)
         return self.largest if est is None else est
 
     def cost(self, response: Response | None) -> float:
