@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_main
+from cli_under_test import run_cli
 from PIL import Image
 
 from evalkit.sim.from_bench import answer_key_for
@@ -44,7 +44,7 @@ def _data(folder: Path, sizes: list[tuple[int, int]]) -> Path:
 
 
 def _openai(sim: SimThread, data: Path, tmp: Path, out: str, *more: str, model: str = "openai/gpt-4o"):
-    return run_main(["run", "mcq", "--model", model, "--data", str(data), "--base-url", sim.url + "/v1",
+    return run_cli(["run", "mcq", "--model", model, "--data", str(data), "--base-url", sim.url + "/v1",
                      "--out", str(tmp / out), "--cache-dir", str(tmp / "cache"), "--no-progress", *more],
                     env={"OPENAI_API_KEY": KEY})
 
@@ -81,7 +81,7 @@ def test_default_run_directories_follow_the_identity(tmp_path):
     data = _data(tmp_path / "ds", [(96, 96)] * N)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         def run(*more: str):
-            return run_main(["run", "mcq", "--model", "openai/gpt-4o", "--data", str(data), "--base-url",
+            return run_cli(["run", "mcq", "--model", "openai/gpt-4o", "--data", str(data), "--base-url",
                              sim.url + "/v1", "--cache-dir", str(tmp_path / "cache"), "--no-progress", *more],
                             env={"OPENAI_API_KEY": KEY}, cwd=tmp_path)
         results = [run(), run("--detail", "auto"), run("--detail", "low"), run("--detail", "high")]
@@ -117,7 +117,7 @@ assert _patches(1024, 1024) == 1024 and _patches(1800, 2400) == 1452
 
 def _dry(tmp: Path, data: Path, model: str, *more: str) -> dict[str, float]:
     """The dry run's estimate as it prints it: input tokens, and the cost's high end."""
-    result = run_main(["run", "mcq", "--model", model, "--data", str(data), "--dry-run",
+    result = run_cli(["run", "mcq", "--model", model, "--data", str(data), "--dry-run",
                        "--cache-dir", str(tmp / "cache"), *more], env={"OPENAI_API_KEY": KEY, "COLUMNS": "200"})
     assert result.returncode == 0, result.stderr
     shown = result.stdout + result.stderr
@@ -135,16 +135,16 @@ def ten_images(tmp_path: Path) -> Path:
 def test_the_dry_run_prices_each_model_family_by_its_formula(tmp_path, ten_images):
     tiles = sum(_tiles(w, h) for w, h in SIZES)
     patches_mini = sum(math.ceil(_patches(w, h) * 1.62) for w, h in SIZES)
+    assert (tiles, patches_mini) == (8330, 15714)  # the figures the rules give for these ten sizes
     gpt4o = _dry(tmp_path, ten_images, "openai/gpt-4o")
-    low = _dry(tmp_path, ten_images, "openai/gpt-4o", "--detail", "low")
     mini = _dry(tmp_path, ten_images, "openai/gpt-4.1-mini")
-    mini_low = _dry(tmp_path, ten_images, "openai/gpt-4.1-mini", "--detail", "low")
     text = gpt4o["input_tokens"] - tiles  # the same questions' text for every model
     assert text > 0
-    assert low["input_tokens"] == text + 85 * len(SIZES)  # low: the base alone, whatever the size
     assert mini["input_tokens"] == text + patches_mini  # patches x 1.62, not tiles
+    low = _dry(tmp_path, ten_images, "openai/gpt-4o", "--detail", "low")
+    mini_low = _dry(tmp_path, ten_images, "openai/gpt-4.1-mini", "--detail", "low")
+    assert low["input_tokens"] == text + 85 * len(SIZES)  # low: the base alone, whatever the size
     assert mini_low["input_tokens"] == mini["input_tokens"]  # low changes nothing on a patch model
-    assert patches_mini != tiles
     # priced at each model's own rate: the cost follows the tokens
     assert low["cost_high_usd"] < gpt4o["cost_high_usd"]
 
@@ -153,7 +153,7 @@ def test_media_resolution_is_sent_in_the_generation_config(tmp_path):
     data = _data(tmp_path / "ds", [(96, 96)] * N)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         def run(out: str, *more: str):
-            return run_main(["run", "mcq", "--model", "google/gemini-2.5-flash", "--data", str(data), "--out",
+            return run_cli(["run", "mcq", "--model", "google/gemini-2.5-flash", "--data", str(data), "--out",
                              str(tmp_path / out), "--cache-dir", str(tmp_path / "cache"), "--no-progress", *more],
                             env={"GEMINI_API_KEY": KEY, "GEMINI_BASE_URL": sim.url})
         plain, low = run("plain"), run("low", "--media-resolution", "low")
@@ -177,7 +177,7 @@ def test_a_provider_without_the_setting_refuses_it_in_one_line(tmp_path, model, 
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         url = {"ANTHROPIC_BASE_URL": sim.url} if model.startswith("anthropic/") else {}
         base = ["--base-url", sim.url + "/v1"] if model.startswith("openai/") else []
-        result = run_main(["run", "mcq", "--model", model, "--data", str(data), *base, "--out",
+        result = run_cli(["run", "mcq", "--model", model, "--data", str(data), *base, "--out",
                            str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
                            flag, "low"], env={**env, **url})
         heard = [h for h in sim.heard if h.method == "POST"]
@@ -191,7 +191,7 @@ def test_a_provider_without_the_setting_refuses_it_in_one_line(tmp_path, model, 
 def test_a_self_hosted_server_is_sent_the_detail_with_a_note(tmp_path):
     data = _data(tmp_path / "ds", [(96, 96)] * N)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
-        result = run_main(["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url",
+        result = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url",
                            sim.url + "/v1", "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"),
                            "--no-progress", "--detail", "high"])
         heard = _chats(sim)
