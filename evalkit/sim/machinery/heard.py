@@ -84,10 +84,10 @@ class HeardLog:
 async def _body_fields(request: web.Request) -> dict[str, Any]:
     """What the log keeps of a body (the body stays readable by the handler): OpenRouter's `provider` on its
     chat route, and the image resolution a model request asks for. A body naming neither is not parsed."""
-    if request.method != "POST":
-        return {}
-    raw = await request.read()
     routed = request.path.endswith(_PROVIDER_ROUTE)
+    if request.method != "POST" or not (routed or request.content_type == "application/json"):
+        return {}  # a multipart upload (a batch file) is left unread: its handler reads it as a stream
+    raw = await request.read()
     if not routed and not any(word in raw for word in _RESOLUTION_WORDS):
         return {}
     try:
