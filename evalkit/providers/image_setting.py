@@ -33,6 +33,15 @@ def image_setting_of(provider: str, model: str) -> ImageSetting | None:
     return record.image_setting
 
 
+def vendor_note(provider: str, model: str) -> str:
+    """Where a cloud takes the setting for some vendors' models only: whose this model is."""
+    record = find(provider)
+    vendor = record.model_vendor(model) if record is not None and record.model_vendor is not None else None
+    if record is None or record.image_setting is None or vendor is None:
+        return ""
+    return f"; on {provider}/ not for {vendor}/'s"
+
+
 def given_settings(detail: str | None, media_resolution: str | None) -> dict[ImageSetting, str]:
     """The settings asked for (a `--detail auto` was made None by the settings: nothing asked)."""
     asked: dict[ImageSetting, str] = {}
@@ -52,7 +61,8 @@ def check_image_setting(model: str, detail: str | None, media_resolution: str | 
             flag = IMAGE_SETTING_FLAGS[setting]
             instead = f"; it takes {IMAGE_SETTING_FLAGS[takes]}" if takes is not None else ""
             takers = ", ".join(f"{r.name}/" for r in RECORDS.values() if r.image_setting == setting)
-            raise EvalkitError(f"{flag}: {provider}/ has no such setting (it is for {takers} models){instead}")
+            raise EvalkitError(f"{flag}: {model} has no such setting ({flag} is for {takers} models"
+                               f"{vendor_note(provider, name)}){instead}")
 
 
 def image_setting_note(provider: str, detail: str | None, media_resolution: str | None) -> str | None:

@@ -199,3 +199,28 @@ def test_a_self_hosted_server_is_sent_the_detail_with_a_note(tmp_path):
     notes = [x for x in result.stderr.splitlines() if "--detail high" in x]
     assert len(notes) == 1 and "may ignore it" in notes[0]
     assert len(heard) == N and all(h.image_detail == ("high",) for h in heard)
+
+
+def _usage(rundir: Path) -> dict[str, int]:
+    return {r["query_id"]: r["usage"]["input_tokens"]
+            for r in map(json.loads, (rundir / "records.jsonl").read_text().splitlines())}
+
+
+def test_the_simulator_reports_image_tokens_by_family_and_setting(tmp_path):
+    """Usage as the services count it: gpt-4o at detail low is 85 an image, gpt-4.1-mini 1024 patches x 1.62
+    for a 1024 x 1024 image whatever the detail, Gemini 3 at MEDIUM 560 and at LOW 280."""
+    data = _data(tmp_path / "ds", [(1024, 1024)] * 2)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        low = _openai(sim, data, tmp_path, "4o-low", "--detail", "low")
+        mini = _openai(sim, data, tmp_path, "mini-low", "--detail", "low", model="openai/gpt-4.1-mini")
+
+        def gemini(out: str, level: str):
+            return run_cli(["run", "mcq", "--model", "google/gemini-3-flash-preview", "--data", str(data), "--out",
+                            str(tmp_path / out), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+                            "--media-resolution", level], env={"GEMINI_API_KEY": KEY, "GEMINI_BASE_URL": sim.url})
+        medium, g_low = gemini("g-medium", "medium"), gemini("g-low", "low")
+    assert all(r.returncode == 0 for r in (low, mini, medium, g_low)), [r.stderr for r in (low, mini, medium, g_low)]
+    four_o, four_mini = _usage(tmp_path / "4o-low"), _usage(tmp_path / "mini-low")
+    assert {four_mini[q] - four_o[q] for q in four_o} == {math.ceil(1024 * 1.62) - 85}
+    g_medium, g_lowest = _usage(tmp_path / "g-medium"), _usage(tmp_path / "g-low")
+    assert {g_medium[q] - g_lowest[q] for q in g_medium} == {560 - 280}
