@@ -147,9 +147,9 @@ class RunConfig:
     max_pixels: int | None = option(help="downscale images to at most N pixels", role="generation", at_least=1)
     detail: str | None = option(help="the detail each image is sent with (OpenAI-shaped endpoints: openai/, azure/, "
                                      "openrouter/, vllm/, openai-compatible/); auto is the API's default, the same "
-                                     "run as no flag (docs/images.md)", role="generation", choices=IMAGE_DETAILS)
+                                     "run as no flag (docs/providers.md)", role="generation", choices=IMAGE_DETAILS)
     media_resolution: str | None = option(help="the media resolution images are read at (google/ and vertex/ "
-                                               "Gemini: MEDIA_RESOLUTION_LOW/MEDIUM/HIGH; docs/images.md)",
+                                               "Gemini: MEDIA_RESOLUTION_LOW/MEDIUM/HIGH; docs/providers.md)",
                                           role="generation", choices=MEDIA_RESOLUTIONS)
     progress: bool = option(True, help="no live progress bar", role="operational", flag="--no-progress")
     plots: bool = option(True, help="draw no plots (summary.json and report.md only)", role="operational",
