@@ -75,7 +75,8 @@ def apply_generation(queries: list[Query], opts: Mapping[str, Any]) -> list[Quer
     if opts.get("provider_routing"):  # OpenRouter's body field: in the request, so in its cache key
         extra = {**extra, "provider": opts["provider_routing"]}
     changes: dict[str, Any] = {k: opts[k] for k in ("max_tokens", "temperature", "seed", "reasoning_effort",
-                                                    "thinking_budget") if opts.get(k) is not None}
+                                                    "thinking_budget", "detail", "media_resolution")
+                               if opts.get(k) is not None}
     if not changes and not extra:
         return queries
     out = []

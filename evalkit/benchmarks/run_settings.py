@@ -43,8 +43,10 @@ def resolve_settings(bench: str, model: str, options: Mapping[str, Any]) -> RunS
     run_given = {k: v for k, v in options.items() if k in run_names}
     bench_given = {k: v for k, v in options.items() if k in bench_names}
     config = build(RunConfig, {"model": model, **run_given})
+    # a value the settings read as no value (`detail="auto"`) is not given: 0.1.0's identity did not have it
+    normalised = {k for k, v in run_given.items() if v is not None and getattr(config, k) is None}
     return RunSettings(bench, config, build(cls.Options, bench_given), hooks,
-                       {k: v for k, v in options.items() if k not in HOOKS})
+                       {k: v for k, v in options.items() if k not in HOOKS and k not in normalised})
 
 
 def _owners_except(bench: str) -> dict[str, str]:

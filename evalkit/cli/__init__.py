@@ -91,7 +91,7 @@ def _main(argv: Sequence[str] | None) -> int:
         err.print("evalkit: interrupted; re-run the same command to resume", markup=False)
         return 130
     except Exception as e:  # a full disk or read-only folder is an error with its remedy, not a traceback
-        from evalkit.core.environment import environment_error
+        from evalkit.core.files import environment_error
 
         message = environment_error(e)
         if message is None:

@@ -37,6 +37,9 @@ MAX_REPEATS = 1000
 # ---- the reasoning switch: which values it takes (what each provider takes: its record, providers/reasoning.py) ----
 
 REASONING_EFFORTS = ("none", "low", "medium", "high")
+# ---- the image resolution settings (issue 45, item 2; which provider takes which: its record's image_setting)
+IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image_url detail; auto is the API's default: the same as none
+MEDIA_RESOLUTIONS = ("low", "medium", "high")  # Gemini's media_resolution (MEDIA_RESOLUTION_LOW, …)
 
 
 def switch_problem(effort: str | None, budget: int | None) -> str | None:
@@ -144,6 +147,12 @@ class RunConfig:
     max_side: int | None = option(help="downscale images so the longer side is at most N pixels", role="generation",
                                   at_least=1)
     max_pixels: int | None = option(help="downscale images to at most N pixels", role="generation", at_least=1)
+    detail: str | None = option(help="the detail each image is sent with (OpenAI-shaped endpoints: openai/, azure/, "
+                                     "openrouter/, vllm/, openai-compatible/); auto is the API's default, the same "
+                                     "run as no flag (docs/providers.md)", role="generation", choices=IMAGE_DETAILS)
+    media_resolution: str | None = option(help="the media resolution images are read at (google/ and vertex/ "
+                                               "Gemini: MEDIA_RESOLUTION_LOW/MEDIUM/HIGH; docs/providers.md)",
+                                          role="generation", choices=MEDIA_RESOLUTIONS)
     progress: bool = option(True, help="no live progress bar", role="operational", flag="--no-progress")
     plots: bool = option(True, help="draw no plots (summary.json and report.md only)", role="operational",
                          flag="--no-plots")
@@ -187,6 +196,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.shard is not None:  # kept as "K/N": the identity's spelling, whatever spaces were typed
             object.__setattr__(self, "shard", str(parse_shard(self.shard)))
+        if self.detail == "auto":  # the API's default: the same requests, key and run as no flag
+            object.__setattr__(self, "detail", None)
         problem = (switch_problem(self.reasoning_effort, self.thinking_budget)
                    or settings_problem(self.service_tier, self.tier_fallback, self.batch))
         if problem is not None:  # refused before anything is written

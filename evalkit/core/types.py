@@ -157,6 +157,8 @@ class GenParams:
     out of to_dict(); the cache key holds it from 1 on, so repeat 0 keeps 0.1.0's key.
     reasoning_effort / thinking_budget: the provider-neutral reasoning switch (providers/reasoning.py);
     in to_dict() only when set, so requests without it keep their cache keys.
+    detail / media_resolution: the image resolution setting (`--detail`, `--media-resolution`; issue 45,
+    item 2): it changes answers, so it is in the key when set, and absent otherwise, as the switch above.
     service_tier: the service tier this request asks for (--service-tier; providers/tiers.py), set by the
     runner as it sends; a delivery setting like --batch (same model, same answers), so never in to_dict(),
     the cache key or the run identity.
@@ -171,6 +173,8 @@ class GenParams:
     repeat: int = 0
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
+    detail: str | None = None
+    media_resolution: str | None = None
     service_tier: str | None = None
 
     @staticmethod
@@ -184,7 +188,7 @@ class GenParams:
         d = asdict(self)
         del d["repeat"]  # not a request parameter (see the class docstring)
         del d["service_tier"]  # a delivery setting, never in the key (see the class docstring)
-        for name in ("reasoning_effort", "thinking_budget"):
+        for name in ("reasoning_effort", "thinking_budget", "detail", "media_resolution"):
             if d[name] is None:
                 del d[name]  # absent unless set: the cache keys and generation_sent of earlier runs stand
         d["extra"] = self.extra_dict()

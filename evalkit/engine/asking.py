@@ -115,7 +115,8 @@ class _Asking:
         stack.callback(self.received.close)
         if self.received.path.exists():
             self.cache = await asyncio.to_thread(replay, self.received, self.cache)
-        self.budget = open_budget(stack, cfg, job.env, job.price, job.spec.provider, existing.values())
+        self.budget = open_budget(stack, cfg, job.env, job.price, job.spec.provider, existing.values(),
+                                  job.spec.model)
         if self.budget is not None:
             say(start_line(self.budget))
         self.pipeline = stack.enter_context(contextlib.closing(ImagePipeline(

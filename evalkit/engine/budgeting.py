@@ -89,7 +89,7 @@ class RunBudget:
 
 
 def open_budget(stack: contextlib.ExitStack | contextlib.AsyncExitStack, cfg: RunConfig, env: Mapping[str, str],
-                price: Price | None, provider: str, existing: Iterable[Record]) -> RunBudget | None:
+                price: Price | None, provider: str, existing: Iterable[Record], model: str = "") -> RunBudget | None:
     """The run's budget (None without --max-cost); a shared ledger is closed with the stack."""
     if cfg.max_cost is None:
         return None
@@ -105,7 +105,7 @@ def open_budget(stack: contextlib.ExitStack | contextlib.AsyncExitStack, cfg: Ru
     else:
         earlier = records_cost(price, existing) or 0.0
         ledger = Budget(cfg.max_cost, earlier)
-    spending = Spending(ledger, price, provider, largest=largest, tier=cfg.service_tier)
+    spending = Spending(ledger, price, provider, largest=largest, model=model, tier=cfg.service_tier)
     return RunBudget(cfg.max_cost, earlier, spending, cfg.shared_budget)
 
 

@@ -39,6 +39,7 @@ from evalkit.engine.stopping.in_thread import run_blocking
 from evalkit.engine.stopping.write_stop import WriteStopped
 from evalkit.lint import lint_at_start
 from evalkit.money.pricing import load_prices, price_of
+from evalkit.providers.image_setting import image_setting_note
 from evalkit.providers.registry import info
 from evalkit.rundir.lock import hold_run_dir
 
@@ -71,6 +72,9 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     console: Console = Console(stderr=True, quiet=True) if quiet else s.hooks.get("console") or Console(stderr=True)
     check_budget_flags(cfg, env)
     spec, judge_spec = await specs_for(cfg, env)
+    ignorable = image_setting_note(spec.provider, cfg.detail, cfg.media_resolution)
+    if ignorable is not None:  # a server the user runs may not read --detail: said once, at the start
+        console.print(f"evalkit: {ignorable}", markup=False, highlight=False, soft_wrap=True)
     plan = download_plan(s, env) if cfg.dry_run else None
     if plan is not None:  # priced before anything is downloaded: the listing's sizes, the published count
         from evalkit.engine.dry_run import scaled_from_sample

@@ -18,6 +18,7 @@ from evalkit.ask.rate_limiter import estimate_tokens
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef, Outcome, Query, Record, Usage
 from evalkit.money.pricing import Price, cost_usd, estimate_cost, price_of
+from evalkit.providers.image_setting import setting_of
 from evalkit.providers.registry import find, openai_image_tokens
 
 if TYPE_CHECKING:  # types only: what prices a run reads no runner's module
@@ -27,11 +28,11 @@ if TYPE_CHECKING:  # types only: what prices a run reads no runner's module
 SHORT_ANSWER_TOKENS = 16  # the low end of a dry run's output estimate: a letter and a few words
 
 
-def image_tokens(provider: str, width: int, height: int) -> int:
+def image_tokens(provider: str, width: int, height: int, model: str = "", setting: str | None = None) -> int:
     """The provider's documented image-token formula (its record's; OpenAI's for a provider without one,
-    approximate for OpenAI-compatible servers)."""
+    approximate for OpenAI-compatible servers), for the model's family and the resolution setting sent."""
     record = find(provider)
-    return (record.image_tokens if record is not None else openai_image_tokens)(width, height)
+    return (record.image_tokens if record is not None else openai_image_tokens)(width, height, model, setting)
 
 
 @dataclass
@@ -48,18 +49,20 @@ class CostMeter:
         self.spent_usd += cost_usd(price_of(self.price, r.via, r.served_tier), r.usage) or 0.0
 
 
-def input_tokens(provider: str, query: Query, sizes: Sequence[tuple[int, int]]) -> int:
+def input_tokens(provider: str, query: Query, sizes: Sequence[tuple[int, int]], model: str = "") -> int:
     """Estimated input tokens: the text's (estimate_tokens without its output and image allowances) and each
-    image's by the provider's formula, from its (width, height) as sent."""
+    image's by the provider's formula for the model and the query's resolution setting, from its (width,
+    height) as sent."""
     text = estimate_tokens(query) - query.params.max_tokens - 800 * len(query.image_parts())
-    return text + sum(image_tokens(provider, w, h) for w, h in sizes)
+    setting = setting_of(query.params.detail, query.params.media_resolution)
+    return text + sum(image_tokens(provider, w, h, model, setting) for w, h in sizes)
 
 
 def request_estimate(price: Price | None, provider: str, query: Query,
-                     sizes: Sequence[tuple[int, int]]) -> float | None:
+                     sizes: Sequence[tuple[int, int]], model: str = "") -> float | None:
     """What one request may cost: its input and all of max_tokens as output, at the price (None: no price).
     An upper bound but for the input estimate: `--max-cost` reserves it before the request is sent."""
-    return estimate_cost(price, input_tokens(provider, query, sizes), query.params.max_tokens)
+    return estimate_cost(price, input_tokens(provider, query, sizes, model), query.params.max_tokens)
 
 
 def record_cost(price: Price | None, record: Record) -> float | None:
@@ -148,7 +151,7 @@ class DryRunPlan:
 def plan_dry_run(queries: Sequence[Query], runner: Runner, price: Price | None) -> DryRunPlan:
     """Count what is cached and estimate tokens and cost of the rest, sending nothing."""
     sizes: dict[ImageRef, tuple[int, int]] = {}
-    provider = runner.provider.spec.provider
+    provider, model = runner.provider.spec.provider, runner.provider.spec.model
     cached = n_input = low = high = 0
     for q in queries:
         if runner.cache.get(runner.key_of(q)) is not None:
@@ -157,7 +160,7 @@ def plan_dry_run(queries: Sequence[Query], runner: Runner, price: Price | None) 
         for part in q.image_parts():
             if part.ref not in sizes:
                 sizes[part.ref] = _size(runner.pipeline, part.ref)
-        n_input += input_tokens(provider, q, [sizes[part.ref] for part in q.image_parts()])
+        n_input += input_tokens(provider, q, [sizes[part.ref] for part in q.image_parts()], model)
         low += min(SHORT_ANSWER_TOKENS, q.params.max_tokens)
         high += q.params.max_tokens
     notes = [] if price is not None else ["no price known for this model: cost not estimated"]

@@ -208,14 +208,20 @@ _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]]
     ]),
 }
 # Priority processing, per model (input, cached input, output; USD per million tokens), read 2026-11-29 from
-# openai.com/api-priority-processing (the table of prices, "excludes long context"). Models not listed here
-# have no priority price in the table: their priority answers cost None unless --prices names one.
-_OPENAI_PRIORITY_SRC = "https://openai.com/api-priority-processing/ (read 2026-11-29)"
+# openai.com/api-priority-processing (its price table, "excludes long context": requests estimated above 128K
+# prompt tokens are not priced here); every table model has a row there. "Tokens served by Priority processing
+# will be billed ... at a premium" and the reply's service_tier names the tier that served the request.
 _PRIORITY: dict[str, dict[str, tuple[float, float | None, float]]] = {
     "openai": {
+        "gpt-4o": (4.25, 2.125, 17.00),  # the page names the 2024-11-20 and 2024-08-06 snapshots
+        "gpt-4o-2024-05-13": (8.75, None, 26.25),
+        "gpt-4o-mini": (0.25, 0.125, 1.00),
+        "gpt-4.1": (3.50, 0.875, 14.00),
+        "gpt-4.1-mini": (0.70, 0.175, 2.80),
         "gpt-5": (2.50, 0.25, 20.00),
         "gpt-5-mini": (0.45, 0.045, 3.60),
-        "gpt-4.1": (3.50, 0.875, 14.00),
+        "o3": (3.50, 0.875, 14.00),
+        "o4-mini": (2.00, 0.50, 8.00),
     },
 }
 _PREMIUM_IDS = frozenset(name for name, *_rest, note in _TABLE["bedrock"][1] if note.startswith("global price"))

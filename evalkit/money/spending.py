@@ -43,11 +43,12 @@ class Spending:
     provider reports each answer's cost (OpenRouter with a model no price is known for)."""
 
     def __init__(self, ledger: Ledger, price: Price | None, provider: str, *, largest: float = 0.0,
-                 tier: str | None = None) -> None:
+                 model: str = "", tier: str | None = None) -> None:
         self.ledger = ledger
         self.price = price
         self.reserve_price = price_of(price, None, tier)  # reservations at the requested tier's price
         self.provider = provider
+        self.model = model  # its image-token formula's family
         self.largest = largest
         self.exhausted = False  # a request did not fit: no new request is sent
         self.sent_usd = 0.0  # what the answers of this invocation cost
@@ -55,7 +56,8 @@ class Spending:
         self._settled: asyncio.Event | None = None
 
     def estimate(self, query: Query, images: Sequence[PreparedImage]) -> float:
-        est = request_estimate(self.reserve_price, self.provider, query, [(i.width, i.height) for i in images])
+        est = request_estimate(self.reserve_price, self.provider, query, [(i.width, i.height) for i in images],
+                               self.model)
         return self.largest if est is None else est
 
     def cost(self, response: Response | None) -> float:

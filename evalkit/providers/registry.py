@@ -15,7 +15,6 @@ Light on import: no SDK, no aiohttp; clients are named as "module:attribute" and
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -34,6 +33,10 @@ from evalkit.images.provider_limits import (
     VLLM_IMAGES,
     ImageLimits,
 )
+from evalkit.images.token_formulas import ImageTokens
+from evalkit.images.token_formulas import anthropic_image_tokens as anthropic_image_tokens
+from evalkit.images.token_formulas import gemini_image_tokens as gemini_image_tokens
+from evalkit.images.token_formulas import openai_image_tokens as openai_image_tokens
 from evalkit.providers.batch_api import BatchLimits
 from evalkit.providers.tiers import (
     AZURE_TIERS,
@@ -54,32 +57,11 @@ Wire = Literal["chat-completions", "azure-openai", "messages", "gemini", "vertex
 # "chat-template" a chat template's on/off, "router" an effort or a budget the router translates, "budget"
 # thinking tokens, "converse" Bedrock Converse's reasoningConfig (levels).
 Switch = Literal["effort", "chat-template", "router", "budget", "converse"]
+# The image resolution setting a provider's requests carry (issue 45, item 2; providers/image_setting.py): "detail"
+# each `image_url` part's detail (chat completions), "media_resolution" generationConfig.mediaResolution (Gemini).
+ImageSetting = Literal["detail", "media_resolution"]
+IMAGE_SETTING_FLAGS: dict[str, str] = {"detail": "--detail", "media_resolution": "--media-resolution"}
 RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.wire.rate_headers reads them (and the simulator speaks)
-
-
-# ---------------------------------------------------------------- image-token formulas (dry-run estimates)
-
-def openai_image_tokens(width: int, height: int) -> int:
-    """OpenAI high detail: fit 2048x2048, shortest side to 768, 170 per 512 tile + 85 (also the estimate
-    for OpenAI-compatible servers, which count otherwise: approximate)."""
-    s = min(1.0, 2048 / max(width, height))
-    w, h = width * s, height * s
-    s = min(1.0, 768 / min(w, h))
-    w, h = w * s, h * s
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-
-
-def anthropic_image_tokens(width: int, height: int) -> int:
-    """About w*h/750 after the API's own resize to <= 1568 px / 1.15 MP."""
-    s = min(1.0, 1568 / max(width, height), math.sqrt(1.15e6 / (width * height)))
-    return math.ceil(width * s * height * s / 750)
-
-
-def gemini_image_tokens(width: int, height: int) -> int:
-    """258 per image up to 384x384, else 258 per 768x768 tile."""
-    if width <= 384 and height <= 384:
-        return 258
-    return 258 * math.ceil(width / 768) * math.ceil(height / 768)
 
 
 def vertex_vendor(model: str) -> str:
@@ -140,7 +122,8 @@ class ProviderInfo:
     image_limits: ImageLimits  # what it accepts as an image (evalkit.images.provider_limits)
     rate_headers: str  # rate-limit header dialect its replies carry (RATE_DIALECTS)
     reasoning: Reasoning  # what --reasoning-effort / --thinking-budget become, and which it refuses
-    image_tokens: Callable[[int, int], int]  # its image-token formula (dry-run estimates, batch sizing)
+    image_tokens: ImageTokens  # its image-token formula, by model family and resolution (images/token_formulas.py):
+    #                            dry-run estimates, --max-cost reservations, batch sizing
     price_key: str  # the key of its models in the price table (money/pricing.py, --prices files)
     key_required: bool = True  # optional: a missing key is a one-line error before anything runs
     default_url: str | None = None  # optional: where the API is without --base-url; None: --base-url is required
@@ -172,6 +155,8 @@ class ProviderInfo:
     version_path: str | None = None  # optional: the free call, at the server's root, saying which version of
     #                                  the server answers (vLLM's /version), kept in the run's manifest
     takes_api_version: bool = False  # optional: --api-version applies to it (Azure's classic route)
+    image_setting: ImageSetting | None = None  # optional: the resolution setting its requests carry (the flag:
+    #                                            IMAGE_SETTING_FLAGS); None: it has none, and the flag is refused
     tiers: ServiceTiers | None = None  # optional: the service tiers it sells (--service-tier; providers/tiers.py)
 
     def __post_init__(self) -> None:
@@ -202,7 +187,8 @@ class ProviderInfo:
 _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sdk", "asks_unlisted",
                        "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
                        "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate", "services",
-                       "developer", "self_hosted", "version_path", "takes_api_version", "tiers"})
+                       "developer", "self_hosted", "version_path", "takes_api_version", "image_setting",
+                       "tiers"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -229,7 +215,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         batch=BatchLimits(50_000, 200 * 1024 * 1024,
                           "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
         batch_client="evalkit.providers.openai.batch:OpenAIBatches", batch_discount=0.5,
-        editor="evalkit.providers.openai.edit:OpenAIImageEditor", tiers=OPENAI_TIERS),
+        editor="evalkit.providers.openai.edit:OpenAIImageEditor", image_setting="detail", tiers=OPENAI_TIERS),
     ProviderInfo(
         name="vllm",
         description="a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
@@ -237,7 +223,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         key_env=("VLLM_API_KEY",), key_required=False, base_url_env="VLLM_BASE_URL",
         default_url="http://localhost:8000/v1", default_in_endpoint=True, asks_unlisted=True,
         image_limits=VLLM_IMAGES, rate_headers="openai", reasoning=TEMPLATE_REASONING,
-        image_tokens=openai_image_tokens, price_key="vllm", self_hosted=True, version_path="/version"),
+        image_tokens=openai_image_tokens, price_key="vllm", self_hosted=True, version_path="/version",
+        image_setting="detail"),
     ProviderInfo(
         name="openai-compatible",
         description="any OpenAI-compatible server: SGLang, llama.cpp, ... (--base-url or OPENAI_BASE_URL; "
@@ -247,7 +234,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         key_env=("OPENAI_API_KEY",), key_required=False, base_url_env="OPENAI_BASE_URL", asks_unlisted=True,
         image_limits=COMPAT_IMAGES, rate_headers="openai", reasoning=TEMPLATE_REASONING,
         image_tokens=openai_image_tokens, price_key="openai-compatible", services=True, self_hosted=True,
-        tiers=PASSED_TIERS),
+        image_setting="detail", tiers=PASSED_TIERS),
     ProviderInfo(
         name="anthropic",
         description="Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
@@ -272,7 +259,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         batch=BatchLimits(10_000, 20 * 1024 * 1024,
                           "ai.google.dev/gemini-api/docs/batch-mode, inline requests (read 2026-11-25)"),
         batch_client="evalkit.providers.google.batch:GoogleBatches", batch_discount=0.5,
-        editor="evalkit.providers.google.edit:GoogleImageEditor", tiers=GEMINI_TIERS),
+        editor="evalkit.providers.google.edit:GoogleImageEditor", image_setting="media_resolution",
+        tiers=GEMINI_TIERS),
     # Azure OpenAI, read 2026-11-26 (learn.microsoft.com/azure/ai-foundry/openai/reference and /api-version-
     # lifecycle, /how-to/batch): the classic route takes ?api-version= and the deployment in the path; the
     # v1 API (/openai/v1) takes the deployment as `model`. The key goes in the `api-key` header. Global
@@ -288,7 +276,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         image_tokens=openai_image_tokens, price_key="azure", takes_api_version=True,
         batch=BatchLimits(100_000, 200 * 1024 * 1024,
                           "learn.microsoft.com/azure/ai-foundry/openai/how-to/batch (read 2026-11-26)"),
-        batch_client="evalkit.providers.azure.batch:AzureBatches", batch_discount=0.5, tiers=AZURE_TIERS),
+        batch_client="evalkit.providers.azure.batch:AzureBatches", batch_discount=0.5, image_setting="detail",
+        tiers=AZURE_TIERS),
     # OpenRouter, read 2026-11-26 (openrouter.ai/docs/api-reference/overview, /use-cases/usage-accounting,
     # /features/provider-routing, /api-reference/limits, /faq): OpenAI's chat shape at /api/v1, a bearer key,
     # `usage.cost` in credits (1 credit = 1 USD) on every reply, `provider` routing preferences in the body,
@@ -302,7 +291,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         default_url="https://openrouter.ai/api/v1", image_limits=ROUTED_IMAGES, rate_headers="openrouter",
         reasoning=Reasoning("reasoning.effort or reasoning.max_tokens", "router"),
         image_tokens=openai_image_tokens, price_key="openrouter",
-        reports_cost=True, routes_vendors=True, key_check="/key", tiers=OPENROUTER_TIERS),
+        reports_cost=True, routes_vendors=True, key_check="/key", image_setting="detail", tiers=OPENROUTER_TIERS),
     # Vertex AI, read 2026-11-27 (docs.claude.com/en/docs/build-with-claude/claude-on-vertex-ai; google-genai
     # 3.6 and anthropic 2.14's Vertex clients): an OAuth token from application-default credentials, the
     # project and location in the path; Gemini through generateContent, Claude through rawPredict.
@@ -318,7 +307,9 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         reasoning=Reasoning("thinking_config.thinking_budget (Gemini); thinking.budget_tokens (Claude)", "budget"),
         #                   (the rules of the vendor whose model it is: model_vendor)
         image_tokens=gemini_image_tokens, price_key="vertex", reasoning_in_output=False,
-        model_vendor=vertex_vendor, locate="evalkit.providers.vertex.auth:locate", tiers=VERTEX_TIERS),
+        model_vendor=vertex_vendor, locate="evalkit.providers.vertex.auth:locate",
+        image_setting="media_resolution",  # Gemini's (a Claude model: Anthropic's record, which has none)
+        tiers=VERTEX_TIERS),
     # Amazon Bedrock, read 2026-11-27 (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html,
     # /userguide/inference-profiles-support.html; anthropic 2.14's Bedrock client): requests signed with SigV4
     # (service bedrock) from the AWS credential chain, or a Bedrock API key as a bearer token; Claude on its

@@ -162,7 +162,8 @@ def print_dry_run(summary: dict[str, Any], console: Console) -> None:
     table.add_row("to send", f"{d['to_send']:,}")
     table.add_row("input tokens (est.)", f"{d['input_tokens']:,}")
     table.add_row("output tokens (est.)", f"{d['output_tokens_low']:,} – {d['output_tokens_high']:,}")
-    table.add_row("cost (est.)" + (", live" if d.get("batch") else ""),
+    tier = f", --service-tier {d['service_tier']}" if d.get("service_tier") else ""  # priced at the tier asked
+    table.add_row("cost (est.)" + (", live" if d.get("batch") else "") + tier,
                   f"{money(d['cost_low_usd'])} – {money(d['cost_high_usd'])}")
     if d.get("batch"):
         table.add_row("cost (est.), --batch", f"{money(d['batch_cost_low_usd'])} – {money(d['batch_cost_high_usd'])}")

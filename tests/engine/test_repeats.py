@@ -347,7 +347,7 @@ def test_without_repeats_summary_and_records_are_as_before(tmp_path):
     assert "repeats" not in summary and "repeats" not in summary["config"]
     assert summary["n_queries"] == N and summary["missing"] == 0
     assert "repeats" not in json.loads((run / "config.json").read_text())["config"]
-    fields = set(Record.__dataclass_fields__) - {"repeat", "via", "served_by", "max_tokens", "asked_with"}
+    fields = set(Record.__dataclass_fields__) - {"repeat", "via", "served_by", "served_tier", "max_tokens", "asked_with"}
     assert all(set(r) - {"via", "served_by"} == fields and "#r" not in r["query_id"] for r in _records(run))
     assert "## Repeats" not in (run / "report.md").read_text()
 

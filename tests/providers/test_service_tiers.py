@@ -181,3 +181,29 @@ def test_the_dry_run_prices_the_tier_asked_for(data, tmp_path):
     assert flex["cost_high_usd"] == pytest.approx(standard["cost_high_usd"] / 2, rel=1e-9)
     assert flex["cost_low_usd"] == pytest.approx(standard["cost_low_usd"] / 2, rel=1e-9)
     assert flex["service_tier"] == "flex"
+
+
+def test_max_cost_reserves_at_the_price_of_the_tier_asked_for(data, tmp_path):
+    one = run("mcq", "openai/gpt-4o", data=str(data), limit=1, dry_run=True, env={"OPENAI_API_KEY": KEY},
+              cache_dir=str(tmp_path / "cache-dry"), progress=False, plots=False).summary["dry_run"]
+    cap = 0.75 * one["cost_high_usd"]  # one standard request's reservation does not fit; a flex one does
+    with SimThread(_sim(data)) as sim:
+        standard = _openai(sim, data, tmp_path / "standard", tmp_path / "cache-standard", limit=1, max_cost=cap)
+        assert _sent(sim) == 0 and standard.exit_code == 1
+        flex = _openai(sim, data, tmp_path / "flex", tmp_path / "cache-flex", limit=1, max_cost=cap,
+                       service_tier="flex")
+        assert _sent(sim) == 1
+    assert flex.exit_code == 0 and flex.summary["usage"]["cost_usd"] < cap
+
+
+def test_max_cost_with_a_tier_whose_price_is_unknown_is_one_line(data, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/my-model": {"input": 1, "output": 4}}))
+    with SimThread(_sim(data)) as sim:
+        done = run_cli(["run", "mcq", "--model", "openai/my-model", "--base-url", sim.url + "/v1", "--data", str(data),
+                        "--prices", str(prices), "--max-cost", "5", "--service-tier", "priority", "--no-progress",
+                        "--cache-dir", str(tmp_path / "cache")], env={"OPENAI_API_KEY": KEY}, cwd=tmp_path)
+        assert _sent(sim) == 0
+    out = (done.stdout + done.stderr).strip()
+    assert done.returncode == 2 and "Traceback" not in out
+    assert "--max-cost needs a price for openai/my-model at --service-tier priority" in out

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from evalkit.ask.request_key import canonical_json
 from evalkit.ask.store.seal import CacheSeal, unsealed
-from evalkit.core.environment import environment_error
 from evalkit.core.errors import EvalkitError
+from evalkit.core.files import environment_error
 
 # Values up to this size stay inline in cache.db (as TEXT); diskcache's default (32 KB)
 # would move long answers to side files. Larger ones still go to side files as UTF-8 text.

@@ -50,9 +50,9 @@ async def batch_runner(stack: contextlib.AsyncExitStack, live: Provider, env: Ma
     stack.push_async_callback(api.close)  # type: ignore[attr-defined]
     pool = BatchPool(live, api, BatchJournal(run_dir), run_tag=run_dir.name[:24], settle_s=settle_s, poll_s=poll_s,
                      wait=cfg.wait, timeout_s=cfg.batch_timeout,
-                     cost_of=worst_case_cost(price, live.spec.provider) if price is not None else None,
+                     cost_of=worst_case_cost(price, live.spec.provider, live.spec.model) if price is not None else None,
                      budget_left=budget_left, token_budget=cfg.batch_tokens,
-                     tokens_of=prompt_tokens_of(live.spec.provider))
+                     tokens_of=prompt_tokens_of(live.spec.provider, live.spec.model))
     stack.push_async_callback(pool.close)
     limiter = Limiter(concurrency=MAX_WAITING)
     # the pool keeps --batch-timeout itself (what is still pending then is left for a later run, never
@@ -64,11 +64,11 @@ async def batch_runner(stack: contextlib.AsyncExitStack, live: Provider, env: Ma
     return runner, pool
 
 
-def worst_case_cost(price: Price, provider: str) -> CostOf:
+def worst_case_cost(price: Price, provider: str, model: str = "") -> CostOf:
     """A request's cost if it used all of max_tokens, at the batch price (for --max-cost at submission)."""
     batch = price.batch()
 
-    prompt_tokens = prompt_tokens_of(provider)
+    prompt_tokens = prompt_tokens_of(provider, model)
 
     def cost(messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> float:
         return estimate_cost(batch, prompt_tokens(messages, params, images), params.max_tokens) or 0.0
@@ -76,13 +76,16 @@ def worst_case_cost(price: Price, provider: str) -> CostOf:
     return cost
 
 
-def prompt_tokens_of(provider: str) -> Callable[[Sequence[Message], GenParams, Sequence[PreparedImage]], int]:
+def prompt_tokens_of(provider: str, model: str = ""
+                     ) -> Callable[[Sequence[Message], GenParams, Sequence[PreparedImage]], int]:
     """A batch line's input tokens as a provider counts them against its enqueued-token limit: the text's
-    (a quarter of its characters) and each image's by the provider's formula, at the size sent."""
+    (a quarter of its characters) and each image's by the provider's formula for the model and the line's
+    resolution setting, at the size sent."""
 
     def tokens(messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> int:
-        return sum(len(m.text()) for m in messages) // 4 + sum(image_tokens(provider, i.width, i.height)
-                                                               for i in images)
+        setting = params.detail if params.detail is not None else params.media_resolution
+        return sum(len(m.text()) for m in messages) // 4 + sum(image_tokens(provider, i.width, i.height, model,
+                                                                            setting) for i in images)
 
     return tokens
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.providers import ProviderSpec, api_key_for, check_batch, parse_spec, resolve_auto
+from evalkit.providers.image_setting import check_image_setting
 from evalkit.providers.preflight import check_setup
 from evalkit.providers.reasoning import check_reasoning
 from evalkit.providers.registry import RECORDS, info
@@ -18,9 +19,11 @@ from evalkit.providers.tiers import check_tier
 
 
 async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpec, ProviderSpec | None]:
-    """The model's and the judge's specs; a reasoning switch or a service tier the model's record refuses and
-    missing keys are errors before any work starts (but a dry run, which sends nothing, needs no key)."""
+    """The model's and the judge's specs; a reasoning switch, an image resolution setting or a service tier the
+    model's record refuses and missing keys are errors before any work starts (but a dry run, which sends
+    nothing, needs no key)."""
     check_reasoning(cfg.model, cfg.reasoning_effort, cfg.thinking_budget)
+    check_image_setting(cfg.model, cfg.detail, cfg.media_resolution)
     spec = parse_spec(cfg.model, cfg.base_url, env)
     if cfg.provider_routing is not None and not info(spec.provider).routes_vendors:
         raise EvalkitError(f"--provider-routing is for openrouter/ models, not --model {spec.label}")

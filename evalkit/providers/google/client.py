@@ -35,6 +35,7 @@ from evalkit.core.types import GenParams, ImagePart, Message, Response
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.google.reply import GeminiReply, joined_hops, reply_from_gemini
+from evalkit.providers.image_setting import media_resolution_enum
 from evalkit.providers.reasoning import budget_of
 from evalkit.providers.registry import find
 from evalkit.providers.tiers import served_tier
@@ -105,6 +106,8 @@ def generation_settings(model: str, params: GenParams) -> dict[str, Any]:
         kw["top_p"] = params.top_p
     if params.seed is not None:
         kw["seed"] = params.seed
+    if params.media_resolution is not None:  # --media-resolution: the request-level setting (providers/image_setting.py)
+        kw["media_resolution"] = media_resolution_enum(params.media_resolution)
     mode = thinking_mode(model)
     explicit = "thinking_config" in extra or "thinkingConfig" in extra
     if budget is not None:

@@ -230,7 +230,7 @@ class OpenAICompatProvider:
 
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
         """The request body as a dict, images inline: what a batch line carries (the same JSON as _encode's)."""
-        return chat_body(self.spec.model, openai_messages(messages, images), params,
+        return chat_body(self.spec.model, openai_messages(messages, images, params.detail), params,
                          max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
                          reasoning=self._reasoning(params))
 
@@ -238,7 +238,7 @@ class OpenAICompatProvider:
         """JSON body with the data URIs spliced in as bytes: JSON-encoding a 40 KB base64 string
         on every request was the largest cost of the client (base64 needs no JSON escaping)."""
         marks = [f"{self._nonce}{i}@" for i in range(len(images))]
-        body = chat_body(self.spec.model, openai_messages(messages, marks), params,
+        body = chat_body(self.spec.model, openai_messages(messages, marks, params.detail), params,
                          max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
                          reasoning=self._reasoning(params))
         if self._tiers is not None and params.service_tier is not None:  # a delivery setting: not in the key

@@ -11,12 +11,13 @@ from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.wire.reply_json import first_of, member, optional_text, snapshot, text_of, token_count
 
 
-def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage] | Sequence[str]
-                    ) -> list[dict[str, Any]]:
+def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage] | Sequence[str],
+                    detail: str | None = None) -> list[dict[str, Any]]:
     """Messages with images as `image_url` parts, in their original order.
 
     `images` are prepared images (sent as base64 data URIs) or ready-made URL strings
-    (placeholders that a caller splices the data URIs into after JSON encoding).
+    (placeholders that a caller splices the data URIs into after JSON encoding). `detail` (`--detail`) goes
+    in each image part; without it the part is as before (the API's default, auto).
     """
     out: list[dict[str, Any]] = []
     it = iter(images)
@@ -29,7 +30,8 @@ def openai_messages(messages: Sequence[Message], images: Sequence[PreparedImage]
             if isinstance(p, ImagePart):
                 img = next(it)
                 url = img if isinstance(img, str) else img.data_uri()
-                content.append({"type": "image_url", "image_url": {"url": url}})
+                part = {"url": url, "detail": detail} if detail is not None else {"url": url}
+                content.append({"type": "image_url", "image_url": part})
             else:
                 content.append({"type": "text", "text": p.text})
         out.append({"role": m.role, "content": content})

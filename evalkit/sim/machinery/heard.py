@@ -14,6 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
+from evalkit.sim.machinery.image_cost import image_details, media_resolution
+
 HEARD_MAX = 10_000
 # attribution headers, as OpenRouter reads them (openrouter.ai/docs/app-attribution, read 2026-11-26)
 ATTRIBUTION = ("HTTP-Referer", "X-Title", "X-OpenRouter-Title")
@@ -21,6 +23,7 @@ _SECRET_PARAMS = frozenset({"key", "api-key", "api_key", "access_token", "sig"})
 _WITHHELD = "<withheld>"
 _PROVIDER_ROUTE = "/api/v1/chat/completions"  # OpenRouter's: its body may carry routing preferences
 _OWN_PATHS = ("/sim/", "/health")
+_RESOLUTION_WORDS = (b'"detail"', b"ediaResolution", b"edia_resolution")  # a cheap look before parsing a body
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class Heard:
     #                       x-amz-security-token, key-query
     headers: dict[str, str]  # the attribution headers present (ATTRIBUTION), nothing else
     provider: Any = None  # OpenRouter's `provider` body field (routing preferences), as sent
+    image_detail: tuple[str | None, ...] = ()  # each chat-completions `image_url` part's `detail` (None: not sent)
+    media_resolution: str | None = None  # a generateContent body's generationConfig.mediaResolution, as sent
 
 
 def auth_forms(request: web.Request) -> tuple[str, ...]:
@@ -76,15 +81,23 @@ class HeardLog:
             self._items.clear()
 
 
-async def _provider_field(request: web.Request) -> Any:
-    """The body's `provider` on OpenRouter's chat route (the body stays readable by the handler)."""
-    if request.method != "POST" or not request.path.endswith(_PROVIDER_ROUTE):
-        return None
+async def _body_fields(request: web.Request) -> dict[str, Any]:
+    """What the log keeps of a body (the body stays readable by the handler): OpenRouter's `provider` on its
+    chat route, and the image resolution a model request asks for. A body naming neither is not parsed."""
+    routed = request.path.endswith(_PROVIDER_ROUTE)
+    if request.method != "POST" or not (routed or request.content_type == "application/json"):
+        return {}  # a multipart upload (a batch file) is left unread: its handler reads it as a stream
+    raw = await request.read()
+    if not routed and not any(word in raw for word in _RESOLUTION_WORDS):
+        return {}
     try:
-        body = json.loads(await request.read())
+        body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        return None
-    return body.get("provider") if isinstance(body, dict) else None
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    return {"provider": body.get("provider") if routed else None, "image_detail": image_details(body),
+            "media_resolution": media_resolution(body)}
 
 
 def listen(log: HeardLog) -> Callable[..., Awaitable[web.StreamResponse]]:
@@ -101,7 +114,7 @@ def listen(log: HeardLog) -> Callable[..., Awaitable[web.StreamResponse]]:
                 query={k: _WITHHELD if k.lower() in _SECRET_PARAMS else v for k, v in request.query.items()},
                 auth=auth_forms(request),
                 headers={name: request.headers[name] for name in ATTRIBUTION if name in request.headers},
-                provider=await _provider_field(request),
+                **await _body_fields(request),
             ))
         return await handler(request)
 

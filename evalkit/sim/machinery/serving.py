@@ -15,12 +15,13 @@ from aiohttp import web
 
 from evalkit.sim.machinery.counters import server_request_key
 from evalkit.sim.machinery.dialect import Dialect, Handler
+from evalkit.sim.machinery.image_cost import server_request_image_tokens
 from evalkit.sim.machinery.inject import roll_fault
 from evalkit.sim.machinery.state import STATE, SimState
 from evalkit.sim.machinery.tier_faults import CAPACITY_MESSAGE, capacity_refused, downgraded
 from evalkit.sim.machinery.tiers import requested_tier, tier_refusal
 from evalkit.sim.machinery.wire import BadRequest, SimUsage, shape_reply
-from evalkit.sim.model import sampling_of, server_estimate_tokens, server_image_tokens
+from evalkit.sim.model import sampling_of, server_estimate_tokens
 from evalkit.sim.thinking import think, think_length, thinking_style
 
 
@@ -80,7 +81,8 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
         if downgraded(config.tiers.priority_over, req.service_tier, nth):  # over the priority limit: standard
             req = replace(req, service_tier="standard")
         counters.tier_served(req.service_tier)
-    prompt = server_estimate_tokens(req.all_text) + sum(server_image_tokens(w, h) for _, w, h in fps_info)
+    prompt = server_estimate_tokens(req.all_text) + server_request_image_tokens(req.model, body,
+                                                                                [(w, h) for _, w, h in fps_info])
     wait = limits.admit_tokens(prompt)  # the output is charged as it is generated (see sim.limits)
     if wait > 0:
         counters.status(429)
@@ -113,7 +115,8 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
     if reply.source == "unknown" and state.config.answer_key is not None and len(state.config.answer_key):
         state.counters.unkeyed_request()  # asked what its key does not hold: answered at chance
     style = thinking_style(dialect.name, body) if state.config.think_tokens > 0 and not empty else None
-    prompt_tokens = server_estimate_tokens(req.all_text) + sum(server_image_tokens(w, h) for _, w, h in fps_info)
+    prompt_tokens = server_estimate_tokens(req.all_text) + server_request_image_tokens(
+        req.model, body, [(w, h) for _, w, h in fps_info])  # by the model's family and the resolution asked
     thought = None
     if style is None:
         content, finish = shape_reply(reply.content, reply.answer, req)
