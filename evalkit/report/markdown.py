@@ -277,5 +277,7 @@ def throughput_line(t: dict[str, Any]) -> str:
     lim = t.get("limits") or {}
     learned = (f" · limits learned from {'headers' if lim.get('source') == 'headers' else '429s'}: "
                + ", ".join(f"{lim[k]:,.0f} {k}" for k in ("rpm", "tpm") if lim.get(k))) if lim else ""
+    capacity = (f"; the tier's capacity refusals: {t['capacity_refused']:,}, sent at standard after them: "
+                f"{t.get('tier_fallbacks', 0):,}") if t.get("capacity_refused") else ""
     return (f"{latency}{rate}{tokens} over {t['ask_s']:.3g} s · retries {t['retries']:,} "
-            f"(429: {t['rate_limited']:,}){learned}")
+            f"(429: {t['rate_limited']:,}{capacity}){learned}")

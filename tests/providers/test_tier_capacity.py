@@ -119,6 +119,8 @@ def test_tier_fallback_completes_a_run_whose_flex_capacity_is_gone_at_standard_p
     assert s["cost_usd"] > 0 and d["cost_usd"] == pytest.approx(s["cost_usd"], rel=1e-9)  # standard's, not half
     lines = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert sorted(x["served_tier"] for x in lines if x.get("error") is None) == ["standard"] * N
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert f"(429: 0; the tier's capacity refusals: {N}, sent at standard after them: {N})" in report
 
 
 def test_a_gemini_priority_request_over_the_limit_is_recorded_and_priced_at_standard(data, tmp_path):
