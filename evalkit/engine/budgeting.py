@@ -105,7 +105,11 @@ def open_budget(stack: contextlib.ExitStack | contextlib.AsyncExitStack, cfg: Ru
     else:
         earlier = records_cost(price, existing) or 0.0
         ledger = Budget(cfg.max_cost, earlier)
-    spending = Spending(ledger, price, provider, largest=largest, model=model, tier=cfg.service_tier)
+    # reserved at the tier asked; with --tier-fallback standard a flex request may be answered at standard: the
+    # dearer of the two is reserved (ask.capacity), so a run whose flex capacity is gone stays within --max-cost
+    reserve_tier = cfg.tier_fallback if cfg.tier_fallback is not None and cfg.service_tier == "flex" \
+        else cfg.service_tier
+    spending = Spending(ledger, price, provider, largest=largest, model=model, tier=reserve_tier)
     return RunBudget(cfg.max_cost, earlier, spending, cfg.shared_budget)
 
 
