@@ -1,0 +1,221 @@
+"""A saved index of a big data file, so the next run does not read it again: every record's text
+fields, its byte span and its image's span, and the file's sha256, as the streaming readers
+(stream_tsv.py, stream_json.py) found them reading the file forward once.
+
+The index is written while that one forward read happens (the file is hashed as it is read, so the
+first run reads it once where it read it twice), and only when the read went to the end of the file
+with the file unchanged under it. The next run that reads the same file gets the very rows and
+records from the index (the same Items, spans, request keys, data fingerprint and run directory)
+after one stat of the file; the images stay in the file and only those of the queries asked are
+ever read (`--shard`, `--limit`, a run stopped early read only their items' bytes).
+
+An index stands while the file's size, mtime, inode and change time are those it was made from,
+and, for a registered source, while the sha256 its listing records is the index's. Anything else
+(another file, a damaged or partial index, another format version) is ignored and the file read
+again; a file that changed, or an index found damaged, is said in one line (`Indexing.notes`).
+
+Where the indexes go is the caller's (`Indexing`, set around a load with `indexing()` as read caps
+are): the cache folder's `data-index/` for a local `--data PATH`, `evalkit-index/` in the repository's
+folder of the Hub cache for a registered source. Without one, the readers read as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+INDEX_VERSION = 1
+LOCAL_FOLDER = "data-index"  # in the cache folder, beside file-hashes.json
+SUFFIX = ".idx"
+ENV_SWITCH = "EVALKIT_DATA_INDEX"  # "0" / "off": no index read or written
+
+
+def disabled(env: Mapping[str, str]) -> bool:
+    return (env.get(ENV_SWITCH) or "").strip().lower() in ("0", "off", "no", "false")
+
+
+@dataclass
+class Indexing:
+    """Where one load keeps the indexes of the files it reads, and what it learned doing so.
+
+    `folder`: for files of no registered source (None: no index for them); `recorded`: a registered
+    source's files (the path as the reader opens it) -> (the sha256 its source records, the folder
+    beside the Hub cache). `write`: False for a run that writes nothing (--dry-run): indexes are read,
+    never made. `hashes`: the sha256 of every file read or found indexed, as the cache folder's file-hash
+    memo keeps them (path -> [size, mtime_ns, sha256, inode, ctime_ns]), so the fingerprint never reads
+    a file again."""
+
+    folder: Path | None
+    recorded: Mapping[str, tuple[str, Path]] = field(default_factory=dict)
+    write: bool = True
+    notes: list[str] = field(default_factory=list)
+    hashes: dict[str, list[Any]] = field(default_factory=dict)
+    used: list[str] = field(default_factory=list)  # files read from their index (not scanned)
+    built: list[str] = field(default_factory=list)  # files scanned and indexed
+
+    def place(self, path: Path, kind: str, image: str) -> tuple[Path, str | None] | None:
+        """(the index file for this file read this way, the sha256 recorded for it) or None: no place."""
+        hit = self.recorded.get(os.path.abspath(path))
+        if hit is not None:
+            sha, folder = hit
+            key, recorded = f"sha256:{sha}", sha
+        elif self.folder is not None:
+            folder, key, recorded = self.folder, f"path:{os.path.abspath(path)}", None
+        else:
+            return None
+        name = hashlib.sha256(f"{INDEX_VERSION}\0{kind}\0{image}\0{key}".encode()).hexdigest()[:40]
+        return folder / f"{name}{SUFFIX}", recorded
+
+
+_CURRENT: ContextVar[Indexing | None] = ContextVar("evalkit_data_index", default=None)
+
+
+@contextlib.contextmanager
+def indexing(ix: Indexing | None) -> Iterator[Indexing | None]:
+    """The index place for the reads in this block (None: no index)."""
+    token = _CURRENT.set(ix)
+    try:
+        yield ix
+    finally:
+        _CURRENT.reset(token)
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def _damaged(ix: Indexing, path: Path) -> None:
+    ix.notes.append(f"the saved index of {path} was damaged: ignored, {path} read again and indexed anew")
+
+
+def open_saved(path: Path, kind: str, image: str) -> tuple[dict[str, Any] | None, Builder | None]:
+    """(the saved body of `path`'s index, None) when one stands; else (None, a Builder for the read
+    about to happen, or None when no index is kept)."""
+    ix = _CURRENT.get()
+    if ix is None:
+        return None, None
+    place = ix.place(path, kind, image)
+    if place is None:
+        return None, None
+    where, recorded = place
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, None  # the reader says why it cannot read the file
+    body = _load(ix, where, path, kind, image, _stamp(st), recorded)
+    if body is not None:
+        ix.used.append(str(path))
+        ix.hashes[str(path)] = [st.st_size, st.st_mtime_ns, body["sha256"], st.st_ino, st.st_ctime_ns]
+        return body, None
+    return None, Builder(ix, where, path, kind, image)
+
+
+def _load(ix: Indexing, where: Path, path: Path, kind: str, image: str, stamp: list[int],
+          recorded: str | None) -> dict[str, Any] | None:
+    """The index's body when it stands for this file as it is now; a note when the file changed since
+    it was made or the index is damaged."""
+    try:
+        with open(where, "rb") as fh:
+            head_line = fh.readline()
+            body_text = fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        _damaged(ix, path)
+        return None
+    try:
+        head = json.loads(head_line)
+        if not isinstance(head, dict) or head.get("evalkit_data_index") != INDEX_VERSION:
+            raise ValueError("not an index of this version")
+        if head.get("kind") != kind or head.get("image") != image:
+            raise ValueError("another reader's")
+        if hashlib.sha256(body_text).hexdigest() != head.get("body_sha256"):
+            raise ValueError("body does not match its checksum")
+    except ValueError:
+        _damaged(ix, path)
+        return None
+    if recorded is None and head.get("path") != os.path.abspath(path):
+        _damaged(ix, path)  # (the name is the path's hash: another file's index under it is no index)
+        return None
+    if head.get("stamp") != stamp or (recorded is not None and head.get("sha256") != recorded):
+        what = "its sha256" if head.get("stamp") == stamp else "its size, time or inode"
+        ix.notes.append(f"{path} changed since it was indexed ({what}): read again and indexed anew")
+        return None
+    try:
+        body = json.loads(body_text)
+        if not isinstance(body, dict) or not isinstance(body.get("rows"), list):
+            raise ValueError("no rows")
+    except ValueError:
+        _damaged(ix, path)
+        return None
+    body["sha256"] = str(head.get("sha256"))
+    return body
+
+
+class Builder:
+    """What one forward read of a file collects for its index: the file's bytes go through `tee`
+    (hashed as they are read), each row or record through `add`; `finish` writes the index once the
+    read reached the end of the file and the file did not change meanwhile."""
+
+    def __init__(self, ix: Indexing, where: Path, path: Path, kind: str, image: str) -> None:
+        self.ix, self.where, self.path, self.kind, self.image = ix, where, path, kind, image
+        self.rows: list[list[Any]] = []
+        self.extra: dict[str, Any] = {}
+        self._sha = hashlib.sha256()
+        self._stamp: list[int] | None = None
+
+    def tee(self, fh: BinaryIO) -> _Tee:
+        """`fh`, its reads hashed; its stat now is the one the index is made from."""
+        self._stamp = _stamp(os.fstat(fh.fileno()))
+        return _Tee(fh, self._sha)
+
+    def add(self, row: list[Any]) -> None:
+        self.rows.append(row)
+
+    def finish(self) -> None:
+        """Write the index atomically (best effort: a read-only place costs only the next read)."""
+        try:
+            now = _stamp(os.stat(self.path))
+        except OSError:
+            return
+        if now != self._stamp:
+            return  # changed while it was read: the next run reads it again
+        sha = self._sha.hexdigest()
+        self.ix.hashes[str(self.path)] = [now[0], now[1], sha, now[2], now[3]]
+        self.ix.built.append(str(self.path))
+        if not self.ix.write:
+            return
+        body = json.dumps({**self.extra, "rows": self.rows}, separators=(",", ":")).encode()
+        head = {"evalkit_data_index": INDEX_VERSION, "kind": self.kind, "image": self.image,
+                "path": os.path.abspath(self.path), "stamp": now, "sha256": sha, "rows_n": len(self.rows),
+                "body_sha256": hashlib.sha256(body).hexdigest()}
+        with contextlib.suppress(OSError):
+            self.where.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.where.with_name(f"{self.where.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as out:
+                out.write(json.dumps(head, separators=(",", ":")).encode() + b"\n" + body)
+            os.replace(tmp, self.where)
+
+
+class _Tee:
+    """A binary file whose reads also feed a hash."""
+
+    def __init__(self, fh: BinaryIO, sha: Any) -> None:
+        self.fh, self.sha = fh, sha
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.fh.read(n)
+        self.sha.update(chunk)
+        return chunk
+
+
+def index_files(folder: Path) -> list[Path]:
+    """The saved indexes in a folder (what `rm` may remove: each is rebuilt when needed)."""
+    return sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []
