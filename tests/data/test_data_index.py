@@ -157,6 +157,7 @@ def test_a_shard_reads_about_its_items_bytes_only(tmp_path, sim):
     # a --limit 10 run's bytes less its 10 items'
     code, err, base = evalkit(run_args(tmp_path / "data", sim, cache, "--limit", "10", "--out", "o2"), tmp_path)
     assert code == 0, err
+    assert base < size / 2, f"a --limit 10 run read {base:,} bytes of a {size:,}-byte file"  # not the file again
     overhead = base - sum(sizes[str(i)] for i in range(10))
     code, err, shard = evalkit(run_args(tmp_path / "data", sim, cache, "--shard", "1/10", "--out", "s1"), tmp_path)
     assert code == 0, err
