@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from evalkit.benchmarks import get_benchmark
@@ -35,8 +34,8 @@ class Prepared(NamedTuple):
     files: tuple[Path, ...] = ()  # the data files read, where `data` is a folder that may hold more
     notes: tuple[str, ...] = ()  # what reading the data has to say once (a listing without hashes)
     parts: tuple[DataSource, ...] = ()  # every source read, where the benchmark's data has more than one
-    # the sha256 of the data files read or found indexed (path -> the cache folder's file-hash memo entry)
-    file_hashes: Mapping[str, list[Any]] = MappingProxyType({})
+    # the data files' saved indexes: the files' sha256 (`hashes`), the images' (`image_hashes`), where they are
+    index: Indexing | None = None
 
 
 def resolve_images(images: str | Path | None) -> Path | None:
@@ -159,5 +158,4 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
         shard = parse_shard(opts["shard"])  # whole: the data's fingerprint (the identity) is the unsharded run's
         queries = [q for q in queries if shard.holds(q.item_id)]
     return Prepared(bench, items, queries, data, resolved.source, resolved.local_files,
-                    (*resolved.notes, *(ix.notes if ix else ())), resolved.parts if len(resolved.parts) > 1 else (),
-                    MappingProxyType(dict(ix.hashes)) if ix else MappingProxyType({}))
+                    (*resolved.notes, *(ix.notes if ix else ())), resolved.parts if len(resolved.parts) > 1 else (), ix)

@@ -88,7 +88,8 @@ def data_of(prepared: Prepared, images: str | None, memo_file: Path | None, *,
     (path -> (mtime_ns, size, sha256)); `memo_file`: the cache folder's file hashes (None: none kept).
     `evalkit run` and `evalkit report` both compute it here: the same data is the same fingerprint."""
     hashes = FileHashes(memo_file)
-    hashes.learn(prepared.file_hashes)  # hashed as they were read (or found in their saved index)
+    if prepared.index is not None:
+        hashes.learn(prepared.index.hashes)  # hashed as they were read (or found in their saved index)
     data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(images),
                                   only=data_files_read(prepared))
     if save:

@@ -107,6 +107,7 @@ class ImagePipeline:
         )
         # the bytes of the spans of a data file read last (saved_index.py: a run reads only its items' bytes, once)
         self._spans: BoundedMemo[str, bytes] = BoundedMemo(SPAN_MEMO_BYTES, lambda k, b: len(k) + len(b))
+        self._span_shas: dict[str, str] = {}
         # path -> (mtime, size) as first seen by this pipeline: one stat per file per run, not per query
         # (a stat on the event loop waits for the GIL behind busy threads; files do not change mid-run)
         self._file_keys: dict[str, tuple[Any, ...]] = {}
@@ -171,9 +172,22 @@ class ImagePipeline:
                 with self._reading(ref):  # the error, named as every read error is
                     raise
             return self._hashes.get_or_compute(key, lambda: self._hash_file(ref))
-        return self._hashes.get_or_compute(
+        sha = self._hashes.get_or_compute(
             (ref.kind, ref.value), lambda: hashlib.sha256(self.source_bytes(ref)).hexdigest()
         )
+        if ref.kind == "span":
+            self._span_shas[str(ref.value)] = sha
+        return sha
+
+    def know_span_hashes(self, known: Mapping[str, str]) -> None:
+        """Source hashes of spans of a data file that earlier runs computed (span ref value -> sha256),
+        kept with the file's saved index while the file is unchanged (benchmarks/readers/saved_index.py)."""
+        for value, sha in known.items():
+            self._hashes.put(("span", value), sha)
+
+    def span_hashes(self) -> dict[str, str]:
+        """The source hashes of spans this pipeline computed or used (for the data file's saved index)."""
+        return dict(self._span_shas)
 
     def know_hashes(self, known: Mapping[str, tuple[int, int, str]]) -> None:
         """Source hashes this run already has: path -> (mtime_ns, size, sha256), as the data's fingerprint

@@ -170,6 +170,23 @@ def test_a_shard_reads_about_its_items_bytes_only(tmp_path, sim):
         f"--shard 1/10 read {shard - overhead:,} bytes for {items:,} bytes of its items and a {index:,}-byte index")
 
 
+def test_answers_found_again_read_no_image(tmp_path, sim):
+    """A run whose answers are all known (a resume, the same questions under another --out) checks each
+    answer's request key, which holds its image's sha256: kept with the index, not read again."""
+    sizes = write_parts(tmp_path / "data", rows=60, image_bytes=300_000)
+    cache = tmp_path / "cache"
+    code, err, _ = evalkit(run_args(tmp_path / "data", sim, cache, "--limit", "30", "--out", "o1"), tmp_path)
+    assert code == 0, err
+    code, err, thirty = evalkit(run_args(tmp_path / "data", sim, cache, "--limit", "30", "--out", "o2"), tmp_path)
+    assert code == 0, err
+    code, err, one = evalkit(run_args(tmp_path / "data", sim, cache, "--limit", "1", "--out", "o3"), tmp_path)
+    assert code == 0, err
+    assert answers(tmp_path / "o2") == answers(tmp_path / "o1")  # every answer found, none asked again
+    images = sum(sizes[str(i)] for i in range(1, 30))
+    assert thirty - one < images / 10, f"29 answers more read {thirty - one:,} bytes ({images:,} of their images)"
+    assert len(list((cache / "data-index").glob("*.images.json"))) == 1  # kept beside the index
+
+
 def test_a_file_rewritten_with_the_same_size_is_read_again(tmp_path, sim):
     data = tmp_path / "data" / "mme.tsv"
     write_tsv(data, rows=30, image_bytes=20_000)

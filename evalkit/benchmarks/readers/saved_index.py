@@ -59,6 +59,10 @@ class Indexing:
     hashes: dict[str, list[Any]] = field(default_factory=dict)
     used: list[str] = field(default_factory=list)  # files read from their index (not scanned)
     built: list[str] = field(default_factory=list)  # files scanned and indexed
+    # the sha256 of images in the indexed files (span ref value -> sha256 of its bytes), as earlier runs
+    # computed them for their request keys: a resume checks its answers without reading their images
+    image_hashes: dict[str, str] = field(default_factory=dict)
+    places: dict[str, tuple[Path, list[int], str]] = field(default_factory=dict)  # file -> (index, stamp, sha256)
 
     def place(self, path: Path, kind: str, image: str) -> tuple[Path, str | None] | None:
         """(the index file for this file read this way, the sha256 recorded for it) or None: no place."""
@@ -113,6 +117,9 @@ def open_saved(path: Path, kind: str, image: str) -> tuple[dict[str, Any] | None
     if body is not None:
         ix.used.append(str(path))
         ix.hashes[str(path)] = [st.st_size, st.st_mtime_ns, body["sha256"], st.st_ino, st.st_ctime_ns]
+        ix.places[str(path)] = (where, _stamp(st), body["sha256"])
+        for span, sha in _image_hashes(where, _stamp(st), body["sha256"]).items():
+            ix.image_hashes[f"{path}\0{span.replace(':', chr(0))}"] = sha
         return body, None
     return None, Builder(ix, where, path, kind, image)
 
@@ -192,6 +199,7 @@ class Builder:
         self.ix.built.append(str(self.path))
         if not self.ix.write:
             return
+        self.ix.places[str(self.path)] = (self.where, now, sha)
         body = json.dumps({**self.extra, "rows": self.rows}, separators=(",", ":")).encode()
         head = {"evalkit_data_index": INDEX_VERSION, "kind": self.kind, "image": self.image,
                 "path": os.path.abspath(self.path), "stamp": now, "sha256": sha, "rows_n": len(self.rows),
@@ -217,5 +225,49 @@ class _Tee:
 
 
 def index_files(folder: Path) -> list[Path]:
-    """The saved indexes in a folder (what `rm` may remove: each is rebuilt when needed)."""
-    return sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []
+    """The saved indexes in a folder, with their image hashes (what `rm` may remove: each is rebuilt)."""
+    return sorted([*folder.glob(f"*{SUFFIX}"), *folder.glob(f"*{IMAGES}")]) if folder.is_dir() else []
+
+
+# ---- the images' sha256, kept beside an index -------------------------------------------------
+
+IMAGES = ".images.json"  # beside NAME.idx: "start:end" -> sha256 of the image's bytes, for one stamp of the file
+
+
+def _images_path(where: Path) -> Path:
+    return where.with_name(where.name[: -len(SUFFIX)] + IMAGES)
+
+
+def _image_hashes(where: Path, stamp: list[int], sha: str) -> dict[str, str]:
+    """The image hashes kept for this very file (its stamp and sha256); {} when none or another's."""
+    try:
+        saved = json.loads(_images_path(where).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(saved, dict) or saved.get("stamp") != stamp or saved.get("sha256") != sha:
+        return {}
+    spans = saved.get("spans")
+    return {str(k): str(v) for k, v in spans.items()} if isinstance(spans, dict) else {}
+
+
+def keep_image_hashes(ix: Indexing, computed: Mapping[str, str]) -> None:
+    """Add the images' sha256 a run computed (span ref value -> sha256) to their files' indexes (best
+    effort, atomically): the next run of the same data finds its answers without reading their images."""
+    if not ix.write:
+        return
+    by_file: dict[str, dict[str, str]] = {}
+    for value, sha in computed.items():
+        path, start, end = value.rsplit("\0", 2)
+        by_file.setdefault(path, {})[f"{start}:{end}"] = sha
+    for path, spans in by_file.items():
+        place = ix.places.get(path)
+        if place is None:
+            continue
+        where, stamp, file_sha = place
+        merged = {**_image_hashes(where, stamp, file_sha), **spans}
+        target = _images_path(where)
+        with contextlib.suppress(OSError):
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"stamp": stamp, "sha256": file_sha, "spans": merged}, separators=(",", ":")),
+                           encoding="utf-8")
+            os.replace(tmp, target)
