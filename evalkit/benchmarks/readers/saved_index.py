@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,17 +178,21 @@ class Builder:
         self.extra: dict[str, Any] = {}
         self._sha = hashlib.sha256()
         self._stamp: list[int] | None = None
+        self._tee: _Tee | None = None
 
     def tee(self, fh: BinaryIO) -> _Tee:
         """`fh`, its reads hashed; its stat now is the one the index is made from."""
         self._stamp = _stamp(os.fstat(fh.fileno()))
-        return _Tee(fh, self._sha)
+        self._tee = _Tee(fh, self._sha)
+        return self._tee
 
     def add(self, row: list[Any]) -> None:
         self.rows.append(row)
 
     def finish(self) -> None:
         """Write the index atomically (best effort: a read-only place costs only the next read)."""
+        if self._tee is not None:
+            self._tee.close()
         try:
             now = _stamp(os.stat(self.path))
         except OSError:
@@ -213,15 +218,28 @@ class Builder:
 
 
 class _Tee:
-    """A binary file whose reads also feed a hash."""
+    """A binary file whose reads also feed a hash, on a thread of its own (hashlib lets go of the GIL):
+    the file is hashed while the reader parses it, one chunk behind at most."""
 
     def __init__(self, fh: BinaryIO, sha: Any) -> None:
         self.fh, self.sha = fh, sha
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="evalkit-index-hash")
+        self._pending: Future[None] | None = None
 
     def read(self, n: int = -1) -> bytes:
         chunk = self.fh.read(n)
-        self.sha.update(chunk)
+        self.wait()
+        self._pending = self._pool.submit(self.sha.update, chunk)
         return chunk
+
+    def wait(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
+
+    def close(self) -> None:
+        self.wait()
+        self._pool.shutdown(wait=False)
 
 
 def index_files(folder: Path) -> list[Path]:
