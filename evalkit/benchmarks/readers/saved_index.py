@@ -122,7 +122,7 @@ def open_saved(path: Path, kind: str, image: str) -> tuple[dict[str, Any] | None
         for span, sha in _image_hashes(where, _stamp(st), body["sha256"]).items():
             ix.image_hashes[f"{path}\0{span.replace(':', chr(0))}"] = sha
         return body, None
-    return None, Builder(ix, where, path, kind, image)
+    return None, Builder(ix, where, path, kind, image, recorded)
 
 
 def _load(ix: Indexing, where: Path, path: Path, kind: str, image: str, stamp: list[int],
@@ -172,8 +172,10 @@ class Builder:
     (hashed as they are read), each row or record through `add`; `finish` writes the index once the
     read reached the end of the file and the file did not change meanwhile."""
 
-    def __init__(self, ix: Indexing, where: Path, path: Path, kind: str, image: str) -> None:
+    def __init__(self, ix: Indexing, where: Path, path: Path, kind: str, image: str,
+                 recorded: str | None = None) -> None:
         self.ix, self.where, self.path, self.kind, self.image = ix, where, path, kind, image
+        self.recorded = recorded
         self.rows: list[list[Any]] = []
         self.extra: dict[str, Any] = {}
         self._sha = hashlib.sha256()
@@ -202,6 +204,10 @@ class Builder:
         sha = self._sha.hexdigest()
         self.ix.hashes[str(self.path)] = [now[0], now[1], sha, now[2], now[3]]
         self.ix.built.append(str(self.path))
+        if self.recorded is not None and sha != self.recorded:  # never an index standing for other bytes
+            self.ix.notes.append(f"{self.path}: its sha256 {sha} is not the {self.recorded} its source records; "
+                                 f"not indexed (`evalkit data verify` checks the cached files)")
+            return
         if not self.ix.write:
             return
         self.ix.places[str(self.path)] = (self.where, now, sha)
