@@ -7,7 +7,9 @@ first run reads it once where it read it twice), and only when the read went to 
 with the file unchanged under it. The next run that reads the same file gets the very rows and
 records from the index (the same Items, spans, request keys, data fingerprint and run directory)
 after one stat of the file; the images stay in the file and only those of the queries asked are
-ever read (`--shard`, `--limit`, a run stopped early read only their items' bytes).
+ever read (`--shard`, `--limit`, a run stopped early read only their items' bytes). Beside each index,
+NAME.images.json keeps the sha256 of the images that runs hashed for their request keys
+(`keep_image_hashes`), so a run whose answers are known (a resume, the cache) reads none of them.
 
 An index stands while the file's size, mtime, inode and change time are those it was made from,
 and, for a registered source, while the sha256 its listing records is the index's. Anything else
@@ -47,7 +49,7 @@ class Indexing:
     """Where one load keeps the indexes of the files it reads, and what it learned doing so.
 
     `folder`: for files of no registered source (None: no index for them); `recorded`: a registered
-    source's files (the path as the reader opens it) -> (the sha256 its source records, the folder
+    source's files (absolute path) -> (the sha256 its source records, the folder
     beside the Hub cache). `write`: False for a run that writes nothing (--dry-run): indexes are read,
     never made. `hashes`: the sha256 of every file read or found indexed, as the cache folder's file-hash
     memo keeps them (path -> [size, mtime_ns, sha256, inode, ctime_ns]), so the fingerprint never reads
