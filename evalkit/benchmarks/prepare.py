@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
+from evalkit.benchmarks.readers.saved_index import Indexing, indexing
+from evalkit.benchmarks.readers.saved_index import disabled as index_off
 from evalkit.core.errors import EvalkitError
 from evalkit.core.shard import parse_shard
 from evalkit.core.types import Item, Query
@@ -32,6 +34,8 @@ class Prepared(NamedTuple):
     files: tuple[Path, ...] = ()  # the data files read, where `data` is a folder that may hold more
     notes: tuple[str, ...] = ()  # what reading the data has to say once (a listing without hashes)
     parts: tuple[DataSource, ...] = ()  # every source read, where the benchmark's data has more than one
+    # the data files' saved indexes: the files' sha256 (`hashes`), the images' (`image_hashes`), where they are
+    index: Indexing | None = None
 
 
 def resolve_images(images: str | Path | None) -> Path | None:
@@ -121,8 +125,10 @@ def check_image_paths(items: Iterable[Item], roots: Iterable[Path], where: Path)
 
 
 def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] | None = None,
-            progress: Progress | None = None) -> Prepared:
-    """The benchmark's items and queries under these options; duplicate query ids are an error."""
+            progress: Progress | None = None, index_dir: Path | None = None, index_write: bool = True) -> Prepared:
+    """The benchmark's items and queries under these options; duplicate query ids are an error.
+    `index_dir`: where the saved indexes of local data files go (the cache folder's data-index/; a
+    registered source's go beside the Hub cache); `index_write` False: read, never written."""
     opts = dict(options)
     bench = get_benchmark(bench_name)
     resolved = resolve_data(bench, opts.get("data"), opts, env, progress)
@@ -131,7 +137,9 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
             opts[key] = value
     data = resolved.path
     images = resolve_images(opts.get("images"))
-    items = bench.load(data, images, opts)
+    ix = None if index_off(os.environ if env is None else env) else Indexing(index_dir, resolved.indexes, index_write)
+    with indexing(ix):
+        items = bench.load(data, images, opts)
     if not opts.get("allow_outside_images"):  # folders the user named: the data's, --images, --translated-images
         folders = [Path(v).expanduser() for k, v in opts.items() if k.endswith("images") and isinstance(v, str) and v]
         check_image_paths(items, [data if data.is_dir() else data.parent, *folders, *resolved.roots], data)
@@ -150,5 +158,5 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
     if opts.get("shard"):  # after --limit, so the shards of a run partition exactly its queries; the items stay
         shard = parse_shard(opts["shard"])  # whole: the data's fingerprint (the identity) is the unsharded run's
         queries = [q for q in queries if shard.holds(q.item_id)]
-    return Prepared(bench, items, queries, data, resolved.source, resolved.local_files, resolved.notes,
-                    resolved.parts if len(resolved.parts) > 1 else ())
+    return Prepared(bench, items, queries, data, resolved.source, resolved.local_files,
+                    (*resolved.notes, *(ix.notes if ix else ())), resolved.parts if len(resolved.parts) > 1 else (), ix)

@@ -39,6 +39,7 @@ from evalkit.data.pins import add_pins, read_pins
 from evalkit.data.source import COMMIT, HubRef
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
+INDEX_FOLDER = "evalkit-index"  # in a repository's cache folder: the saved indexes of its big files
 PROBE_TIMEOUT_S = 4.0
 OFFER = "pass --data PATH for a local copy, or --data sample for the bundled sample"
 

@@ -28,6 +28,9 @@ class Resolved:
     pending: Mapping[str, int] = field(default_factory=dict)  # plan_only: files still to download -> bytes
     notes: tuple[str, ...] = ()  # lines to say once (e.g. an endpoint whose listing gives no hashes)
     unchecked: Mapping[str, int] = field(default_factory=dict)  # part uri -> files pinned, not checked
+    # a registered source's files (absolute path as read) -> (the sha256 it records, where their saved
+    # indexes go: beside the Hub cache), for the readers' indexes (benchmarks/readers/saved_index.py)
+    indexes: Mapping[str, tuple[str, Path]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

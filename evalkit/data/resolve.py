@@ -15,6 +15,7 @@ from evalkit.core.resources import dataset_path
 from evalkit.data.archive import read_git
 from evalkit.data.checksums import file_digest
 from evalkit.data.hub import (
+    INDEX_FOLDER,
     HubEnv,
     Snapshot,
     Unreachable,
@@ -141,7 +142,15 @@ def hub_source(text: str, req: DataRequest) -> Resolved:
     path = got.snapshot.root / ref.path if ref.path else got.snapshot.root
     return Resolved(path, got.source, roots=_blob_roots(got.snapshot), parts=(got.source,),
                     local_files=tuple(got.files.values()), pending=got.pending, notes=got.notes,
-                    unchecked={got.source.uri: got.unchecked} if got.unchecked else {})
+                    unchecked={got.source.uri: got.unchecked} if got.unchecked else {}, indexes=_indexes(got))
+
+
+def _indexes(got: HubRead) -> dict[str, tuple[str, Path]]:
+    """Each file read -> (its sha256 as the source records it, the folder of the saved indexes beside
+    the repository's cache: snapshots/<commit>/../../evalkit-index)."""
+    folder = got.snapshot.root.parent.parent / INDEX_FOLDER
+    return {os.path.abspath(local): (got.source.files[p], folder) for p, local in got.files.items()
+            if got.source.files.get(p)}
 
 
 def _blob_roots(snapshot: Snapshot) -> tuple[Path, ...]:
@@ -165,7 +174,8 @@ def official_source(req: DataRequest, entries: tuple[RegistrySource, ...]) -> Re
         root = got.snapshot.root / entry.root if entry.root else got.snapshot.root
         resolved.append(Resolved(root, got.source, roots=_blob_roots(got.snapshot), option_defaults=entry.fills(root),
                                  local_files=tuple(got.files.values()), pending=got.pending, notes=got.notes,
-                    unchecked={got.source.uri: got.unchecked} if got.unchecked else {}))
+                                 unchecked={got.source.uri: got.unchecked} if got.unchecked else {},
+                                 indexes=_indexes(got)))
     if not resolved:
         raise EvalkitError(f"{req.bench}: no official file matches these options")
     first = resolved[0]
@@ -175,7 +185,8 @@ def official_source(req: DataRequest, entries: tuple[RegistrySource, ...]) -> Re
     return Resolved(first.path, first.source, tuple(p for r in resolved for p in r.roots), defaults,
                     tuple(r.source for r in resolved), first.local_files,
                     {f"{r.source.base_uri}/{p}": n for r in resolved for p, n in r.pending.items()},
-                    tuple(n for r in resolved for n in r.notes), {u: n for r in resolved for u, n in r.unchecked.items()})
+                    tuple(n for r in resolved for n in r.notes), {u: n for r in resolved for u, n in r.unchecked.items()},
+                    {f: v for r in resolved for f, v in r.indexes.items()})
 
 
 def resolve_source(req: DataRequest) -> Resolved:

@@ -17,6 +17,7 @@ from evalkit.ask.batch.pool import BatchPool
 from evalkit.ask.runner import Runner
 from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.ask.store.received import ReceivedJournal, replay
+from evalkit.benchmarks.readers.saved_index import keep_image_hashes
 from evalkit.core import read_caps
 from evalkit.core.types import Outcome, Query, Record
 from evalkit.engine.budgeting import RunBudget, open_budget, start_line
@@ -123,6 +124,10 @@ class _Asking:
             max_image_bytes=int(cfg.max_image_mb * read_caps.MB))))
         self.pipeline.note = say  # an image over Pillow's decompression-bomb limit is named on the console
         self.pipeline.know_hashes(job.where.known)  # the data's fingerprint read every image: not again
+        index = job.prepared.index
+        if index is not None:  # images of a big data file: hashed by earlier runs, kept with its saved index
+            self.pipeline.know_span_hashes(index.image_hashes)
+            stack.callback(lambda: keep_image_hashes(index, self.pipeline.span_hashes()))
         stack.callback(self.rundir.close)  # flushes records received so far, whatever happens next
 
         def drain() -> None:  # the first Ctrl-C/SIGTERM: no new request; replies on their way are kept

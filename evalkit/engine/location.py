@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks.prepare import Prepared, resolve_images
+from evalkit.benchmarks.readers.saved_index import LOCAL_FOLDER as INDEX_FOLDER
+from evalkit.benchmarks.readers.saved_index import index_files
 from evalkit.benchmarks.run_settings import RunSettings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Query
@@ -86,6 +88,8 @@ def data_of(prepared: Prepared, images: str | None, memo_file: Path | None, *,
     (path -> (mtime_ns, size, sha256)); `memo_file`: the cache folder's file hashes (None: none kept).
     `evalkit run` and `evalkit report` both compute it here: the same data is the same fingerprint."""
     hashes = FileHashes(memo_file)
+    if prepared.index is not None:
+        hashes.learn(prepared.index.hashes)  # hashed as they were read (or found in their saved index)
     data = data_fingerprint_parts(prepared.data, prepared.items, hashes, resolve_images(images),
                                   only=data_files_read(prepared))
     if save:
@@ -131,6 +135,9 @@ def forget_created(created: tuple[Path, ...]) -> None:
         lint = path / "lint"  # the data's lint, kept by the cache folder this run made
         if lint.is_dir():
             remove_own_dir(lint, {p.name for p in lint.glob("*.json")})
+        index = path / INDEX_FOLDER  # the data files' saved indexes (benchmarks/readers/saved_index.py)
+        if index.is_dir():
+            remove_own_dir(index, {p.name for p in index_files(index)})
         claims = path / "claims"  # the claims database of processes sharing the folder (ask.claims)
         if claims.is_dir():
             remove_own_dir(claims, {"cache.db", "cache.db-wal", "cache.db-shm"})

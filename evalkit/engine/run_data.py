@@ -13,6 +13,7 @@ from typing import Any
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.prepare import Prepared, prepare, resolve_data, resolve_images
+from evalkit.benchmarks.readers.saved_index import LOCAL_FOLDER as INDEX_FOLDER
 from evalkit.benchmarks.run_settings import RunSettings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.files import IMAGE_SUFFIXES
@@ -104,7 +105,8 @@ def prepare_data(s: RunSettings, spec: ProviderSpec, env: Mapping[str, str], say
 
         progress = download_bar
     try:
-        prepared = prepare(s.bench_name, opts, env=env, progress=progress)
+        prepared = prepare(s.bench_name, opts, env=env, progress=progress, index_write=not cfg.dry_run,
+                           index_dir=None if cfg.no_cache else Path(cfg.cache_path(env)) / INDEX_FOLDER)
     except EvalkitError as e:
         earlier = _earlier_sample_run(s, spec, opts, env) if official else None
         if earlier is None:

@@ -53,6 +53,7 @@ T = TypeVar("T")
 
 
 MEMO_BYTES = 128 * 2**20  # prepared images kept for reuse (the same picture's other variants, asked next to it)
+SPAN_MEMO_BYTES = 64 * 2**20  # source bytes of the images last read from a data file's spans
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,9 @@ class ImagePipeline:
         self._hashes: BoundedMemo[tuple[Any, ...], str] = BoundedMemo(
             _HASH_MEMO_BYTES, lambda k, _s: 200 + (0 if k[0] == "path" else len(k[1]))
         )
+        # the bytes of the spans of a data file read last (saved_index.py: a run reads only its items' bytes, once)
+        self._spans: BoundedMemo[str, bytes] = BoundedMemo(SPAN_MEMO_BYTES, lambda k, b: len(k) + len(b))
+        self._span_shas: dict[str, str] = {}
         # path -> (mtime, size) as first seen by this pipeline: one stat per file per run, not per query
         # (a stat on the event loop waits for the GIL behind busy threads; files do not change mid-run)
         self._file_keys: dict[str, tuple[Any, ...]] = {}
@@ -130,7 +134,9 @@ class ImagePipeline:
         if ref.kind in ("b64", "span"):
             try:
                 with self._reading(ref):  # a span's data file: gone or changed is a read error
-                    text = span_text(ref) if ref.kind == "span" else ref.value
+                    if ref.kind == "span":  # read once for the hash, header, decode and fingerprint of its query
+                        return self._spans.get_or_compute(str(ref.value), lambda: b64_bytes(span_text(ref)))
+                    text = ref.value
                 return b64_bytes(text)
             except (binascii.Error, ValueError) as e:
                 raise DataError(f"cannot read image {ref.describe()}: bad base64 ({e})") from e
@@ -166,9 +172,22 @@ class ImagePipeline:
                 with self._reading(ref):  # the error, named as every read error is
                     raise
             return self._hashes.get_or_compute(key, lambda: self._hash_file(ref))
-        return self._hashes.get_or_compute(
+        sha = self._hashes.get_or_compute(
             (ref.kind, ref.value), lambda: hashlib.sha256(self.source_bytes(ref)).hexdigest()
         )
+        if ref.kind == "span":
+            self._span_shas[str(ref.value)] = sha
+        return sha
+
+    def know_span_hashes(self, known: Mapping[str, str]) -> None:
+        """Source hashes of spans of a data file that earlier runs computed (span ref value -> sha256),
+        kept with the file's saved index while the file is unchanged (benchmarks/readers/saved_index.py)."""
+        for value, sha in known.items():
+            self._hashes.put(("span", value), sha)
+
+    def span_hashes(self) -> dict[str, str]:
+        """The source hashes of spans this pipeline computed or used (for the data file's saved index)."""
+        return dict(self._span_shas)
 
     def know_hashes(self, known: Mapping[str, tuple[int, int, str]]) -> None:
         """Source hashes this run already has: path -> (mtime_ns, size, sha256), as the data's fingerprint

@@ -131,6 +131,14 @@ class FileHashes:
         self.known[path] = (st.st_mtime_ns, st.st_size, sha)
         return sha
 
+    def learn(self, entries: Mapping[str, Sequence[Any]]) -> None:
+        """Hashes made elsewhere (the data's saved index hashed each file as it read it), in the memo's
+        form: path -> [size, mtime_ns, sha256, inode, ctime_ns]; kept as if this memo had made them."""
+        for path, entry in entries.items():
+            if len(entry) == 5 and self._memo.get(path) != list(entry):
+                self._memo[path] = list(entry)
+                self._dirty = True
+
     def memo_of(self, paths: Iterable[str]) -> dict[str, list[Any]]:
         """The memo entries of these paths (what a caller keeping its own memo saves)."""
         return {p: self._memo[p] for p in paths if p in self._memo}

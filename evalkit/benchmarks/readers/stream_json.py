@@ -7,7 +7,8 @@ Every field but the image is parsed by json's own decoder (`raw_decode`) on a sm
 file; the image string is skipped by looking for its closing quote, so it is never decoded or held.
 TSVs read the same way: stream_tsv.py.
 
-Files are opened by the path given: a link (the Hub cache's snapshot files) is never resolved.
+Files are opened by the path given: a link (the Hub cache's snapshot files) is never resolved. Where
+an index is kept (saved_index.py), the read builds it, and the next read of the same file is the index's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from evalkit.benchmarks.readers.saved_index import open_saved
 from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import ImageRef
@@ -44,6 +46,7 @@ class JsonRecord:
     offset: int  # byte offset of its "{"
     fields: dict[str, Any]  # every field but the image string
     image: ImageRef | None  # the image string's span (None: no image field, or not a string)
+    end: int = -1  # byte offset just past its "}" (the record is bytes offset..end)
 
 
 class _Window:
@@ -178,6 +181,11 @@ def json_records(path: Path, image: str = "image") -> Iterator[JsonRecord]:
     """The records of the JSON list in `path`, the `image` string of each left in the file as a span.
     A syntax fault is an EvalkitError naming the file, the record and the byte offset (the rest of
     the file cannot be read past it)."""
+    saved, builder = open_saved(path, "json", image)
+    if saved is not None:  # the index made by an earlier read of this very file: the file is not read
+        for number, at, end, fields, span in saved["rows"]:
+            yield JsonRecord(number, at, fields, None if span is None else ImageRef.from_span(str(path), *span), end)
+        return
     number = 0
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below; the generator may be left early
@@ -186,7 +194,7 @@ def json_records(path: Path, image: str = "image") -> Iterator[JsonRecord]:
     except OSError as exc:
         raise EvalkitError(f"{path}: cannot read ({exc})") from exc
     with fh:
-        w = _Window(fh)
+        w = _Window(builder.tee(fh) if builder is not None else fh)
         try:
             w.more()
             if w.buf.startswith(BOM):
@@ -197,11 +205,18 @@ def json_records(path: Path, image: str = "image") -> Iterator[JsonRecord]:
             else:
                 while True:
                     number += 1
-                    yield _record(w, number, path, image)
+                    rec = _record(w, number, path, image)
+                    rec = JsonRecord(rec.number, rec.offset, rec.fields, rec.image, w.offset())
+                    if builder is not None:
+                        builder.add([rec.number, rec.offset, rec.end, rec.fields,
+                                     None if rec.image is None else list(rec.image.span()[1:])])
+                    yield rec
                     if w.expect(b",]") == ord("]"):
                         break
             if w.peek() is not None:
                 raise _Bad("more data after the list", w.offset())
+            if builder is not None:
+                builder.finish()
         except _Bad as exc:
             where = f"record {number}: " if number else ""
             raise EvalkitError(f"{path}: {where}{exc} at byte {exc.offset}") from None

@@ -7,7 +7,8 @@ is asked. Memory is one read chunk (one TSV record) plus the text fields.
 hold tabs, newlines and doubled quotes; blank lines are skipped; missing cells are ""). JSON lists
 read the same way: stream_json.py.
 
-Files are opened by the path given: a link (the Hub cache's snapshot files) is never resolved.
+Files are opened by the path given: a link (the Hub cache's snapshot files) is never resolved. Where
+an index is kept (saved_index.py), the read builds it, and the next read of the same file is the index's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from evalkit.benchmarks.readers.saved_index import Builder, open_saved
 from evalkit.benchmarks.readers.stream_json import BOM, CHUNK
 from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
@@ -120,14 +122,18 @@ def _text(path: Path, line: int, raw: bytes) -> str:
 
 def tsv_rows(path: Path, image: str = "image") -> tuple[list[str], Iterator[TsvRow]]:
     """(the header, the rows) of a TSV; an `image` cell longer than SHORT_IMAGE that is neither quoted
-    nor a list literal is given as a span ref (without the blanks around it), not as text."""
+    nor a list literal is given as a span ref (without the blanks around it), not as text. Where an
+    index is kept (saved_index.py), an indexed file gives its rows from the index, without reading it."""
+    saved, builder = open_saved(path, "tsv", image)
+    if saved is not None:
+        return list(saved["header"]), _saved_rows(path, saved)
     try:
         fh = open(path, "rb", buffering=0)  # noqa: SIM115 - closed when the rows are done
     except FileNotFoundError as exc:
         raise EvalkitError(f"{path}: file not found") from exc
     except OSError as exc:
         raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
-    lines = _Lines(fh, path)
+    lines = _Lines(builder.tee(fh) if builder is not None else fh, path)
     try:
         at, first = lines.next()
         while first and not first.strip(b"\r\n"):
@@ -139,10 +145,22 @@ def tsv_rows(path: Path, image: str = "image") -> tuple[list[str], Iterator[TsvR
     except BaseException:
         fh.close()
         raise
-    return header, _rows(path, fh, lines, header, image)
+    if builder is not None:
+        builder.extra["header"] = header
+    return header, _rows(path, fh, lines, header, image, builder)
 
 
-def _rows(path: Path, fh: BinaryIO, lines: _Lines, header: list[str], image: str) -> Iterator[TsvRow]:
+def _saved_rows(path: Path, saved: dict) -> Iterator[TsvRow]:
+    """The rows as an index keeps them: cells in the header's order, a span as [start, end]."""
+    keys = list(dict.fromkeys(saved["header"]))
+    for number, line, _at, _end, values, extra in saved["rows"]:
+        cells: dict[str, str | ImageRef] = {
+            k: ImageRef.from_span(str(path), *v) if isinstance(v, list) else v for k, v in zip(keys, values, strict=True)}
+        yield TsvRow(number, line, cells, tuple(extra))
+
+
+def _rows(path: Path, fh: BinaryIO, lines: _Lines, header: list[str], image: str,
+          builder: Builder | None) -> Iterator[TsvRow]:
     col = header.index(image) if image in header else -1
     number = 0
     with fh:
@@ -150,6 +168,8 @@ def _rows(path: Path, fh: BinaryIO, lines: _Lines, header: list[str], image: str
             while True:
                 at, rec = lines.next()
                 if not rec:
+                    if builder is not None:
+                        builder.finish()
                     return
                 if len(rec) <= 2 and not rec.strip(b"\r\n"):
                     continue  # a blank line (csv yields no row for it)
@@ -168,6 +188,10 @@ def _rows(path: Path, fh: BinaryIO, lines: _Lines, header: list[str], image: str
                     cells[header[n]] = _text(path, lines.count, rec[s:e] if v is None else v)
                 extra = tuple((rec[s:min(e, s + 100)] if v is None else v[:100]).decode("utf-8", "replace")
                               for s, e, v in fields[len(header):])
+                if builder is not None:
+                    builder.add([number, lines.count, at, at + len(rec),
+                                 [list(v.span()[1:]) if isinstance(v, ImageRef) else v for v in cells.values()],
+                                 list(extra)])
                 yield TsvRow(number, lines.count, cells, extra)
         except OSError as exc:
             raise EvalkitError(f"{path}: cannot read TSV ({exc})") from exc
