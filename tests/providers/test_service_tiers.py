@@ -88,6 +88,12 @@ def test_a_flex_run_costs_half_the_standard_run_of_the_same_items_from_the_tier_
     assert json.loads((tmp_path / "flex" / "config.json").read_text())["identity"] == \
         json.loads((tmp_path / "standard" / "config.json").read_text())["identity"]
     assert [r.request_key for r in flex.records] == [r.request_key for r in standard.records]
+    # `evalkit report` prices the records again: at the tier each says served it, not at standard
+    reported = run_cli(["report", str(tmp_path / "flex")], cwd=tmp_path)
+    assert reported.returncode == 0, reported.stderr
+    again = json.loads((tmp_path / "flex" / "summary.json").read_text())["usage"]
+    assert again["cost_usd"] == pytest.approx(f["cost_usd"], rel=1e-9)
+    assert again["list_cost_usd"] == pytest.approx(f["list_cost_usd"], rel=1e-9)
 
 
 def test_the_same_command_with_another_tier_sends_nothing_and_keeps_the_tier_that_served(data, tmp_path):
