@@ -165,7 +165,7 @@ def test_batch_answers_are_listed_at_the_batch_price_with_the_standard_price_bes
     assert f"{_shown(0, listed)} (${standard:.4f} at the standard price)" in again.stdout
 
 
-def test_mlflow_logs_paid_and_list(sim, prices, tmp_path, monkeypatch):
+def test_mlflow_logs_paid_and_list(sim, prices, mlflow_uri, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     cache, first, cached = tmp_path / "cache", tmp_path / "first", tmp_path / "cached"
     _run(sim, prices, cache, "--out", str(first))
@@ -173,7 +173,7 @@ def test_mlflow_logs_paid_and_list(sim, prices, tmp_path, monkeypatch):
     listed = _summary(first)["usage"]["cost_usd"]
     monkeypatch.chdir(tmp_path)  # mlflow keeps artifacts beside the store's working folder (./mlruns)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_uri  # a fresh store (a copy of an empty one)
     (run_id,) = export([cached], "mlflow", tracking_uri=uri, project="costs")
     metrics = mlflow.MlflowClient(tracking_uri=uri).get_run(run_id).data.metrics
     assert metrics["cost/paid_usd"] == 0 and metrics["cost/list_usd"] == pytest.approx(listed)
