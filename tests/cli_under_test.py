@@ -48,22 +48,30 @@ def _argv(args: Sequence[str], plots: bool) -> list[str]:
 
 def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120.0,
             cwd: str | Path | None = None, max_file_bytes: int | None = None,
-            plots: bool = False) -> subprocess.CompletedProcess[str]:
+            plots: bool = False, without: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """`evalkit ARGS` in a child process; stdout and stderr captured as text. `env` adds to os.environ
-    (matplotlib, if a plot is drawn, without a display). `max_file_bytes`: no file the child writes may
-    grow past it (RLIMIT_FSIZE): a disk that fills up, on any machine and without root."""
+    (matplotlib, if a plot is drawn, without a display), less the variables whose names start with one
+    of `without` (a user's shell without the developer's keys). `max_file_bytes`: no file the child
+    writes may grow past it (RLIMIT_FSIZE): a disk that fills up, on any machine and without root."""
 
     def limit_files() -> None:
         if max_file_bytes is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
 
-    child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
+    child_env = _child_env(env, without)
     cmd = [sys.executable, "-c", _MAIN, *_argv(args, plots)]
     if _warm_start(env):
         return zygote_for(checkout_under_test()).run(cmd, cmd[3:], child_env, cwd, timeout, max_file_bytes)
     return subprocess.run(cmd, capture_output=True, text=True, env=child_env, timeout=timeout, cwd=cwd,
                           preexec_fn=limit_files)
+
+
+def _child_env(env: Mapping[str, str] | None, without: Sequence[str]) -> dict[str, str]:
+    """os.environ less the variables whose names start with one of `without`, then this checkout on the
+    path, plots without a display, and `env`."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(tuple(without))}
+    return {**kept, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
 
 
 def _warm_start(env: Mapping[str, str] | None) -> bool:
@@ -74,10 +82,10 @@ def _warm_start(env: Mapping[str, str] | None) -> bool:
             and not any(k.startswith("PYTHON") for k in (env or {})))
 
 
-def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None,
-              cwd: str | Path | None = None, plots: bool = False) -> subprocess.Popen[str]:
+def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+              plots: bool = False, without: Sequence[str] = ()) -> subprocess.Popen[str]:
     """`evalkit ARGS` started in a child process (to be signalled); stdout and stderr piped as text."""
-    child_env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "MPLBACKEND": "Agg", **(env or {})}
+    child_env = _child_env(env, without)
     cmd = [sys.executable, "-c", _MAIN, *_argv(args, plots)]
     if _warm_start(env):
         return zygote_for(checkout_under_test()).start(cmd, cmd[3:], child_env, cwd)  # type: ignore[return-value]

@@ -7,6 +7,9 @@ client: the test kills the process at that moment (records.jsonl is written in 1
 cache in group commits just after). The server counts completions per request key; the resumed run
 must send none of the keys answered before a kill. evalkit 0.3.0 asked again those of the last
 moment (neither in records.jsonl nor in the cache yet): a few of them at most kills.
+
+Each run is a process of its own, forked from the suite's warm parent (start_cli, tests/cli_zygote.py):
+killed as any process is, without an interpreter start and 2-3 s of imports per run.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_under_test import run_cli, start_cli
 from PIL import Image
 from waiting import wait_until_idle
 
@@ -55,7 +58,7 @@ def _kill_when_held(sim: SimThread, proc: subprocess.Popen, n: int) -> None:
         assert time.monotonic() < deadline, f"{sim.held} requests held after {DEADLINE_S} s, waiting for {n}"
         time.sleep(0.001)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)
 
 
 @pytest.mark.slow  # five processes started and killed per case
@@ -68,17 +71,17 @@ def test_sigkill_then_resume_asks_no_answer_received_before_the_kill(tmp_path, c
     delivered: set[str] = set()  # keys answered before a kill
     asked_again: set[str] = set()
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}), latency_s=0.0)) as sim:
-        cmd = [sys.executable, "-m", "evalkit.cli", "run", "mcq", "--model", "vllm/sim-model", "--data", str(data),
-               "--base-url", sim.url, "--out", str(out), "--concurrency", str(CONCURRENCY), "--no-progress",
-               "--cache-dir", str(cache)]
+        cmd = ["run", "mcq", "--model", "vllm/sim-model", "--data", str(data), "--base-url", sim.url, "--out",
+               str(out), "--concurrency", str(CONCURRENCY), "--no-progress", "--cache-dir", str(cache)]
         for _ in range(kills):
             sim.hold(after=ANSWERED)
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = start_cli(cmd)
             try:
                 _kill_when_held(sim, proc, CONCURRENCY)
             finally:
                 if proc.poll() is None:
                     proc.kill()
+                    proc.communicate(timeout=30)
             answered = {k for k, v in sim.counters.snapshot()["per_key"].items() if v}
             assert len(answered) == ANSWERED  # every answer served was read by the client before the kill
             asked_again |= answered & delivered
@@ -88,7 +91,7 @@ def test_sigkill_then_resume_asks_no_answer_received_before_the_kill(tmp_path, c
             sim.counters.reset()
             if cache_after_kill == "gone":
                 shutil.rmtree(cache, ignore_errors=True)
-        again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        again = run_cli(cmd, timeout=300)
         assert again.returncode == 0, again.stderr
         per_key = sim.counters.snapshot()["per_key"]
 

@@ -30,10 +30,11 @@ def wandb():
     return pytest.importorskip("wandb")
 
 
-def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(mlflow, run_dir, tmp_path, monkeypatch):
+def test_mlflow_run_is_read_back_from_a_sqlite_store_with_mlflows_client(mlflow, run_dir, mlflow_uri, tmp_path,
+                                                                        monkeypatch):
     monkeypatch.chdir(tmp_path)  # mlflow keeps artifacts beside the store's working folder (./mlruns)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_uri  # a fresh store (a copy of an empty one)
     (run_id,) = export([run_dir], "mlflow", tracking_uri=uri, project="vlm-evals")
     client = mlflow.MlflowClient(tracking_uri=uri)
     got = client.get_run(run_id)

@@ -1,10 +1,11 @@
 """Exporting a run to MLflow again updates its MLflow run instead of making a second one (issue 44, item 12).
 
-Driven through `evalkit export RUN --to mlflow` into a real local MLflow store (SQLite), read back with
-MLflow's own client. The run is exported part way (its first records, scored by `evalkit report`), then
-whole: one MLflow run, found by its `evalkit.run_id` tag, with the metrics, status and artifacts of the
-whole run. A run re-run with another setting (`--concurrency`) changes a parameter, which MLflow keeps
-as first logged: a new MLflow run, tagged with the one it follows, and one line saying so.
+Driven through `evalkit export RUN --to mlflow` (in the test's process: run_main) into a real local MLflow
+store (SQLite, a copy of an empty one: the `mlflow_uri` fixture), read back with MLflow's own client. The
+run is exported part way (its first records, scored by `evalkit report`), then whole: one MLflow run,
+found by its `evalkit.run_id` tag, with the metrics, status and artifacts of the whole run. A run re-run
+with another setting (`--concurrency`) changes a parameter, which MLflow keeps as first logged: a new
+MLflow run, tagged with the one it follows, and one line saying so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_cli
+from cli_under_test import run_main
 from export_run import CANARY, make_export_run
 
 N_PART = 12  # of the run's 24 queries: the run as it stood part way
@@ -31,13 +32,13 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _export(run: Path, uri: str, cwd: Path) -> str:
-    done = run_cli(["export", str(run), "--to", "mlflow", "--tracking-uri", uri, "--project", "vlm-evals"], cwd=cwd)
+    done = run_main(["export", str(run), "--to", "mlflow", "--tracking-uri", uri, "--project", "vlm-evals"], cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
 
 
 def _report(run: Path) -> dict:
-    done = run_cli(["report", str(run)])
+    done = run_main(["report", str(run)])
     assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: incomplete, as a stopped run is
     return json.loads((run / "summary.json").read_text(encoding="utf-8"))
 
@@ -48,13 +49,13 @@ def _runs(mlflow, uri: str) -> list:
     return client.search_runs([experiment.experiment_id], order_by=["attributes.start_time ASC"])
 
 
-def test_a_run_exported_again_updates_its_one_mlflow_run(mlflow, finished_run, tmp_path):
+def test_a_run_exported_again_updates_its_one_mlflow_run(mlflow, finished_run, mlflow_uri, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     lines = (run / "records.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (run / "records.jsonl").write_text("".join(lines[:N_PART]), encoding="utf-8")
     part = _report(run)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_uri
     _export(run, uri, tmp_path)
     (run / "records.jsonl").write_text("".join(lines), encoding="utf-8")
     whole = _report(run)
@@ -77,15 +78,15 @@ def test_a_run_exported_again_updates_its_one_mlflow_run(mlflow, finished_run, t
     assert json.loads(local.read_text(encoding="utf-8")) == whole  # the artifact updated too
 
 
-def test_a_changed_parameter_makes_a_new_run_linked_to_the_old_one(mlflow, finished_run, tmp_path):
+def test_a_changed_parameter_makes_a_new_run_linked_to_the_old_one(mlflow, finished_run, mlflow_uri, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_uri
     _export(run, uri, tmp_path)
     saved = json.loads((run / "config.json").read_text(encoding="utf-8"))
     config = saved["config"]
     assert config["concurrency"] != 4
-    again = run_cli(["run", "mcq", "--model", "vllm/sim-model", "--data", config["data"], "--circular",
+    again = run_main(["run", "mcq", "--model", "vllm/sim-model", "--data", config["data"], "--circular",
                      "--base-url", saved["identity"]["endpoint"], "--out", str(run), "--concurrency", "4",
                      "--cache-dir", str(finished_run.parent / "cache"), "--prices", config["price"]["source"]],
                     env={"VLLM_API_KEY": CANARY})

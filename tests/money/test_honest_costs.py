@@ -4,7 +4,8 @@ on the console, in report.md, compare, the matrix, the viewer and every export.
 
 Driven through the `evalkit` command, `evalkit.compare`, `evalkit.build_view` and `evalkit.export.export`
 against the simulator, with a price file of our own (so the expected dollars are computed here, from the
-records' tokens, not read from evalkit's table). The last test reads a run directory 0.3.0 wrote
+records' tokens, not read from evalkit's table). One first run (and its cache) is made per module and
+copied by each test that starts from it (`first_run`). The last test reads a run directory 0.3.0 wrote
 (tests/fixtures/v03): its summary has no list cost, and compare and export compute one from its records.
 """
 
@@ -33,12 +34,29 @@ def sim():
         yield server
 
 
-@pytest.fixture
-def prices(tmp_path: Path) -> Path:
-    path = tmp_path / "prices.json"
+@pytest.fixture(scope="module")
+def prices(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("prices") / "prices.json"
     entry = {"input": IN_PER_M, "output": OUT_PER_M}
     path.write_text(json.dumps({"openai/gpt-4o": entry, "openai/gpt-4o-mini": entry}), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module")
+def first_made(sim, prices, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The module's one first run of GPT-4o on the sample (run directory, cache), every answer paid for."""
+    folder = tmp_path_factory.mktemp("first")
+    _run(sim, prices, folder / "cache", "--out", str(folder / "first"))
+    return folder / "first", folder / "cache"
+
+
+@pytest.fixture
+def first_run(first_made, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the first run and its cache in the test's folder (tmp_path/first, tmp_path/cache)."""
+    run_dir, cache = first_made
+    shutil.copytree(run_dir, tmp_path / "first")
+    shutil.copytree(cache, tmp_path / "cache")
+    return tmp_path / "first", tmp_path / "cache"
 
 
 def _run(sim: SimThread, prices: Path, cache: Path, *args: str, model: tuple[str, ...] = ("openai/gpt-4o",),
@@ -70,9 +88,8 @@ def _shown(paid: float, listed: float) -> str:
     return f"{'$0.00' if paid == 0 else f'${paid:.4f}'} paid · ${listed:.4f} list"
 
 
-def test_report_after_a_run_leaves_its_cost_as_it_was(sim, prices, tmp_path):
-    out = tmp_path / "run"
-    _run(sim, prices, tmp_path / "cache", "--out", str(out))
+def test_report_after_a_run_leaves_its_cost_as_it_was(first_run):
+    out, _ = first_run
     before = _summary(out)
     cost = _at_our_price(_records(out))
     assert cost > 0 and before["usage"]["cost_usd"] == pytest.approx(cost)
@@ -89,9 +106,8 @@ def test_report_after_a_run_leaves_its_cost_as_it_was(sim, prices, tmp_path):
     assert line in report.stdout
 
 
-def test_a_run_answered_from_the_cache_pays_nothing_and_lists_the_first_runs_cost(sim, prices, tmp_path):
-    cache, first, cached = tmp_path / "cache", tmp_path / "first", tmp_path / "cached"
-    _run(sim, prices, cache, "--out", str(first))
+def test_a_run_answered_from_the_cache_pays_nothing_and_lists_the_first_runs_cost(sim, prices, first_run, tmp_path):
+    (first, cache), cached = first_run, tmp_path / "cached"
     paid_first = _summary(first)["usage"]["cost_usd"]
     assert paid_first == pytest.approx(_at_our_price(_records(first))) and paid_first > 0
     requests = sim.counters.snapshot()["requests"]
@@ -133,9 +149,8 @@ def test_a_run_answered_from_the_cache_pays_nothing_and_lists_the_first_runs_cos
     assert line in page and _shown(paid_first, paid_first) in page
 
 
-def test_a_matrix_of_cached_answers_says_paid_and_list(sim, prices, tmp_path):
-    cache = tmp_path / "cache"
-    _run(sim, prices, cache, "--out", str(tmp_path / "first"))
+def test_a_matrix_of_cached_answers_says_paid_and_list(sim, prices, first_run, tmp_path):
+    _, cache = first_run
     listed = _summary(tmp_path / "first")["usage"]["cost_usd"]
     done = _run(sim, prices, cache, "--out", str(tmp_path / "m"),
                 model=("openai/gpt-4o", "openai/gpt-4o-mini"), cwd=tmp_path)
@@ -165,15 +180,14 @@ def test_batch_answers_are_listed_at_the_batch_price_with_the_standard_price_bes
     assert f"{_shown(0, listed)} (${standard:.4f} at the standard price)" in again.stdout
 
 
-def test_mlflow_logs_paid_and_list(sim, prices, tmp_path, monkeypatch):
+def test_mlflow_logs_paid_and_list(sim, prices, first_run, mlflow_uri, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
-    cache, first, cached = tmp_path / "cache", tmp_path / "first", tmp_path / "cached"
-    _run(sim, prices, cache, "--out", str(first))
+    (first, cache), cached = first_run, tmp_path / "cached"
     _run(sim, prices, cache, "--out", str(cached))
     listed = _summary(first)["usage"]["cost_usd"]
     monkeypatch.chdir(tmp_path)  # mlflow keeps artifacts beside the store's working folder (./mlruns)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_uri  # a fresh store (a copy of an empty one)
     (run_id,) = export([cached], "mlflow", tracking_uri=uri, project="costs")
     metrics = mlflow.MlflowClient(tracking_uri=uri).get_run(run_id).data.metrics
     assert metrics["cost/paid_usd"] == 0 and metrics["cost/list_usd"] == pytest.approx(listed)

@@ -6,12 +6,17 @@ start and put where the page says 127.0.0.1:8000), `export` into the environment
 `evalkit run` line. Each run signs in with the key file the simulator wrote (google-auth's JWT grant
 against the simulator's /token), answers every query and exits 0; the key file is its owner's only, and
 the simulator refuses a bearer token it did not issue.
+
+Each line is the `evalkit` command in a process of its own, forked from the suite's warm parent
+(start_cli, run_cli: tests/cli_under_test.py) with the environment the lines build (the developer's
+Google, Gemini, OpenAI and Anthropic variables left out): the lines' work without an interpreter start
+and the SDKs' imports for each (the console script itself is run by test_packaging.py). The runs draw
+no figures (run_cli's --no-plots: not what the recipe is about).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import stat
@@ -22,11 +27,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from cli_under_test import run_cli, start_cli
+
 import evalkit
 
 DOCS = Path(evalkit.__file__).resolve().parents[1] / "docs" / "simulator.md"
 EVALKIT = Path(sys.executable).parent / "evalkit"
 DOC_URL = "http://127.0.0.1:8000"
+NOT_THE_DEVELOPERS = ("GOOGLE", "GEMINI", "OPENAI", "ANTHROPIC")  # variables the lines' processes do not inherit
 
 
 def _recipe() -> list[str]:
@@ -40,9 +48,9 @@ def _recipe() -> list[str]:
                          "`evalkit sim`)")
 
 
-def _start_sim(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def _start_sim(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     """The simulator started in the background, and the URL it says it listens on."""
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_cli(args, cwd=cwd, env=env, without=NOT_THE_DEVELOPERS)
     watchdog = threading.Timer(120, proc.kill)  # a simulator that never says it listens fails the test, not hangs it
     watchdog.start()
     said = []
@@ -54,27 +62,25 @@ def _start_sim(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[subproc
                 return proc, found.group(1)
     finally:
         watchdog.cancel()
-    raise AssertionError(f"the simulator did not start: {''.join(said)[-2000:]}")
+    raise AssertionError(f"the simulator did not start: {''.join(said)[-2000:]}{proc.communicate()[1][-2000:]}")
 
 
 def test_the_vertex_recipe_runs_as_written(tmp_path) -> None:
     lines = _recipe()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE", "GEMINI", "OPENAI", "ANTHROPIC"))}
-    env.update(HOME=str(tmp_path / "home"), NO_PROXY="127.0.0.1", XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    env = {"HOME": str(tmp_path / "home"), "NO_PROXY": "127.0.0.1", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     sim, url, runs = None, DOC_URL, []
     try:
         for line in lines:
             line = line.split("  #", 1)[0].strip()
             if line.startswith("evalkit sim") and line.endswith("&"):
-                argv = shlex.split(line.removesuffix("&"))
-                argv = [str(EVALKIT), *argv[1:]]
-                argv[argv.index("--port") + 1] = "0"  # a free port: the page's 8000 may be taken
-                sim, url = _start_sim(argv, tmp_path, env)
+                args = shlex.split(line.removesuffix("&"))[1:]
+                args[args.index("--port") + 1] = "0"  # a free port: the page's 8000 may be taken
+                sim, url = _start_sim(args, tmp_path, env)
             elif line.startswith("export "):
                 env.update(dict(word.split("=", 1) for word in shlex.split(line)[1:]))
             elif line.startswith("evalkit run"):
-                argv = [str(EVALKIT), *shlex.split(line.replace(DOC_URL, url))[1:]]
-                runs.append(subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300))
+                args = shlex.split(line.replace(DOC_URL, url))[1:]
+                runs.append(run_cli(args, cwd=tmp_path, env=env, without=NOT_THE_DEVELOPERS, timeout=300))
             else:
                 raise AssertionError(f"a line the test cannot run: {line}")
         assert sim is not None and runs, lines
@@ -103,7 +109,7 @@ def test_the_vertex_recipe_runs_as_written(tmp_path) -> None:
     finally:
         if sim is not None:
             sim.terminate()
-            sim.wait(timeout=30)
+            sim.communicate(timeout=30)
 
 
 def test_a_key_file_the_simulator_did_not_write_is_never_replaced(tmp_path) -> None:
