@@ -352,16 +352,20 @@ class Runner:
         tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, workers))]
         loop = asyncio.get_running_loop()
         halted_at: float | None = None
+        failed_at: float | None = None  # when a fatal error was first seen: the drain's deadline counts from it
         try:
             while tasks:
                 self.breaker.check()
                 if self.breaker.tripped and halted_at is None:
                     halted_at = loop.time()
-                timeout = self.drain_s if failure else HALT_DRAIN_S if halted_at is not None else 0.5
+                if failure and failed_at is None:
+                    failed_at = loop.time()
+                timeout = (max(0.0, failed_at + self.drain_s - loop.time()) if failed_at is not None
+                           else HALT_DRAIN_S if halted_at is not None else 0.5)
                 done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED, timeout=timeout)
                 tasks = list(pending)
-                if failure and not done:  # the drain deadline passed: give up on what is still in flight
-                    break
+                if failed_at is not None and loop.time() - failed_at >= self.drain_s:
+                    break  # the drain deadline passed: give up on what is still in flight
                 if halted_at is not None and loop.time() - halted_at >= HALT_DRAIN_S:
                     break  # the breaker tripped: what is still in flight is abandoned (asked on resume)
         finally:

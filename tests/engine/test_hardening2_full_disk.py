@@ -193,3 +193,21 @@ def test_a_failed_write_is_cut_back_and_kept_buffered(tmp_path, monkeypatch):
 
 def _lines(rundir: RunDir) -> list[str]:
     return rundir.records_path.read_text(encoding="utf-8").splitlines()
+
+
+def test_answers_in_flight_when_the_cache_fails_are_waited_for(tmp_path, monkeypatch, capsys):
+    """The drain after a fatal error counts from the error, not from the runner's last half-second tick:
+    answers that take longer than that tick to come back are still waited for and recorded (before, a
+    failure seen during the tick's wait ended the drain at once on a loaded machine, and the answers in
+    flight were abandoned, paid for and asked again)."""
+    small = make_mcq_jsonl(tmp_path / "ds", 20, seed=8, image_size=48)
+    key = answer_key_for("mcq", {"data": str(small)})
+    with SimThread(SimConfig(answer_key=key, latency_s=0.8)) as sim:  # every answer outlasts the 0.5 s tick
+        disk = Disk(sim, records=False, cache=True)
+        with monkeypatch.context() as m:
+            disk.install(m)
+            code = _run(small, sim.url, tmp_path)
+        err = capsys.readouterr().err
+        heard = sim.counters.snapshot()["requests"]
+    assert code == 2 and "database or disk is full; stopped sending" in err, err
+    assert K < heard < 20 and len(_records(tmp_path)) == heard  # every request heard was answered and recorded
