@@ -125,10 +125,12 @@ def check_image_paths(items: Iterable[Item], roots: Iterable[Path], where: Path)
 
 
 def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] | None = None,
-            progress: Progress | None = None, index_dir: Path | None = None, index_write: bool = True) -> Prepared:
+            progress: Progress | None = None, index_dir: Path | None = None, index_write: bool = True,
+            index_also: tuple[Path, ...] = ()) -> Prepared:
     """The benchmark's items and queries under these options; duplicate query ids are an error.
     `index_dir`: where the saved indexes of local data files go (the cache folder's data-index/; a
-    registered source's go beside the Hub cache); `index_write` False: read, never written."""
+    registered source's go beside the Hub cache); `index_write` False: read, never written; `index_also`:
+    more folders their indexes are looked for in (a re-report's: the cache folders its run may have used)."""
     opts = dict(options)
     bench = get_benchmark(bench_name)
     resolved = resolve_data(bench, opts.get("data"), opts, env, progress)
@@ -137,7 +139,8 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
             opts[key] = value
     data = resolved.path
     images = resolve_images(opts.get("images"))
-    ix = None if index_off(os.environ if env is None else env) else Indexing(index_dir, resolved.indexes, index_write)
+    ix = None if index_off(os.environ if env is None else env) else Indexing(index_dir, resolved.indexes, index_write,
+                                                                         also=index_also)
     with indexing(ix):
         items = bench.load(data, images, opts)
     if not opts.get("allow_outside_images"):  # folders the user named: the data's, --images, --translated-images

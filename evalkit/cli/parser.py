@@ -134,7 +134,8 @@ def add_run_parser(sub: Any) -> None:
     p.add_argument("--model", action="append", help=RunConfig.__dataclass_fields__["model"].metadata["help"]
                    + "; repeat it to compare models in one command")
     p.add_argument("--suite", metavar="FILE", help="TOML file of [[benchmarks]] (name, data, images, options) and "
-                   "[[models]] (spec, label, base_url, extra, reasoning_effort, repeats) to run as a matrix; "
+                   "[[models]] (spec, label, base_url, extra, reasoning_effort, detail, media_resolution, repeats) to "
+                   "run as a matrix; "
                    "flags override its values")
     settings.add_arguments(p, RunConfig, skip=("model",))
 

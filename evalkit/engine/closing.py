@@ -45,7 +45,8 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
         add_repeats(summary, bench, ordered, bench_opts, cfg.repeats, len(asked.queries))
     summary.update(run_facts(rundir.path, ordered, job.where.identity, asked.preflight.servers(),
                              bench.official_source, asked.fresh, asked.ask_s, runner, job.prepared.source.to_dict(),
-                             service_tier=cfg.service_tier))
+                             service_tier=cfg.service_tier,
+                             cache_dir=None if cfg.no_cache else Path(cfg.cache_path(job.env))))
     summary["data_source"] = job.prepared.source.to_dict(files=False)
     if job.prepared.parts:  # every source where the data has more than one (report.md names them all)
         summary["data_parts"] = [p.to_dict(files=False) for p in job.prepared.parts]

@@ -36,6 +36,7 @@ from evalkit.engine.resume import (
     sort_records_off_loop,
     spec_of_identity,
 )
+from evalkit.engine.run_data import index_places
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.fit_store import fits_kept_in
@@ -70,7 +71,9 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
         api_key_for(judge_spec, env, flag="--judge")
     settings = saved_settings(saved)
     bench_opts = settings.bench_dict()
-    prepared = prepare(identity["benchmark"], bench_opts)
+    # a local data file's saved index, as the run left it in its cache folder: the file is not read again
+    index_dir, index_also = index_places(run_dir, cache_dir, env)
+    prepared = prepare(identity["benchmark"], bench_opts, index_dir=index_dir, index_also=index_also)
     bench, items, queries = prepared.bench, prepared.items, prepared.queries
     _check_data(run_dir, saved, prepared, settings.config.images, Path(_cache_path(cache_dir, env)))
     repeats = saved_repeats(config, run_dir / "config.json")  # --repeats N: the run's queries are N times these
@@ -81,6 +84,8 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
     mode = settings.config.mode
     async with contextlib.AsyncExitStack() as stack:
         pipeline = stack.enter_context(contextlib.closing(ImagePipeline()))
+        if prepared.index is not None:  # the request keys' image hashes, kept with the index: no image read
+            pipeline.know_span_hashes(prepared.index.image_hashes)
         provider: Any = KeyOnlyProvider(spec_of_identity(identity))  # keys only: never asked
         keys = Runner(provider, limiter=Limiter(concurrency=1), cache=NullCache(), pipeline=pipeline)
         resume = await sort_records_off_loop(by_id, existing, keys.keys_of)

@@ -169,3 +169,25 @@ def download_plan(s: RunSettings, env: Mapping[str, str]) -> dict[str, Any] | No
 def prepare_sample(s: RunSettings, env: Mapping[str, str]) -> Prepared:
     """The bundled sample under the run's options, every item (what a dry run scales from)."""
     return prepare(s.bench_name, {**s.bench_dict(), "data": "sample", "limit": None}, env=env)
+
+
+def index_places(run_dir: Path, cache_dir: str | None, env: Mapping[str, str]) -> tuple[Path | None, tuple[Path, ...]]:
+    """Where `evalkit report` and `evalkit view` find the saved indexes of a run's local data files, so
+    they read the index, not the data: the `data-index/` of the cache folders that run may have used, of
+    those that exist: `--cache-dir` when given, the one its manifest.json records (`cache_dir`, written
+    by runs since 0.4), then EVALKIT_CACHE_DIR or ./cache (a run that recorded none used the default).
+    The first is where a missing index is made; (None, ()) when no cache folder exists (nothing made)."""
+    recorded = None
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        recorded = manifest.get("cache_dir") if isinstance(manifest, dict) else None
+    except (OSError, ValueError):
+        pass
+    candidates = [c for c in (cache_dir, recorded if isinstance(recorded, str) else None,
+                              env.get("EVALKIT_CACHE_DIR") or "cache") if c]
+    folders: list[Path] = []
+    for c in candidates:
+        path = Path(c).expanduser()
+        if path.is_dir() and all(not path.samefile(f.parent) for f in folders):
+            folders.append(path / INDEX_FOLDER)
+    return (folders[0], tuple(folders[1:])) if folders else (None, ())

@@ -11,6 +11,7 @@
     base_url = "http://gpu1:8000/v1"  # optional, also a list of replicas
     extra = { top_k = 1 }             # optional: merged into its request bodies
     reasoning_effort = "low"          # optional
+    detail = "low"                    # optional (OpenAI-shaped endpoints); media_resolution for Gemini
     repeats = 3                       # optional
 
 Values are validated as the flags are (one line naming the file, the entry and the key; exit 2).
@@ -32,10 +33,11 @@ from evalkit.core import settings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.core.text.shown import shown_text, shown_value
+from evalkit.providers.image_setting import check_image_setting
 from evalkit.providers.reasoning import check_reasoning
 
 BENCH_KEYS = ("name", "data", "images", "options")
-MODEL_KEYS = ("spec", "label", "base_url", "extra", "reasoning_effort", "repeats")
+MODEL_KEYS = ("spec", "label", "base_url", "extra", "reasoning_effort", "detail", "media_resolution", "repeats")
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class BenchEntry:
 @dataclass(frozen=True)
 class ModelEntry:
     """One model of a matrix: PROVIDER/MODEL, its label, and its own run settings (base_url, extra,
-    reasoning_effort, repeats, as RunConfig names them)."""
+    reasoning_effort, detail, media_resolution, repeats, as RunConfig names them)."""
 
     spec: str
     label: str | None = None
@@ -174,9 +176,11 @@ def _model(path: Path, i: int, table: dict[str, Any]) -> ModelEntry:
 
 
 def _model_settings(spec: str, own: dict[str, Any]) -> None:
-    """A model table's settings as a run checks them: its RunConfig, and its reasoning switch by its record."""
+    """A model table's settings as a run checks them: its RunConfig, and its reasoning switch and image
+    resolution setting by its record."""
     config = settings.build(RunConfig, {"model": spec, **own})
     check_reasoning(config.model, config.reasoning_effort, config.thinking_budget)
+    check_image_setting(config.model, config.detail, config.media_resolution)
 
 
 def _checked(path: Path, where: str, build: Any) -> None:

@@ -88,13 +88,16 @@ def _version_line(text: str | None) -> str | None:
 
 def manifest(records: Iterable[Record], *, identity: dict[str, Any], servers: dict[str, dict],
              official_source: str | None, data_source: dict[str, Any] | None = None,
-             service_tier: str | None = None) -> dict[str, Any]:
+             service_tier: str | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
     records = list(records)
     tiers = tier_summary(service_tier, records)  # a delivery setting: here, never in the identity
     return {"served_by": served_by(records), "servers": servers, "evalkit": __version__, "git_commit": git_commit(),
             "python": platform.python_version(), "platform": platform.platform(), "sdks": sdk_versions(),
             "data_sha256": identity.get("data_sha256"), "data_source": data_source, "official_source": official_source,
-            **({"service_tier": tiers} if tiers is not None else {})}
+            **({"service_tier": tiers} if tiers is not None else {}),
+            # the cache folder the run used (absolute): where `evalkit report` and `evalkit view` find the saved
+            # index of its data, not reading the data again (engine/run_data.py, index_places)
+            **({"cache_dir": str(cache_dir.absolute())} if cache_dir is not None else {})}
 
 
 def write_manifest(run_dir: Path, facts: dict[str, Any]) -> dict[str, Any]:
@@ -112,12 +115,13 @@ def write_manifest(run_dir: Path, facts: dict[str, Any]) -> dict[str, Any]:
 
 def run_facts(run_dir: Path, records: Sequence[Record], identity: dict[str, Any], servers: dict[str, dict],
               official_source: str | None, fresh: Sequence[Record], ask_s: float, runner: Runner,
-              data_source: dict[str, Any] | None = None, service_tier: str | None = None) -> dict[str, Any]:
+              data_source: dict[str, Any] | None = None, service_tier: str | None = None,
+              cache_dir: Path | None = None) -> dict[str, Any]:
     """summary.json's "provenance" (manifest.json written) and "throughput": this invocation's when it
     sent anything, else the one the run directory's summary already holds (the last that did)."""
     facts = write_manifest(run_dir, manifest(records, identity=identity, servers=servers,
                                              official_source=official_source, data_source=data_source,
-                                             service_tier=service_tier))
+                                             service_tier=service_tier, cache_dir=cache_dir))
     out: dict[str, Any] = {"provenance": key_facts(facts)}
     pool_stats = getattr(getattr(runner.provider, "pool", None), "stats", None)
     s = runner.stats

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import field_names
 from evalkit.core.types import Query, Record
 from evalkit.engine.repeats import source_id
+from evalkit.engine.run_data import index_places
 from evalkit.view.runs import ViewRun
 
 # What the loaders read besides the benchmark's own options (the rest of a run's settings change only who
@@ -63,6 +65,8 @@ class QuestionSet:
     queries: list[dict[str, Query]]  # per run (same order as the runs): query id -> query, repeats included
     notes: list[str] = field(default_factory=list)
     missing_data: list[str | None] = field(default_factory=list)  # per run: why its data did not load
+    # the sha256 of images inside big data files, kept with their saved indexes (span ref value -> sha256)
+    span_hashes: dict[str, str] = field(default_factory=dict)
 
 
 def load_options(bench: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -80,12 +84,13 @@ def load_key(run: ViewRun) -> str:
 def rebuild(runs: Sequence[ViewRun]) -> QuestionSet:
     """Load each distinct data/option set once; merge the questions of every run, data order first."""
     loads: dict[str, tuple[Benchmark | None, list[Query], str | None]] = {}
+    span_hashes: dict[str, str] = {}
     for run in runs:
         key = load_key(run)
         if key not in loads:
-            loads[key] = _load(run)
+            loads[key] = _load(run, span_hashes)
     bench = next((b for b, _, _ in loads.values() if b is not None), None)
-    out = QuestionSet(bench, [], [], [])
+    out = QuestionSet(bench, [], [], [], span_hashes=span_hashes)
     by_id: dict[str, Question] = {}
     variants: dict[tuple[str, str], Variant] = {}
     for run in runs:
@@ -111,12 +116,18 @@ def rebuild(runs: Sequence[ViewRun]) -> QuestionSet:
     return out
 
 
-def _load(run: ViewRun) -> tuple[Benchmark | None, list[Query], str | None]:
+def _load(run: ViewRun, span_hashes: dict[str, str]) -> tuple[Benchmark | None, list[Query], str | None]:
+    """The run's queries; a big data file through the saved index its run left (read, not the file), and
+    the images' hashes kept with it into `span_hashes` (the thumbnails made before are found unread)."""
+    index_dir, index_also = index_places(run.path, None, os.environ)
     try:
-        bench, _, queries, *_ = prepare(run.benchmark, load_options(run.benchmark, run.options))
+        prepared = prepare(run.benchmark, load_options(run.benchmark, run.options), index_dir=index_dir,
+                           index_also=index_also)
     except (EvalkitError, OSError, ValueError) as e:  # a viewer shows the records whatever the data's state
         return _bench_or_none(run.benchmark), [], str(e)
-    return bench, queries, None
+    if prepared.index is not None:
+        span_hashes.update(prepared.index.image_hashes)
+    return prepared.bench, prepared.queries, None
 
 
 def _bench_or_none(name: str) -> Benchmark | None:

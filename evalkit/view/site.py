@@ -103,6 +103,7 @@ def _build(run_dirs: Sequence[str | Path], out: str | Path | None, workers: int)
     clock.lap("rebuild questions")
     notes = [*setting_notes(runs), *qs.notes, *(n for r in runs for n in r.notes)]
     with contextlib.closing(ImagePipeline(max_bytes=64 * 2**20)) as pipeline:
+        pipeline.know_span_hashes(qs.span_hashes)  # the thumbnails of images inside a data file: found unread
         store = ThumbStore(site, pipeline)
         handles = _want_thumbs(store, runs, qs.queries)
         clock.lap("hash images")

@@ -62,7 +62,7 @@ BAD = [
     ("title = 'x'\n", "unknown key 'title' (a suite has [[benchmarks]] and [[models]])"),
     ("[[models]]\nspec = 'vllm/sim-model'\ntemperature = 0.5\n",
      "[[models]] #1 (vllm/sim-model): unknown key 'temperature' (known: spec, label, base_url, extra, "
-     "reasoning_effort, repeats)"),
+     "reasoning_effort, detail, media_resolution, repeats)"),
     ("[[benchmarks]]\nname = 'mcq'\noptions = { lang = 'cn' }\n",
      "[[benchmarks]] #1 (mcq): unknown option 'lang' of mcq (known: circular, rotations)"),
     ("[[benchmarks]]\nname = 'mmlu'\n", "[[benchmarks]] #1 (mmlu): unknown benchmark"),
@@ -99,6 +99,6 @@ def test_a_bad_suite_stops_the_command_before_anything_is_sent(tmp_path, capfd):
     err = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
     assert code == missing == 2 and requests == 0
     assert err == [f"evalkit: error: {suite}: [[models]] #2 (vllm/other): unknown key 'seed' (known: spec, label, "
-                   "base_url, extra, reasoning_effort, repeats)",
+                   "base_url, extra, reasoning_effort, detail, media_resolution, repeats)",
                    f"evalkit: error: --suite {tmp_path / 'nope.toml'}: no such file"]
     assert not (tmp_path / "m").exists()

@@ -48,7 +48,8 @@ def disabled(env: Mapping[str, str]) -> bool:
 class Indexing:
     """Where one load keeps the indexes of the files it reads, and what it learned doing so.
 
-    `folder`: for files of no registered source (None: no index for them); `recorded`: a registered
+    `folder`: for files of no registered source (None: no index for them, unless `also` names
+    folders to look in); `recorded`: a registered
     source's files (absolute path) -> (the sha256 its source records, the folder
     beside the Hub cache). `write`: False for a run that writes nothing (--dry-run): indexes are read,
     never made. `hashes`: the sha256 of every file read or found indexed, as the cache folder's file-hash
@@ -66,19 +67,25 @@ class Indexing:
     # computed them for their request keys: a resume checks its answers without reading their images
     image_hashes: dict[str, str] = field(default_factory=dict)
     places: dict[str, tuple[Path, list[int], str]] = field(default_factory=dict)  # file -> (index, stamp, sha256)
+    # more folders an index of a local file may be found in (read there, written in `folder`): the cache
+    # folders a run directory's run may have used, for `evalkit report` and `evalkit view`
+    also: tuple[Path, ...] = ()
 
     def place(self, path: Path, kind: str, image: str) -> tuple[Path, str | None] | None:
         """(the index file for this file read this way, the sha256 recorded for it) or None: no place."""
         hit = self.recorded.get(os.path.abspath(path))
         if hit is not None:
             sha, folder = hit
-            key, recorded = f"sha256:{sha}", sha
-        elif self.folder is not None:
-            folder, key, recorded = self.folder, f"path:{os.path.abspath(path)}", None
-        else:
+            return folder / _name(kind, image, f"sha256:{sha}"), sha
+        folders = [f for f in (self.folder, *self.also) if f is not None]
+        if not folders:
             return None
-        name = hashlib.sha256(f"{INDEX_VERSION}\0{kind}\0{image}\0{key}".encode()).hexdigest()[:40]
-        return folder / f"{name}{SUFFIX}", recorded
+        name = _name(kind, image, f"path:{os.path.abspath(path)}")
+        return next((f / name for f in folders if (f / name).is_file()), folders[0] / name), None
+
+
+def _name(kind: str, image: str, key: str) -> str:
+    return hashlib.sha256(f"{INDEX_VERSION}\0{kind}\0{image}\0{key}".encode()).hexdigest()[:40] + SUFFIX
 
 
 _CURRENT: ContextVar[Indexing | None] = ContextVar("evalkit_data_index", default=None)

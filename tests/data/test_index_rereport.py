@@ -1,0 +1,117 @@
+"""`evalkit report RUN` and `evalkit view RUN` on a run over a big local data file read the saved index the
+run left in its cache folder (manifest.json records which), not the file: a re-report of a 35 GB
+MME-RealWorld run reads the index, and its outputs are those of a re-report that reads the whole file.
+
+Bytes read are the `rchar` of each child `evalkit` process (/proc/<pid>/io, read once it has exited and
+before it is reaped): everything it read, its imports included. Self-contained (no helper of tests/):
+the same file runs on 0.3.0.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from evalkit.sim.server import SimConfig, SimThread
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs /proc/<pid>/io")
+
+HEAD = ["index", "image", "question", "multi-choice options", *"ABCDE", "answer", "category", "l2-category"]
+CATEGORIES = [("Perception/OCR with Complex Context", "license"), ("Reasoning/Remote Sensing", "position")]
+
+
+def jpeg(row: int, size: int) -> bytes:
+    """A small JPEG padded with comment segments to about `size` bytes, distinct per row."""
+    rng = random.Random(row)
+    buf = io.BytesIO()
+    Image.new("RGB", (48, 32), tuple(rng.randrange(256) for _ in range(3))).save(buf, "JPEG", quality=80)
+    raw, segments, need = buf.getvalue(), [], size
+    while need > 4:
+        n = min(65533, need - 4)
+        segments.append(b"\xff\xfe" + (n + 2).to_bytes(2, "big") + rng.randbytes(n))
+        need -= n + 4
+    return raw[:2] + b"".join(segments) + raw[2:]
+
+
+def write_tsv(path: Path, rows: int, image_bytes: int) -> int:
+    """MME-RealWorld's VLMEvalKit TSV, each row's image inline in base64; returns the file's size."""
+    lines = ["\t".join(HEAD) + "\n"]
+    for i in range(rows):
+        category, l2 = CATEGORIES[i % len(CATEGORIES)]
+        options = [str(i + k) for k in range(5)]
+        lines.append("\t".join([str(i), base64.b64encode(jpeg(i, image_bytes)).decode(), f"Question {i}?",
+                                repr([f"({x}) {o}" for x, o in zip("ABCDE", options, strict=True)]), *options,
+                                "ABCDE"[i % 5], category, l2]) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(lines), encoding="utf-8")
+    return path.stat().st_size
+
+
+def evalkit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, int]:
+    """`evalkit ARGS` in a child process: (exit code, stderr, bytes it read)."""
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALKIT_")}
+    child = subprocess.Popen([sys.executable, "-m", "evalkit.cli", *args], cwd=cwd, env={**child_env, **(env or {})},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert child.stderr is not None
+    err = child.stderr.read()  # drained as it runs; ends when the child exits
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its /proc entry stays
+    with open(f"/proc/{child.pid}/io", encoding="ascii") as fh:
+        rchar = int(dict(line.split(": ") for line in fh.read().splitlines())["rchar"])
+    child.wait()
+    return child.returncode, err, rchar
+
+
+def outputs(run: Path) -> dict[str, object]:
+    summary = json.loads((run / "summary.json").read_text())
+    return {"summary": summary, "report.md": (run / "report.md").read_text(),
+            "records": sorted((run / "records.jsonl").read_text().splitlines())}
+
+
+@pytest.fixture(scope="module")
+def big_run(tmp_path_factory):
+    """One run over a ~50 MB base64 TSV, its cache folder named relative to where it ran."""
+    root = tmp_path_factory.mktemp("rereport")
+    data = root / "data" / "mme.tsv"
+    size = write_tsv(data, rows=60, image_bytes=620_000)
+    assert 40e6 < size < 60e6
+    with SimThread(SimConfig()) as sim:
+        code, err, _ = evalkit(["run", "mme-realworld", "--data", str(data), "--model", "vllm/sim-model",
+                                "--base-url", sim.url, "--cache-dir", "cache", "--out", "run",
+                                "--no-progress"], root)  # its plots drawn: a report finds them unchanged
+    assert code == 0, err
+    return root, size
+
+
+def test_report_reads_the_index_not_the_data_and_reports_the_same(big_run):
+    root, size = big_run
+    elsewhere = root / "elsewhere"  # not where the run ran: its ./cache is not the run's cache folder
+    elsewhere.mkdir(exist_ok=True)
+    code, err, indexed = evalkit(["report", str(root / "run")], elsewhere)
+    assert code == 0, err
+    assert indexed < size / 4, f"evalkit report read {indexed:,} bytes for a {size:,}-byte data file"
+    first = outputs(root / "run")
+    code, err, unindexed = evalkit(["report", str(root / "run")], elsewhere, {"EVALKIT_DATA_INDEX": "0"})
+    assert code == 0, err
+    assert unindexed > size  # without the index the file is read whole
+    assert outputs(root / "run") == first  # the same scores, report and records either way
+    assert first["summary"]["n_queries"] == 60
+
+
+def test_view_reads_the_index_not_the_data(big_run):
+    root, size = big_run
+    code, err, _ = evalkit(["view", str(root / "run"), "--out", str(root / "site1")], root)
+    assert code == 0, err  # (the first site reads the run's images to make its thumbnails)
+    code, err, again = evalkit(["view", str(root / "run"), "--out", str(root / "site1")], root / "data")
+    assert code == 0, err
+    assert again < size / 4, f"a second evalkit view read {again:,} bytes for a {size:,}-byte data file"
+    pages = json.dumps(sorted(p.read_text() for p in (root / "site1").rglob("*.js") if "assets" not in p.parts))
+    assert "Question 59?" in pages
