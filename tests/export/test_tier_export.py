@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import jsonschema
 import pytest
 from PIL import Image
 
@@ -28,6 +29,7 @@ except ImportError:
 
 N = 6
 KEY = "sk-tier-export"
+EEE = next(p / "fixtures" / "eee" for p in Path(__file__).resolve().parents if (p / "fixtures" / "eee").is_dir())
 STANDARD = {"input": 1.0, "output": 4.0, "cached_input": 0.5}
 PRIORITY = {"input": 2.5, "output": 9.0, "cached_input": 1.25}
 
@@ -100,7 +102,13 @@ def test_eee_and_mlflow_carry_the_requested_tier_and_the_answers_per_tier(asked,
     aggregate, instances = export([result.out_dir], "eee", out=tmp_path / "eee")
     lines = [json.loads(x) for x in Path(instances).read_text(encoding="utf-8").splitlines()]
     assert {x["sample_id"]: x["metadata"]["served_tier"] for x in lines} == served
-    details = json.loads(Path(aggregate).read_text(encoding="utf-8"))["source_metadata"]["additional_details"]
+    log = json.loads(Path(aggregate).read_text(encoding="utf-8"))
+    for name, docs in (("eval.schema.json", [log]), ("instance_level_eval.schema.json", lines)):
+        schema = json.loads((EEE / name).read_text(encoding="utf-8"))
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        for doc in docs:  # still the schema's: the tier is in its free-text details
+            validator.validate(doc)
+    details = log["source_metadata"]["additional_details"]
     assert json.loads(details["service_tier"]) == {"requested": "priority",
                                                    "served": {"priority": N // 2, "standard": N // 2}}
     assert json.loads(details["settings"])["service_tier"] == "priority"

@@ -79,6 +79,11 @@ def test_a_priority_run_on_a_model_outside_openais_table_is_priced_from_the_file
     assert usage["list_cost_usd"] == pytest.approx(usage["cost_usd"], rel=1e-9)
     assert usage["list_cost_standard_usd"] == pytest.approx(_cost(priority.records, STANDARD), rel=1e-9)
     assert priority.summary["budget"]["spent_usd"] == pytest.approx(usage["cost_usd"], rel=1e-9)
+    # the run keeps the price it was asked at, tiers and all: `evalkit report` prices the records again the same
+    reported = run_cli(["report", str(tmp_path / "priority")], cwd=tmp_path)
+    assert reported.returncode == 0, reported.stderr
+    again = json.loads((tmp_path / "priority" / "summary.json").read_text(encoding="utf-8"))["usage"]
+    assert again["list_cost_usd"] == pytest.approx(usage["list_cost_usd"], rel=1e-9)
 
 
 def test_an_openai_compatible_servers_flex_is_priced_from_the_file(data, tmp_path):
