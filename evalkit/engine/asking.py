@@ -202,7 +202,7 @@ class _Asking:
             todo = list(group_by_image(todo, window=cfg.concurrency))
         meter = self.meter
         progress = RunProgress(len(todo), f"{job.prepared.bench.name} · {spec.label}", job.console,
-                               enabled=cfg.progress, counters=runner.stats,
+                               enabled=cfg.progress, counters=runner.stats, tier=runner.service_tier,
                                spent=(lambda: meter.spent_usd) if job.price else None,
                                status=pool.status_line if pool is not None else runner.limiter.learned_line)
         self.watch(progress)

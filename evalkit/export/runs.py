@@ -137,12 +137,16 @@ def read_export_run(path: str | Path, *, records: bool = True) -> ExportRun:
 
 
 def run_metrics(run: ExportRun) -> dict[str, float]:
-    """What a tracker logs as metrics: the official ones, then counts/, usage/, cost/ (paid and list, as every
-    report says them: evalkit/money/shown.py) and headline/ (value and its 95% interval)."""
+    """What a tracker logs as metrics: the official ones, then counts/, usage/, service_tier/ (the answers per
+    tier served, where the run asked a tier or a reply named one), cost/ (paid and list, as every report says
+    them: evalkit/money/shown.py) and headline/ (value and its 95% interval)."""
     out = dict(run.metrics())
     for group in ("counts", "usage"):
         if isinstance(run.summary.get(group), dict):
             out.update({f"{group}/{k}": v for k, v in flat_numbers(run.summary[group]).items()})
+    tiers = run.summary.get("service_tier")
+    if isinstance(tiers, dict) and isinstance(tiers.get("served"), dict):  # answers per tier served (--service-tier)
+        out.update({f"service_tier/{k}": v for k, v in flat_numbers(tiers["served"]).items()})
     costs = run_costs(run.summary)
     out.update(flat_numbers({"cost": {"paid_usd": costs.paid, "list_usd": costs.listed,
                                       "list_standard_usd": costs.standard}}))

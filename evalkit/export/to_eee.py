@@ -131,6 +131,8 @@ def source_metadata(run: ExportRun, organization: str) -> dict[str, Any]:
                "counts": _json(run.summary.get("counts")), "usage": _json(run.summary.get("usage")),
                "cost": costs.text(), "paid_usd": _json(costs.paid), "list_cost_usd": _json(costs.listed),
                "settings": _json(run.settings())}
+    if isinstance(run.summary.get("service_tier"), dict):  # the tier asked for and the answers per tier served
+        details["service_tier"] = _json(run.summary["service_tier"])
     return {"source_name": "evalkit", "source_type": "evaluation_run", "source_organization_name": organization,
             "evaluator_relationship": "third_party", "additional_details": details}
 
@@ -270,7 +272,7 @@ def verdict(r: Record) -> str:
 def _metadata(r: Record) -> dict[str, str]:
     out = {"item_id": r.item_id, "variant": _json(r.variant), "verdict": verdict(r),
            "parse_method": r.parse_method or "", "category": r.category}
-    for key in ("finish_reason", "served_by", "via"):
+    for key in ("finish_reason", "served_by", "via", "served_tier"):
         value = getattr(r, key)
         if value is not None:
             out[key] = str(value)

@@ -22,7 +22,7 @@ Accounting rules (all prices in USD per million tokens):
 - Batch answers (`--batch`) are billed at the batch price: a price's own batch rates when it has
   them, else the provider's documented batch discount on every rate (its record's batch_discount).
 - Service tiers (`--service-tier`, issue 45): an answer is billed at the tier its reply says served it
-  (`Price.at_tier`): a price's own rates for that tier where the table has them (OpenAI's priority
+  (`Price.at_tier`): a price's own rates for that tier where the table or a `--prices` file has them (OpenAI's priority
   prices, per model), else the batch price for a tier the provider bills at batch rates (OpenAI's flex),
   else the tier's documented share of the standard price (its record's `tiers.price_share`); none of
   these: no price (None), never a guess.
@@ -30,16 +30,13 @@ Accounting rules (all prices in USD per million tokens):
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from evalkit.core.errors import EvalkitError
 from evalkit.core.tiers import STANDARD
 from evalkit.core.types import Usage
+from evalkit.money.price_file import read_price_file
 from evalkit.providers.registry import find, price_key, vendor_of
 
 # A name followed by one of these is a snapshot of the same model (same price); anything else
@@ -292,64 +289,17 @@ class PriceTable:
 
 
 def load_prices(user_file: Path | None = None) -> PriceTable:
-    """The built-in table, overridden/extended by a user JSON file of the form
-    {"openai/gpt-4o": {"input": 2.5, "output": 10, "cached_input": 1.25}}."""
+    """The built-in table, overridden/extended by a user JSON file (evalkit.money.price_file) of the form
+    {"openai/gpt-4o": {"input": 2.5, "output": 10, "cached_input": 1.25}}; an entry replaces a built-in price
+    whole (its tiers with it: a tier it does not price falls back to the provider's record)."""
     prices = _builtin()
     if user_file is not None:
-        for (provider, name), price in _read_user_file(Path(user_file)).items():
-            prices.setdefault(provider, {})[name] = price
+        for (provider, name), entry in read_price_file(Path(user_file)).items():
+            prices.setdefault(provider, {})[name] = Price(
+                input_per_m=entry.input, output_per_m=entry.output, cached_input_per_m=entry.cached_input,
+                batch_input_per_m=entry.batch_input, batch_output_per_m=entry.batch_output, source=entry.source,
+                read_on=entry.read_on, provider=provider, note=entry.note, tier_rates=entry.tiers)
     return PriceTable(prices)
-
-
-_FIELDS = {"input", "output", "cached_input", "batch_input", "batch_output", "source", "read_on", "note"}
-
-
-def _read_user_file(path: Path) -> dict[tuple[str, str], Price]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise EvalkitError(f"cannot read price file {path}: {e.strerror or e}") from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise EvalkitError(f"price file {path}: not valid JSON ({e.msg} at line {e.lineno})") from e
-    if not isinstance(data, dict):
-        raise EvalkitError(f'price file {path}: expected an object like {{"openai/gpt-4o": {{...}}}}')
-    out: dict[tuple[str, str], Price] = {}
-    for key, entry in data.items():
-        provider, _, name = str(key).partition("/")
-        if not provider or not name:
-            raise EvalkitError(f"price file {path}: entry '{key}' must be named provider/model")
-        out[(provider, name)] = _user_price(path, key, provider, entry)
-    return out
-
-
-def _user_price(path: Path, key: str, provider: str, entry: Any) -> Price:
-    where = f"price file {path}, entry '{key}'"
-    if not isinstance(entry, dict):
-        raise EvalkitError(f'{where}: expected an object like {{"input": 2.5, "output": 10}}')
-    unknown = sorted(set(entry) - _FIELDS)
-    if unknown:
-        raise EvalkitError(f"{where}: unknown field(s) {', '.join(unknown)} (use {', '.join(sorted(_FIELDS))})")
-
-    def rate(name: str, required: bool) -> float | None:
-        value = entry.get(name)
-        if value is None:
-            if required:
-                raise EvalkitError(f"{where}: '{name}' (USD per million tokens) is required")
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise EvalkitError(f"{where}: '{name}' must be a non-negative number, got {value!r}")
-        return float(value)
-
-    for text_field in ("source", "read_on", "note"):
-        if text_field in entry and not isinstance(entry[text_field], str):
-            raise EvalkitError(f"{where}: '{text_field}' must be a string")
-    return Price(input_per_m=rate("input", True) or 0.0, output_per_m=rate("output", True) or 0.0,
-                 cached_input_per_m=rate("cached_input", False),
-                 batch_input_per_m=rate("batch_input", False), batch_output_per_m=rate("batch_output", False),
-                 source=entry.get("source") or str(path), read_on=entry.get("read_on") or "user file",
-                 provider=provider, note=entry.get("note") or "")
 
 
 # ---------------------------------------------------------------- money

@@ -3,7 +3,8 @@
 On a terminal: one line, redrawn four times a second. Its fields are chosen by importance and
 dropped from the least important when the terminal is narrow (count, ETA and elapsed survive 80
 columns; the bar, tokens and the label go first). Retries, rate limits and errors are counted as
-they happen (from the runner's counters), not when a query finally ends, and the cost so far is
+they happen (from the runner's counters), not when a query finally ends, a service tier's capacity refusals
+beside the 429s ("429: 0, flex refused 3": they are not the account's limit), and the cost so far is
 shown when prices are known. When stderr is not a terminal (a log file, CI, `2>run.log`), a plain
 line is printed every 10 s or every 10% of the queries, and once at the end. In a Jupyter notebook
 it is one output line under the cell, rewritten in place (NotebookLine: rich's live display needs
@@ -36,6 +37,7 @@ class Counters(Protocol):
 
     retries: int
     rate_limited: int
+    capacity_refused: int  # a service tier's capacity refusals (ask.capacity): shown apart from the 429s
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,9 @@ class RunProgress:
     def __init__(self, total: int, label: str, console: Console | None = None, enabled: bool = True, *,
                  counters: Counters | None = None, spent: Callable[[], float | None] | None = None,
                  clock: Callable[[], float] = time.monotonic, plain_every_s: float = PLAIN_EVERY_S,
-                 status: Callable[[], str | None] | None = None):
+                 status: Callable[[], str | None] | None = None, tier: str | None = None):
         self.console = console or Console(stderr=True)
+        self.tier = tier  # the service tier asked for (--service-tier): whose capacity refusals are counted
         self.total, self.label = total, label
         self.done = self.hits = self.errors = self.tokens = 0
         self.counters, self.spent, self.clock = counters, spent, clock
@@ -109,7 +112,9 @@ class RunProgress:
             out.append(Field(status, 2))
         retries = self.counters.retries if self.counters is not None else 0
         limited = self.counters.rate_limited if self.counters is not None else 0
-        out.append(Field(f"errors {self.errors:,} · retries {retries:,} (429: {limited:,})", 4))
+        refused = getattr(self.counters, "capacity_refused", 0) if self.counters is not None else 0
+        apart = f", {self.tier or 'tier'} refused {refused:,}" if refused else ""  # not the account's 429s
+        out.append(Field(f"errors {self.errors:,} · retries {retries:,} (429: {limited:,}{apart})", 4))
         spent = self.spent() if self.spent is not None else None
         if spent is not None:
             out.append(Field(f"${spent:,.4f}", 5))

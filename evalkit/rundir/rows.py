@@ -1,5 +1,5 @@
 """One row per query, as plain values: which question, which variant, which model, what it answered,
-how that was judged, and the latency, tokens and cost. `RunResult.to_rows()` returns these rows; the
+how that was judged, the latency, tokens and cost, and who served it (the snapshot, the service tier). `RunResult.to_rows()` returns these rows; the
 keys are those of `evalkit export --to csv|jsonl`, so a notebook and an export agree."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from evalkit.money.pricing import Price
 COLUMNS = ("run", "benchmark", "model", "question_id", "query_id", "variant", "repeat", "category",
            "raw_answer", "parsed_answer", "gold", "correct", "parse_method", "refusal", "error",
            "error_message", "finish_reason", "latency_s", "input_tokens", "output_tokens",
-           "cached_input_tokens", "reasoning_tokens", "cached", "cost_usd", "list_cost_usd", "served_by")
+           "cached_input_tokens", "reasoning_tokens", "cached", "cost_usd", "list_cost_usd", "served_by",
+           "served_tier")
 
 
 def query_row(r: Record, price: Price | None, *, run: str, benchmark: str) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def query_row(r: Record, price: Price | None, *, run: str, benchmark: str) -> di
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "cached_input_tokens": usage.cached_input_tokens, "reasoning_tokens": usage.reasoning_tokens,
         "cached": r.cached, "cost_usd": record_cost(price, r), "list_cost_usd": list_cost(price, r),
-        "served_by": r.served_by,
+        "served_by": r.served_by, "served_tier": r.served_tier,
     }
 
 
