@@ -162,6 +162,14 @@ def is_secret_name(name: str) -> bool:
     return low in SECRET_NAMES or low.endswith(SECRET_ENDINGS)
 
 
+LOCAL_ONLY = ("cache_dir",)  # manifest entries that say where things are on this machine, for evalkit's own use
+
+
+def shareable(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest as an export shares it: without this machine's folders (the cache a re-report reads)."""
+    return {k: v for k, v in manifest.items() if k not in LOCAL_ONLY}
+
+
 def without_secrets(value: Any) -> Any:
     """`value` with every mapping entry named like a secret removed, at any depth."""
     if isinstance(value, Mapping):

@@ -23,7 +23,7 @@ from evalkit.core.errors import EvalkitError
 from evalkit.core.types import Record
 from evalkit.core.usage import Usage
 from evalkit.data.source import parse_hub
-from evalkit.export.runs import ExportRun, without_secrets
+from evalkit.export.runs import ExportRun, shareable, without_secrets
 from evalkit.metrics.analysis.result import N_BOOT
 from evalkit.money.costs import list_cost, record_cost
 from evalkit.money.shown import run_costs
@@ -127,7 +127,7 @@ def source_metadata(run: ExportRun, organization: str) -> dict[str, Any]:
     costs = run_costs(run.summary)  # paid and list, as every report says them
     details = {"run_directory": run.name, "benchmark": run.benchmark, "mode": str(run.summary.get("mode") or ""),
                "complete": json.dumps(run.summary.get("complete")),
-               "data_source": _json(run.data_source), "manifest": _json(without_secrets(run.manifest)),
+               "data_source": _json(run.data_source), "manifest": _json(without_secrets(shareable(run.manifest))),
                "counts": _json(run.summary.get("counts")), "usage": _json(run.summary.get("usage")),
                "cost": costs.text(), "paid_usd": _json(costs.paid), "list_cost_usd": _json(costs.listed),
                "settings": _json(run.settings())}
