@@ -12,6 +12,7 @@ line holding one was cut in two and rejected.
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -29,11 +30,21 @@ class NestedTooDeeply(json.JSONDecodeError):
 
 
 def loads(text: str | bytes) -> Any:
-    """json.loads, raising NestedTooDeeply (a JSONDecodeError) instead of RecursionError."""
+    """json.loads, raising NestedTooDeeply (a JSONDecodeError) instead of RecursionError.
+
+    The cycle collector is held off while parsing: a collection started deep inside the parser runs
+    other objects' finalizers with no stack left, and their RecursionError is printed to stderr
+    ("Exception ignored in sys.unraisablehook") around the one-line error. Parsing makes no cycles.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return json.loads(text)
     except RecursionError:
         raise NestedTooDeeply from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def at_column(exc: json.JSONDecodeError) -> str:

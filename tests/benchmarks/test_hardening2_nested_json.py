@@ -124,3 +124,54 @@ def test_the_lenient_ifbench_hook_reports_the_file_as_unreadable(tmp_path):
     shutil.copyfile(_mcq_files(tmp_path / "m")["if-bench"][0], src / "ifbench.json")
     got = get_benchmark("if-bench").load_lenient(src, None, {})
     assert got.items == [] and [p.kind for p in got.problems] == ["unreadable-file"]
+
+
+
+class _Finalized:
+    """Garbage in a cycle whose finalizer needs a few frames of stack, as an SDK's or a session's may."""
+
+    def __init__(self, ran: list[int]):
+        self.me, self.ran = self, ran
+
+    def __del__(self):
+        self.ran.append((lambda: len(repr(self.ran)))())
+
+
+def _deepest() -> int:
+    """How deep data_json.loads can nest from here."""
+    low, high = 1, 20_000
+    while low < high:
+        mid = (low + high + 1) // 2
+        try:
+            data_json.loads("[" * mid + "]" * mid)
+            low = mid
+        except data_json.NestedTooDeeply:
+            high = mid - 1
+    return low
+
+
+def test_a_collection_deep_in_the_parse_prints_nothing(monkeypatch):
+    """Garbage left by earlier work must not be finalized deep inside the parser: its RecursionError was
+    printed ("Exception ignored in sys.unraisablehook") around the one-line error (seen in the suite).
+    The collector's threshold is set so that a collection falls at each depth near the parser's limit."""
+    import gc
+
+    unraisable: list[object] = []
+    monkeypatch.setattr("sys.unraisablehook", unraisable.append)
+    ran: list[int] = []
+    refused: list[int] = []
+    deepest, threshold = _deepest(), gc.get_threshold()
+    try:
+        for at in range(deepest - 30, deepest + 5):
+            gc.collect()
+            gc.set_threshold(at)  # the next collection comes after `at` new containers: one per level parsed
+            _Finalized(ran)
+            try:  # (not pytest.raises: its own objects would move the collection)
+                data_json.loads(DEEP)
+            except data_json.NestedTooDeeply:
+                refused.append(at)
+            gc.set_threshold(*threshold)
+    finally:
+        gc.set_threshold(*threshold)
+    gc.collect()
+    assert len(refused) == 35 and unraisable == [] and len(ran) == 35  # each finalized after the parse
