@@ -8,6 +8,7 @@ turn, this name is one module wherever the test file lives.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -55,6 +56,34 @@ def make_mcq_jsonl(folder: Path, n: int, *, seed: int = 0, image_size: int = 96)
     path = folder / "data.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return path
+
+
+def colour_questions(folder: Path, n: int) -> Path:
+    """n four-option questions, each on its own plain image of another size and colour (the tier tests' set:
+    their costs and counts are computed from these sizes)."""
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(n):
+        Image.new("RGB", (64 + 8 * i, 48), (40 * i % 256, 90, 200 - 10 * i)).save(folder / "images" / f"{i}.png")
+        lines.append({"id": f"q{i}", "image": f"images/{i}.png", "question": f"Which colour is image {i}?",
+                      "options": {"A": "red", "B": "green", "C": "blue", "D": "grey"}, "answer": "ABCD"[i % 4]})
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def padded_jpeg(row: int, size: int) -> bytes:
+    """A small JPEG padded with comment segments to about `size` bytes, distinct per row (data files of a
+    known size, for tests that count the bytes a run reads)."""
+    rng = random.Random(row)
+    buf = io.BytesIO()
+    Image.new("RGB", (48, 32), tuple(rng.randrange(256) for _ in range(3))).save(buf, "JPEG", quality=80)
+    raw, segments, need = buf.getvalue(), [], size
+    while need > 4:
+        n = min(65533, need - 4)
+        segments.append(b"\xff\xfe" + (n + 2).to_bytes(2, "big") + rng.randbytes(n))
+        need -= n + 4
+    return raw[:2] + b"".join(segments) + raw[2:]
 
 
 def tdbench_set(folder: Path, n: int, *, seed: int = 0, size: int = 64, unique_text: bool = False,

@@ -11,16 +11,14 @@ file runs on 0.3.0.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from synthetic_data import padded_jpeg
 
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -29,26 +27,13 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="need
 HEAD = ["index", "image", "question", "multi-choice options", *"ABCDE", "answer", "category", "l2-category"]
 
 
-def jpeg(row: int, size: int) -> bytes:
-    """A small JPEG padded with comment segments to about `size` bytes, distinct per row."""
-    rng = random.Random(row)
-    buf = io.BytesIO()
-    Image.new("RGB", (48, 32), tuple(rng.randrange(256) for _ in range(3))).save(buf, "JPEG", quality=80)
-    raw, segments, need = buf.getvalue(), [], size
-    while need > 4:
-        n = min(65533, need - 4)
-        segments.append(b"\xff\xfe" + (n + 2).to_bytes(2, "big") + rng.randbytes(n))
-        need -= n + 4
-    return raw[:2] + b"".join(segments) + raw[2:]
-
-
 def write_tsv(path: Path, rows: int, image_bytes: int) -> int:
     """MME-RealWorld's VLMEvalKit TSV, each row's image inline in base64; returns the file's size."""
     lines = ["\t".join(HEAD) + "\n"]
     for i in range(rows):
         q = i
         options = [str(q + k) for k in range(5)]
-        lines.append("\t".join([str(i), base64.b64encode(jpeg(i, image_bytes)).decode(), f"Question {q}?",
+        lines.append("\t".join([str(i), base64.b64encode(padded_jpeg(i, image_bytes)).decode(), f"Question {q}?",
                                 repr([f"({x}) {o}" for x, o in zip("ABCDE", options, strict=True)]), *options,
                                 "ABCDE"[q % 5], "Perception/Monitoring", "Person/attribute/color"]) + "\n")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from PIL import Image
+from synthetic_data import colour_questions
 
 from evalkit import run
 from evalkit.export import export
@@ -37,15 +37,7 @@ PRIORITY = {"input": 2.5, "output": 9.0, "cached_input": 1.25}
 @pytest.fixture
 def asked(tmp_path: Path):
     """Ask the N questions of one data file, with or without a tier, each run at its own server and cache."""
-    folder = tmp_path / "ds"
-    (folder / "images").mkdir(parents=True)
-    lines = []
-    for i in range(N):
-        Image.new("RGB", (64 + 8 * i, 48), (40 * i % 256, 90, 200 - 10 * i)).save(folder / "images" / f"{i}.png")
-        lines.append({"id": f"q{i}", "image": f"images/{i}.png", "question": f"Which colour is image {i}?",
-                      "options": {"A": "red", "B": "green", "C": "blue", "D": "grey"}, "answer": "ABCD"[i % 4]})
-    data = folder / "data.jsonl"
-    data.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    data = colour_questions(tmp_path / "ds", N)
 
     def ask(name: str, **kw):
         prices = tmp_path / f"prices-{name}.json"  # priority priced by the file (0.3.0's price file has no `tiers`)

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from synthetic_data import colour_questions
 
 from evalkit import run
 from evalkit.sim import SimConfig, SimFaults, SimThread
@@ -30,16 +30,7 @@ KEY = "sk-capacity-test"
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     """N four-option questions, each on its own image."""
-    folder = tmp_path / "ds"
-    (folder / "images").mkdir(parents=True)
-    lines = []
-    for i in range(N):
-        Image.new("RGB", (64 + 8 * i, 48), (30 * i % 256, 120, 210 - 10 * i)).save(folder / "images" / f"{i}.png")
-        lines.append({"id": f"q{i}", "image": f"images/{i}.png", "question": f"Which colour is image {i}?",
-                      "options": {"A": "red", "B": "green", "C": "blue", "D": "grey"}, "answer": "ABCD"[i % 4]})
-    path = folder / "data.jsonl"
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    return path
+    return colour_questions(tmp_path / "ds", N)
 
 
 def _sim(data: Path, **tiers) -> SimConfig:
