@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_under_test import run_main
 from hub_standin import HubStandin
 from PIL import Image, ImageDraw
 
@@ -97,6 +98,12 @@ def evalkit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
         rchar = int(dict(line.split(": ") for line in fh.read().splitlines())["rchar"])
     child.wait()
     return child.returncode, err, rchar
+
+
+def here(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """`evalkit ARGS` in this process (for the tests that count no bytes): (exit code, stderr)."""
+    proc = run_main([*args, "--no-progress"], env=env, cwd=cwd)
+    return proc.returncode, proc.stderr
 
 
 @pytest.fixture(scope="module")
@@ -191,18 +198,18 @@ def test_a_file_rewritten_with_the_same_size_is_read_again(tmp_path, sim):
     data = tmp_path / "data" / "mme.tsv"
     write_tsv(data, rows=30, image_bytes=20_000)
     cache = tmp_path / "cache"
-    code, err, _ = evalkit(run_args(data, sim, cache, "--out", "o1"), tmp_path)
+    code, err = here(run_args(data, sim, cache, "--out", "o1"), tmp_path)
     assert code == 0, err
     before = data.stat()
     write_tsv(data, rows=30, image_bytes=20_000, answer_shift=1)  # other gold letters, same size
     os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns + 5_000_000_000))
     assert data.stat().st_size == before.st_size
-    code, err, _ = evalkit(run_args(data, sim, cache, "--out", "o2"), tmp_path)
+    code, err = here(run_args(data, sim, cache, "--out", "o2"), tmp_path)
     assert code == 0, err
     assert "changed since it was indexed" in err
     golds = {q: a[2] for q, a in answers(tmp_path / "o2").items()}
     assert golds == {str(i): "ABCDE"[(i + 1) % 5] for i in range(30)}  # the file's new answers
-    code, err, _ = evalkit(run_args(data, sim, cache, "--out", "o3"), tmp_path, {"EVALKIT_DATA_INDEX": "0"})
+    code, err = here(run_args(data, sim, cache, "--out", "o3"), tmp_path, {"EVALKIT_DATA_INDEX": "0"})
     assert code == 0, err
     assert answers(tmp_path / "o3") == answers(tmp_path / "o2")
     assert identity(tmp_path / "o3") == identity(tmp_path / "o2") != identity(tmp_path / "o1")
@@ -212,18 +219,18 @@ def test_a_damaged_index_is_rebuilt_with_a_note(tmp_path, sim):
     data = tmp_path / "data" / "mme.tsv"
     write_tsv(data, rows=20, image_bytes=20_000)
     cache = tmp_path / "cache"
-    code, err, _ = evalkit(run_args(data, sim, cache, "--out", "o1"), tmp_path)
+    code, err = here(run_args(data, sim, cache, "--out", "o1"), tmp_path)
     assert code == 0, err
     [index] = (cache / "data-index").glob("*.idx")
     whole = index.read_bytes()
     for out, damage in (("o2", whole[: len(whole) // 2]), ("o3", whole.replace(b'"Question 3', b'"Question 9'))):
         index.write_bytes(damage)  # cut short; or edited, its checksum no longer matching
-        code, err, _ = evalkit(run_args(data, sim, cache, "--out", out), tmp_path)
+        code, err = here(run_args(data, sim, cache, "--out", out), tmp_path)
         assert code == 0, err
         assert "was damaged" in err and str(data) in err
         assert answers(tmp_path / out) == answers(tmp_path / "o1")
         assert index.read_bytes() == whole  # rebuilt
-    code, err, _ = evalkit(run_args(data, sim, cache, "--out", "o4"), tmp_path)
+    code, err = here(run_args(data, sim, cache, "--out", "o4"), tmp_path)
     assert code == 0 and "index" not in err, err
 
 
