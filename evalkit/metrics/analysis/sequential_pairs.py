@@ -1,0 +1,190 @@
+"""An anytime-valid paired test of two models on the same items, and Holm over several pairs.
+
+Why sequential: a comparison may stop as soon as it is settled and may be continued later, so the
+test must stay valid at any data-dependent stopping time, which a fixed-n McNemar (significance.py's
+`mcnemar_exact`, kept for finished runs) is not. Sources read 2026-11-29: Ville's inequality and
+testing by betting (Waudby-Smith & Ramdas, "Estimating means of bounded random variables by
+betting", JRSS-B 2024, abstract at http://www.cs.cmu.edu/~theorylunch/abstractsHTML/20211201.html);
+Connor 1987 for the planned effect (planning.py).
+
+The test (McNemar-type). Only items where exactly one model is right carry information; under H0
+(p_A = p_B) each such item favours A with probability 1/2, whatever the concordant items do. The
+wealth is a mixture of likelihood ratios against that fair coin, so it is a nonnegative martingale
+under H0 and Ville's inequality gives P(sup wealth ≥ 1/α) ≤ α: reject when it reaches 1/α, and
+1 / (running max of wealth) is an anytime p-value. The mixture puts `design_weight` on the planned
+discordant-sign probability 1/2 ± δ/(2ψ) (both signs, as a fixed-n power calculation plans for
+one effect; this is what makes the median stop earlier than the fixed design) and the rest on the
+Krichevsky-Trofimov (Jeffreys Beta(1/2, 1/2)) mixture, which eventually detects any effect.
+
+The interval. δ = p_A - p_B is the mean of D = a - b ∈ {-1, 0, 1}. For each candidate δ on a grid we
+run the hedged betting capital of Waudby-Smith & Ramdas with predictable plug-in bets (their
+PrPl-EB-style λ, truncated); a candidate leaves the set once its capital, at any time so far, reached
+1/α. The set is a confidence sequence: it covers the true δ at all times with probability ≥ 1 - α.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+GRID_STEP = 0.0005  # resolution of the interval for δ (a twentieth of a point)
+_TUNE_ALPHA = 0.05  # the bets' size is tuned for this level; validity holds at every level
+_MAX_BET = 0.5      # the bet's truncation, as a fraction of the most the capital can lose
+
+
+def design_probability(effect: float, discordance: float) -> float:
+    """The planned P(A right | the two disagree): 1/2 + δ/(2ψ)."""
+    if not 0.0 < abs(effect) < discordance <= 1.0:
+        raise ValueError(f"need 0 < |effect| < discordance <= 1, got effect={effect}, discordance={discordance}")
+    return 0.5 + abs(effect) / (2 * discordance)
+
+
+def log_wealth_items(a_correct: np.ndarray, b_correct: np.ndarray, *, effect: float = 0.10,
+                     discordance: float = 0.30, design_weight: float = 0.8) -> np.ndarray:
+    """log wealth after each paired item, vectorised over the last axis (rows are runs).
+
+    The same wealth `PairState` keeps item by item, so a simulation (or `evalkit plan`'s median)
+    and the live rule agree; concordant items leave it unchanged.
+    """
+    a = np.asarray(a_correct, dtype=bool)
+    b = np.asarray(b_correct, dtype=bool)
+    a_only = (a & ~b).astype(np.float64)
+    b_only = (b & ~a).astype(np.float64)
+    s = np.cumsum(a_only, axis=-1)
+    k = s + np.cumsum(b_only, axis=-1)
+    # Krichevsky-Trofimov: predictive P(A alone | a disagreement) = (s + 1/2) / (k + 1) before the item
+    pred = (s - a_only + 0.5) / (k - a_only - b_only + 1)
+    with np.errstate(divide="ignore"):
+        step = a_only * np.log(2 * pred) + b_only * np.log(2 * (1 - pred))
+    log_kt = np.cumsum(step, axis=-1)
+    q = design_probability(effect, discordance)
+    f = k - s
+    log_up = s * math.log(2 * q) + f * math.log(2 * (1 - q))
+    log_down = s * math.log(2 * (1 - q)) + f * math.log(2 * q)
+    w = design_weight
+    if not 0.0 < w <= 1.0:
+        raise ValueError(f"design_weight must be in (0, 1], got {w}")
+    parts = [math.log(w / 2) + log_up, math.log(w / 2) + log_down]
+    if w < 1:
+        parts.append(math.log(1 - w) + log_kt)
+    return np.logaddexp.reduce(np.stack(parts), axis=0)
+
+
+def anytime_p_values(log_wealth: np.ndarray) -> np.ndarray:
+    """Anytime p-values along the last axis: 1 / the running max of the wealth (capped at 1)."""
+    return np.minimum(1.0, np.exp(-np.maximum.accumulate(np.maximum(log_wealth, 0.0), axis=-1)))
+
+
+def _grid() -> np.ndarray:
+    return np.linspace(-1.0, 1.0, int(round(2 / GRID_STEP)) + 1)
+
+
+@dataclass
+class PairState:
+    """Two models' paired outcomes so far: counts, the test's wealth and the interval's capital.
+
+    Feed it only items both models answered (an item counts for a pair only then).
+    """
+
+    effect: float = 0.10
+    discordance: float = 0.30
+    design_weight: float = 0.8
+    n: int = 0            # paired items seen
+    only_a: int = 0       # A right, B wrong
+    only_b: int = 0       # B right, A wrong
+    log_wealth: float = 0.0
+    max_log_wealth: float = 0.0
+    _grid: np.ndarray = field(default_factory=_grid, repr=False)
+    _log_up: np.ndarray = field(init=False, repr=False)
+    _log_down: np.ndarray = field(init=False, repr=False)
+    _max_log_cap: np.ndarray = field(init=False, repr=False)
+    _sum_y: float = 0.0
+    _sum_sq: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._q = design_probability(self.effect, self.discordance)
+        self._log_up = np.zeros_like(self._grid)
+        self._log_down = np.zeros_like(self._grid)
+        self._max_log_cap = np.zeros_like(self._grid)
+        self._log_parts = np.array([math.log(self.design_weight / 2)] * 2
+                                   + ([math.log(1 - self.design_weight)] if self.design_weight < 1 else []))
+
+    def update(self, a_correct: bool, b_correct: bool) -> None:
+        """One more item both answered."""
+        self._update_interval((float(a_correct) - float(b_correct) + 1) / 2)
+        self.n += 1
+        if a_correct == b_correct:
+            return
+        k = self.only_a + self.only_b
+        x = 1 if a_correct else 0
+        pred = (self.only_a + 0.5) / (k + 1)
+        p_up, p_down = (self._q, 1 - self._q) if x else (1 - self._q, self._q)
+        steps = [math.log(2 * p_up), math.log(2 * p_down)]
+        if self.design_weight < 1:
+            steps.append(math.log(2 * (pred if x else 1 - pred)))
+        self._log_parts = self._log_parts + np.array(steps)
+        self.only_a += x
+        self.only_b += 1 - x
+        self.log_wealth = float(np.logaddexp.reduce(self._log_parts))
+        self.max_log_wealth = max(self.max_log_wealth, self.log_wealth)
+
+    def _update_interval(self, y: float) -> None:
+        """Hedged betting capital for every candidate mean of Y = (D + 1) / 2 ∈ {0, 1/2, 1}."""
+        t = self.n + 1
+        mean_prev = (0.5 + self._sum_y) / t
+        var_prev = (0.25 + self._sum_sq) / t
+        lam = math.sqrt(2 * math.log(2 / _TUNE_ALPHA) / (var_prev * t * math.log(t + 1)))
+        m = (self._grid + 1) / 2
+        with np.errstate(divide="ignore"):
+            lam_up = np.minimum(lam, _MAX_BET / np.maximum(m, 1e-12))
+            lam_down = np.minimum(lam, _MAX_BET / np.maximum(1 - m, 1e-12))
+        self._log_up += np.log1p(lam_up * (y - m))
+        self._log_down += np.log1p(-lam_down * (y - m))
+        log_cap = np.logaddexp(self._log_up, self._log_down) - math.log(2)
+        np.maximum(self._max_log_cap, log_cap, out=self._max_log_cap)
+        self._sum_y += y
+        self._sum_sq += (y - mean_prev) ** 2
+
+    def difference(self) -> float:
+        """The observed p_A - p_B on the items seen."""
+        return (self.only_a - self.only_b) / self.n if self.n else 0.0
+
+    def p_value(self) -> float:
+        """Anytime-valid p-value: 1 / the most the wealth has ever been (Ville)."""
+        return min(1.0, math.exp(-self.max_log_wealth))
+
+    def interval(self, alpha: float = 0.05) -> tuple[float, float]:
+        """The confidence sequence for δ = p_A - p_B at level 1 - α (the running intersection)."""
+        keep = self._max_log_cap < math.log(1 / alpha)
+        if not keep.any():  # cannot happen with probability > α; report the point, not an empty set
+            d = self.difference()
+            return d, d
+        values = self._grid[keep]
+        return float(values[0]), float(values[-1])
+
+    def decided(self, alpha: float = 0.05, width: float | None = None) -> bool:
+        """Settled: the test rejects at α, or the interval's half-width is at most `width` (a fraction)."""
+        if self.p_value() <= alpha:
+            return True
+        if width is None:
+            return False
+        lo, hi = self.interval(alpha)
+        return (hi - lo) / 2 <= width
+
+
+def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down over pairs: which are rejected at family-wise level α, in the input order.
+
+    With anytime p-values (1 / max wealth, non-increasing) the rejections hold at any stopping time.
+    """
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    rejected = [False] * len(p_values)
+    m = len(p_values)
+    for rank, i in enumerate(order):
+        if p_values[i] > alpha / (m - rank):
+            break
+        rejected[i] = True
+    return rejected
