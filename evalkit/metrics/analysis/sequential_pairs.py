@@ -92,17 +92,17 @@ class PairState:
     effect: float = 0.10
     discordance: float = 0.30
     design_weight: float = 0.8
-    n: int = 0            # paired items seen
-    only_a: int = 0       # A right, B wrong
-    only_b: int = 0       # B right, A wrong
-    log_wealth: float = 0.0
-    max_log_wealth: float = 0.0
-    _grid: np.ndarray = field(default_factory=_grid, repr=False)
+    n: int = field(default=0, init=False)            # paired items seen
+    only_a: int = field(default=0, init=False)       # A right, B wrong
+    only_b: int = field(default=0, init=False)       # B right, A wrong
+    log_wealth: float = field(default=0.0, init=False)
+    max_log_wealth: float = field(default=0.0, init=False)
+    _grid: np.ndarray = field(default_factory=_grid, init=False, repr=False)
     _log_up: np.ndarray = field(init=False, repr=False)
     _log_down: np.ndarray = field(init=False, repr=False)
     _max_log_cap: np.ndarray = field(init=False, repr=False)
-    _sum_y: float = 0.0
-    _sum_sq: float = 0.0
+    _sum_y: float = field(default=0.0, init=False, repr=False)
+    _sum_sq: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._q = design_probability(self.effect, self.discordance)
