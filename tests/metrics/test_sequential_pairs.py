@@ -84,7 +84,7 @@ def test_pair_state_follows_the_vectorised_wealth_and_decides():
     assert lo > 0 and lo <= state.difference() <= hi  # A is better, and the interval says so
 
 
-def test_interval_covers_the_truth_and_a_width_alone_can_decide():
+def test_interval_covers_the_truth_at_every_item():
     rng = np.random.default_rng(11)
     misses = 0
     widths = []
@@ -101,9 +101,19 @@ def test_interval_covers_the_truth_and_a_width_alone_can_decide():
     assert misses <= 4  # at most 10 % of 40 runs; the guarantee is 5 % over all time
     half = float(np.median(widths))
     assert 0.03 < half < 0.15, half  # ±3..15 points after 300 items at ψ = 0.3
-    assert not state.decided(ALPHA) or state.p_value() <= ALPHA
-    assert state.decided(ALPHA, width=(hi - lo) / 2 + 1e-9)
-    assert not state.decided(ALPHA, width=(hi - lo) / 2 - 0.01) or state.p_value() <= ALPHA
+
+
+def test_a_pair_with_no_difference_is_decided_by_width_alone():
+    a, b = _pairs(np.random.default_rng(12), 0.0, 0.30, runs=1, n=800)
+    state = PairState()
+    for x, y in zip(a[0], b[0], strict=True):
+        state.update(bool(x), bool(y))
+    lo, hi = state.interval(ALPHA)
+    half = (hi - lo) / 2
+    assert state.p_value() > ALPHA and not state.decided(ALPHA)  # the test does not reject...
+    assert 0.02 < half < 0.10, half
+    assert state.decided(ALPHA, width=0.10)  # ...but ±10 points is settled
+    assert not state.decided(ALPHA, width=half - 0.005)
 
 
 def test_holm_steps_down():
