@@ -39,7 +39,7 @@ class Stops:
 
 
 def simulate(p: float, width_points: float, *, n_pop: int, runs: int, seed: int,
-             alpha: float = 0.05) -> tuple[float, Stops, Stops]:
+             alpha: float = 0.05, tuned: bool = True) -> tuple[float, Stops, Stops]:
     """One cell: a realised population of n_pop items at accuracy p, `runs` seeded random orders.
 
     Every run looks after each item from FIRST_LOOK on and stops once the half-width is at most
@@ -63,7 +63,7 @@ def simulate(p: float, width_points: float, *, n_pop: int, runs: int, seed: int,
         x = _urn_block(rng, left[active], start, end - start, n_pop)
         left[active] -= x.sum(axis=1)
         t = np.arange(start + 1, end + 1)[None, :]
-        low, high, state = advance(state, x, n_pop, alpha)
+        low, high, state = advance(state, x, n_pop, alpha, target if tuned else None)
         s = s_run[active, None] + np.cumsum(x, axis=1)
         s_run[active] = s[:, -1]
         ph = s / t

@@ -3,7 +3,7 @@ most W points, first look after 50 items, a look after every item.
 
 The confidence sequence must cover the truth at the stopping time in >= 94 % of 2,000 seeded runs in
 every cell; a fixed-n Wald interval (with the finite-population correction) under the same rule must
-fail that in at least one cell. Population: N = 23,600 items, one realised population per cell, each
+fail that in at least one cell. The sequence's bets are tuned to W (what `--until-ci W` will use). Population: N = 23,600 items, one realised population per cell, each
 run asking it in its own seeded random order without replacement.
 """
 
@@ -40,6 +40,13 @@ def test_confidence_sequence_covers_in_every_cell(cells):
         assert ((cs.high - cs.low) / 2 <= w / 100 + 1e-12).all(), (p, w)
         cov = coverage(truth, cs)
         assert cov >= 0.94, f"p={p} W={w}: coverage {cov:.4f}"
+
+
+def test_untuned_bets_cover_too():
+    # the all-times bets (no target: a run continued without a width) are valid as well
+    for i, (p, w) in enumerate(((0.5, 5), (0.99, 5), (0.95, 2))):
+        truth, cs, _ = simulate(p, w, n_pop=N_POP, runs=RUNS, seed=4700 + i, tuned=False)
+        assert coverage(truth, cs) >= 0.94, (p, w)
 
 
 def test_wald_under_the_same_rule_fails_somewhere(cells):

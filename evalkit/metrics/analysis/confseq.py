@@ -17,6 +17,8 @@ centring muhat). Ville's inequality on it and on its mirror image gives, with pr
 at all times simultaneously, m in center +- (log(2/alpha) + V) / B, where
     A = sum lambda_i (X_i + S_{i-1} / (N - i + 1)),  B = sum lambda_i N / (N - i + 1),  center = A / B,
     V = sum psi_E(lambda_i) (X_i - muhat_{i-1})^2.
+Bets lambda_i: WSR's all-times choice, or, when the run has a target half-width W, lambda_i =
+W / sigmahat^2_{i-1} (see `advance`), which needs about 2x fewer items to reach W.
 The interval is intersected with what the values seen so far force: S/N <= m <= (S + N - n)/N, which
 makes it exact (width 0) once the whole stratum is seen.
 
@@ -57,8 +59,15 @@ def _log_term(alpha: float) -> float:
     return math.log(2.0 / alpha)
 
 
-def advance(state: StratumState, x: Any, size: int, alpha: float) -> tuple[Any, Any, StratumState]:
+def advance(state: StratumState, x: Any, size: int, alpha: float,
+            target: float | None = None) -> tuple[Any, Any, StratumState]:
     """Feed a block of outcomes (shape runs x t, values in [0, 1]) and return every prefix's bounds.
+
+    Bets: without `target`, WSR's all-times choice lambda_i = sqrt(2 log(2/alpha) / (sigmahat^2 i
+    log(1 + i))); with a target half-width W, the bet that minimises the half-width at the horizon
+    where it would reach W, lambda_i = W / sigmahat^2_{i-1} (constant-bet optimum (L + s^2 n l^2 / 2)
+    / (n l) = W solved for n and l). Either is predictable, so validity does not depend on it; the
+    target only spends the evidence where the stopping rule will look (about 2x fewer items).
 
     Returns (low, high) of shape runs x t (running intersections) and the state after the block. The
     numpy work is per time step column only through cumulative sums, so a block costs O(runs * t).
@@ -85,7 +94,10 @@ def advance(state: StratumState, x: Any, size: int, alpha: float) -> tuple[Any, 
                               sq_cum[:, :-1]], axis=1)
     var_prev = sq_prev / i  # sigmahat^2_{i-1} = (1/4 + sum_{j<i} ...) / i
     log_term = _log_term(alpha)
-    lam = np.minimum(np.sqrt(2.0 * log_term / (var_prev * i * np.log1p(i))), MAX_BET)
+    if target is None:
+        lam = np.minimum(np.sqrt(2.0 * log_term / (var_prev * i * np.log1p(i))), MAX_BET)
+    else:
+        lam = np.minimum(target / var_prev, MAX_BET)
     rem = size - i + 1.0
     a = np.asarray(state.a, float).reshape(-1, 1) + np.cumsum(lam * (x + s_prev / rem), axis=1)
     b = np.asarray(state.b, float).reshape(-1, 1) + np.cumsum(lam * size / rem, axis=1)
@@ -113,10 +125,15 @@ def _check(size: int, alpha: float) -> None:
 
 @dataclass(frozen=True)
 class ConfSeq:
-    """The running CS of a stratified run; `update` returns a new value (the old one is unchanged)."""
+    """The running CS of a stratified run; `update` returns a new value (the old one is unchanged).
+
+    `target` (a half-width, e.g. 0.02 for +-2 points) tunes the bets of the items still to come;
+    a continued run with a smaller W is `dataclasses.replace(cs, target=...)` (the sums so far stay).
+    """
 
     sizes: Mapping[str, int]
     alpha: float = 0.05
+    target: float | None = None
     states: Mapping[str, StratumState] | None = None
 
     def __post_init__(self) -> None:
@@ -124,6 +141,8 @@ class ConfSeq:
             raise ValueError("a confidence sequence needs at least one stratum")
         for size in self.sizes.values():
             _check(int(size), self.alpha)
+        if self.target is not None and not 0.0 < self.target <= 1.0:
+            raise ValueError(f"target half-width must be in (0, 1], got {self.target}")
 
     @property
     def _alpha_h(self) -> float:
@@ -136,7 +155,7 @@ class ConfSeq:
             raise ValueError(f"outcome must be in [0, 1], got {x!r} in stratum {stratum!r}")
         states = dict(self.states or {})
         old = states.get(stratum, StratumState())
-        _, _, new = advance(old, [[float(x)]], int(self.sizes[stratum]), self._alpha_h)
+        _, _, new = advance(old, [[float(x)]], int(self.sizes[stratum]), self._alpha_h, self.target)
         states[stratum] = StratumState(**{k: float(getattr(new, k)[0]) for k in new.__dataclass_fields__})
         return replace(self, states=states)
 
@@ -159,18 +178,22 @@ class ConfSeq:
 
 
 def interval(observations_by_stratum: Mapping[str, Sequence[float]], sizes_by_stratum: Mapping[str, int],
-             alpha: float = 0.05) -> tuple[float, float]:
-    """The CS's (low, high) after these outcomes, each stratum's listed in the order they were asked."""
+             alpha: float = 0.05, target: float | None = None) -> tuple[float, float]:
+    """The CS's (low, high) after these outcomes, each stratum's listed in the order they were asked.
+
+    `target` must be the one the run used while asking (it set the bets); None = untuned bets.
+    """
     unknown = set(observations_by_stratum) - set(sizes_by_stratum)
     if unknown:
         raise ValueError(f"observations for strata without a size: {sorted(unknown)}")
-    cs = ConfSeq(sizes=dict(sizes_by_stratum), alpha=alpha)
+    cs = ConfSeq(sizes=dict(sizes_by_stratum), alpha=alpha, target=target)
     states: dict[str, StratumState] = {}
     for name, xs in observations_by_stratum.items():
         if len(xs) == 0:
             continue
         if any(not 0.0 <= float(x) <= 1.0 for x in xs):
             raise ValueError(f"outcomes must be in [0, 1] (stratum {name!r})")
-        _, _, st = advance(StratumState(), [list(map(float, xs))], int(sizes_by_stratum[name]), cs._alpha_h)
+        _, _, st = advance(StratumState(), [list(map(float, xs))], int(sizes_by_stratum[name]), cs._alpha_h,
+                          target)
         states[name] = StratumState(**{k: float(getattr(st, k)[0]) for k in st.__dataclass_fields__})
     return replace(cs, states=states).interval()
