@@ -55,3 +55,46 @@ def test_wald_under_the_same_rule_fails_somewhere(cells):
     # and the sequence stops later than Wald does (the price of validity at every look)
     truth, cs, wald = cells[0.5, 2]
     assert float(cs.n.mean()) > float(wald.n.mean())
+
+
+def test_stratified_sequence_covers_the_weighted_mean():
+    """Three categories of unequal size and accuracy, asked proportionally (rounds of 6:3:1 items,
+    a look after each round), each in its own random order; stop at +-3 points. The combined
+    interval (each stratum at alpha/3, weighted by N_h/N) covers the population mean."""
+    import numpy as np
+    from confseq_harness import _urn_block
+
+    from evalkit.metrics.analysis.confseq import StratumState, advance
+
+    sizes, accs, per_round = (3000, 1500, 500), (0.9, 0.6, 0.3), (6, 3, 1)
+    runs, target, alpha = 1000, 0.03, 0.05
+    rng = np.random.default_rng(4646)
+    ones = [int((rng.random(n) < a).sum()) for n, a in zip(sizes, accs, strict=True)]
+    truth = sum(ones) / sum(sizes)
+    weights = [n / sum(sizes) for n in sizes]
+    left = [np.full(runs, float(k)) for k in ones]
+    states = [StratumState() for _ in sizes]
+    seen = [0, 0, 0]
+    stopped = np.zeros(runs, bool)
+    low_at = np.zeros(runs)
+    high_at = np.ones(runs)
+    n_at = np.zeros(runs)
+    for _ in range(sizes[0] // per_round[0]):
+        low = np.zeros(runs)
+        high = np.zeros(runs)
+        for h in range(3):
+            x = _urn_block(rng, left[h], seen[h], per_round[h], sizes[h])
+            lo, hi, states[h] = advance(states[h], x, sizes[h], alpha / 3, target)
+            seen[h] += per_round[h]
+            low += weights[h] * lo[:, -1]
+            high += weights[h] * hi[:, -1]
+        hit = ~stopped & ((high - low) / 2 <= target) & (sum(seen) >= FIRST_LOOK)
+        low_at[hit], high_at[hit], n_at[hit] = low[hit], high[hit], sum(seen)
+        stopped |= hit
+        if stopped.all():
+            break
+    assert stopped.all()
+    assert float(np.median(n_at)) < sum(sizes)  # it did stop early
+    cov = float(np.mean((low_at <= truth) & (truth <= high_at)))
+    assert cov >= 0.94, (cov, float(np.median(n_at)))
+    print(f"stratified: coverage {cov:.4f}, median items {np.median(n_at):.0f}")
