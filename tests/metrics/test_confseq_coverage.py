@@ -97,4 +97,3 @@ def test_stratified_sequence_covers_the_weighted_mean():
     assert float(np.median(n_at)) < sum(sizes)  # it did stop early
     cov = float(np.mean((low_at <= truth) & (truth <= high_at)))
     assert cov >= 0.94, (cov, float(np.median(n_at)))
-    print(f"stratified: coverage {cov:.4f}, median items {np.median(n_at):.0f}")
