@@ -27,8 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: `import evalkit` stays light
+    import numpy as np
 
 GRID_STEP = 0.0005  # resolution of the interval for δ (a twentieth of a point)
 _TUNE_ALPHA = 0.05  # the bets' size is tuned for this level; validity holds at every level
@@ -49,6 +51,7 @@ def log_wealth_items(a_correct: np.ndarray, b_correct: np.ndarray, *, effect: fl
     The same wealth `PairState` keeps item by item, so a simulation (or `evalkit plan`'s median)
     and the live rule agree; concordant items leave it unchanged.
     """
+    import numpy as np
     a = np.asarray(a_correct, dtype=bool)
     b = np.asarray(b_correct, dtype=bool)
     a_only = (a & ~b).astype(np.float64)
@@ -75,10 +78,12 @@ def log_wealth_items(a_correct: np.ndarray, b_correct: np.ndarray, *, effect: fl
 
 def anytime_p_values(log_wealth: np.ndarray) -> np.ndarray:
     """Anytime p-values along the last axis: 1 / the running max of the wealth (capped at 1)."""
+    import numpy as np
     return np.minimum(1.0, np.exp(-np.maximum.accumulate(np.maximum(log_wealth, 0.0), axis=-1)))
 
 
 def _grid() -> np.ndarray:
+    import numpy as np
     return np.linspace(-1.0, 1.0, int(round(2 / GRID_STEP)) + 1)
 
 
@@ -105,6 +110,7 @@ class PairState:
     _sum_sq: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        import numpy as np
         self._q = design_probability(self.effect, self.discordance)
         self._log_up = np.zeros_like(self._grid)
         self._log_down = np.zeros_like(self._grid)
@@ -114,6 +120,7 @@ class PairState:
 
     def update(self, a_correct: bool, b_correct: bool) -> None:
         """One more item both answered."""
+        import numpy as np
         self._update_interval((float(a_correct) - float(b_correct) + 1) / 2)
         self.n += 1
         if a_correct == b_correct:
@@ -133,6 +140,7 @@ class PairState:
 
     def _update_interval(self, y: float) -> None:
         """Hedged betting capital for every candidate mean of Y = (D + 1) / 2 ∈ {0, 1/2, 1}."""
+        import numpy as np
         t = self.n + 1
         mean_prev = (0.5 + self._sum_y) / t
         var_prev = (0.25 + self._sum_sq) / t
