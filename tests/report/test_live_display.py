@@ -106,6 +106,7 @@ def test_a_terminal_at_80_columns_shows_count_and_eta(tmp_path):
     data = make_mcq_jsonl(tmp_path / "ds", 30, seed=4)
     with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
         sim.hold(after=10)  # ten answers, then the run waits at the gate until the terminal has shown them
+        # (its own cache: the checkout's ./cache may hold these answers from a run at the same port)
         main, child = pty.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         env = {**os.environ, "PYTHONPATH": str(checkout_under_test()), "TERM": "xterm-256color", "COLUMNS": "80"}
@@ -114,7 +115,7 @@ def test_a_terminal_at_80_columns_shows_count_and_eta(tmp_path):
                 "from evalkit.cli import main; sys.exit(main(sys.argv[1:]))")
         proc = subprocess.Popen([sys.executable, "-c", code, "run", "mcq", "--model", "vllm/sim-model", "--base-url",
                                  sim.url, "--data", str(data), "--out", str(tmp_path / "run"), "--concurrency", "2",
-                                 "--no-plots"], stdin=child, stdout=child, stderr=child, env=env, cwd=REPO)
+                                 "--cache-dir", str(tmp_path / "cache"), "--no-plots"], stdin=child, stdout=child, stderr=child, env=env, cwd=REPO)
         os.close(child)
         try:
             # two frames showing 10 of 30 (the first one whole), drawn while the run waits
