@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from run_factory import make_run  # noqa: E402
 
 from evalkit.benchmarks.prepare import prepare  # noqa: E402
-from evalkit.core.types import Record  # noqa: E402
+from evalkit.core.record import Record  # noqa: E402
 from evalkit.multi.compare import compare  # noqa: E402
 
 DATA = ROOT / "datasets" / "mme-realworld" / "MME_RealWorld.json"

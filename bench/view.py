@@ -86,7 +86,7 @@ def make_questions(path: Path, n: int, images: list[str]) -> None:
 def make_runs(data: Path, out: Path, n_models: int) -> list[Path]:
     """Run directories as `evalkit run` leaves them (records graded by the benchmark's official parser)."""
     from evalkit.benchmarks.prepare import prepare
-    from evalkit.core.types import Record
+    from evalkit.core.record import Record
     from evalkit.grading.grade import grade, summarize
     from evalkit.report.outputs import publish
     from evalkit.rundir.layout import RunDir

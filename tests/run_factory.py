@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.grading.grade import summarize
 from evalkit.metrics.analysis.result import analyze
 from evalkit.report.markdown import write_report

@@ -26,9 +26,9 @@ from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.request_key import request_key
 from evalkit.ask.retry import RetryPolicy, with_retries
 from evalkit.ask.store.cache import CacheLike
-from evalkit.core.data_json import jsonl_lines
 from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.sdk import load_target
+from evalkit.core.text.data_json import jsonl_lines
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, Transform, Usage
 from evalkit.images.pipeline import ImagePipeline, PreparedImage
 from evalkit.providers import api_key_for, parse_spec

@@ -18,8 +18,9 @@ from typing import Any, ClassVar
 
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core.findings import Finding
+from evalkit.core.record import Parsed, Record
 from evalkit.core.report_table import ReportTable
-from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Query, Transform
 from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 from evalkit.metrics.analysis.scoretable import ScoreTable
 

@@ -38,11 +38,13 @@ from evalkit.benchmarks.readers.ifbench import (
     item_ids,
     parse_item,
 )
-from evalkit.core import data_json, read_caps
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Parsed, Record
 from evalkit.core.resources import read_prompt
 from evalkit.core.settings import option
-from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.core.text import data_json
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Query, Transform
 from evalkit.grading.extract import parse_judge_reply
 from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.ifbench import IFBenchScored, ifbench_metrics, item_scores

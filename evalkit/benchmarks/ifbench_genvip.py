@@ -21,8 +21,9 @@ from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.store.cache import CacheLike, NullCache, ResponseCache
 from evalkit.ask.store.seal import CacheSeal
 from evalkit.benchmarks.readers.ifbench import IMAGE_EXTS, entries, parse_item
-from evalkit.core import data_json, read_caps
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
+from evalkit.core.text import data_json
 from evalkit.core.types import ImageRef
 from evalkit.images.pipeline import ImagePipeline
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from evalkit.core.record import Parsed, Record
 from evalkit.core.resources import read_prompt
-from evalkit.core.types import Parsed, Record
 from evalkit.grading.extract import is_refusal, parse_letter, strip_reasoning
 
 LETTERS = ("A", "B", "C", "D")

@@ -16,9 +16,10 @@ from evalkit.benchmarks.base import Benchmark, JudgeRequest, accuracy_table, all
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.readers.mcq import load_jsonl, load_tsv, single_data_file
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Parsed, Record
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
-from evalkit.core.types import GenParams, Item, Parsed, Query, Record, Transform
+from evalkit.core.types import GenParams, Item, Query, Transform
 from evalkit.grading.extract import (
     is_refusal,
     judge_prompt_mcq,

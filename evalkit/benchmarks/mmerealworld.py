@@ -20,10 +20,11 @@ from evalkit.benchmarks.readers.mmerealworld import (
     load_json as load_json,  # re-exported: the readers' old home
 )
 from evalkit.benchmarks.readers.mmerealworld import load_vlmeval_tsv as load_vlmeval_tsv
+from evalkit.core.record import Parsed, Record
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
-from evalkit.core.types import GenParams, ImagePart, Item, Message, Parsed, Query, Record, Transform
+from evalkit.core.types import GenParams, ImagePart, Item, Message, Query, Transform
 from evalkit.grading.extract import is_refusal, judge_prompt_mcq, parse_letter, strip_reasoning
 from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.mmerealworld import LETTERS, mme_metrics

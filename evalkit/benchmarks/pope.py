@@ -29,12 +29,14 @@ from typing import Any
 
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
-from evalkit.core import data_json, read_caps
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Parsed, Record
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
-from evalkit.core.types import ImageRef, Item, Parsed, Query, Record
+from evalkit.core.text import data_json
+from evalkit.core.types import ImageRef, Item, Query
 from evalkit.grading.extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
 from evalkit.images.files import not_a_file
 

@@ -22,13 +22,15 @@ from typing import Any
 
 from evalkit.benchmarks.base import Benchmark, JudgeRequest
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
-from evalkit.core import data_json, read_caps
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.findings import Finding
+from evalkit.core.record import Parsed, Record
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
-from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.core.text import data_json
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Query, Transform
 from evalkit.grading.extract import is_refusal, judge_prompt_yesno, parse_yes_no, strip_reasoning
 from evalkit.images.files import not_a_file
 from evalkit.metrics.analysis.scoretable import ScoreTable

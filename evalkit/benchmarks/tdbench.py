@@ -43,10 +43,11 @@ from evalkit.benchmarks.tdbench_missing import DroppedOption, dropped_finding, d
 from evalkit.benchmarks.tdbench_tables import tdbench_tables
 from evalkit.core.errors import EvalkitError
 from evalkit.core.findings import Finding
+from evalkit.core.record import Parsed, Record
 from evalkit.core.report_table import ReportTable
 from evalkit.core.resources import fill_template, read_prompt
 from evalkit.core.settings import option
-from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Parsed, Query, Record, Transform
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Query, Transform
 from evalkit.grading import vlmeval
 from evalkit.grading.extract import (
     is_refusal,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
+from evalkit.core.text import data_json
 from evalkit.data.source import DataSource
 
 LOCK_NAME = "evalkit.lock"

@@ -19,7 +19,8 @@ from evalkit.ask.schedule import group_by_image, image_group
 from evalkit.ask.store.received import ReceivedJournal, replay
 from evalkit.benchmarks.readers.saved_index import keep_image_hashes
 from evalkit.core import read_caps
-from evalkit.core.types import Outcome, Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Outcome, Query
 from evalkit.engine.budgeting import RunBudget, open_budget, start_line
 from evalkit.engine.cutoffs import reask_note, to_reask, with_budget
 from evalkit.engine.endpoints.batching import batch_notes, fallback_live, waiting_workers

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.settings import RunConfig
-from evalkit.core.types import Record
 from evalkit.money.budget import Budget
 from evalkit.money.costs import record_cost, records_cost
 from evalkit.money.pricing import Price

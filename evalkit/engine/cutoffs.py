@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Query
 
 
 def with_budget(query: Query, max_tokens: int | None) -> Query:

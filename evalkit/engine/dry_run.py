@@ -12,8 +12,9 @@ from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import Runner
 from evalkit.ask.store.cache import CacheLike, NullCache, ResponseCache
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.settings import RunConfig
-from evalkit.core.types import Query, Record
+from evalkit.core.types import Query
 from evalkit.engine.endpoints.wiring import cache_seal
 from evalkit.engine.resume import KeyOnlyProvider, sort_records_off_loop
 from evalkit.images.pipeline import ImagePipeline

@@ -21,9 +21,10 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.settings import MAX_REPEATS
 from evalkit.core.text.shown import shown_value
-from evalkit.core.types import Query, Record
+from evalkit.core.types import Query
 from evalkit.metrics.analysis.comparison import PAIRED_TEST, CommonRepeats
 from evalkit.metrics.analysis.result import OverRepeats
 from evalkit.metrics.analysis.scoretable import ScoreTable, mean_over_repeats

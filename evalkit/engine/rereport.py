@@ -25,8 +25,8 @@ from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.ask.store.cache import NullCache, ResponseCache
 from evalkit.ask.store.seal import CacheSeal
 from evalkit.benchmarks.prepare import Prepared, prepare
+from evalkit.core.record import Record
 from evalkit.core.settings import RunConfig
-from evalkit.core.types import Record
 from evalkit.engine.location import FILE_HASHES, data_of
 from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import (

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.rundir.rows import COLUMNS, price_in, query_rows
 
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.core.types import Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Query
 from evalkit.engine.cutoffs import with_budget
 from evalkit.providers.base import ProviderSpec
 from evalkit.rundir.layout import SUMMARY

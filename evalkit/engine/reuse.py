@@ -36,7 +36,7 @@ from rich.console import Console
 
 from evalkit.benchmarks.run_settings import RunSettings
 from evalkit.core.files import write_json_atomic, write_text_atomic
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.core.version import __version__
 from evalkit.engine.job import Job, Talk
 from evalkit.engine.result import RunResult

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.money.pricing import Price
 from evalkit.money.shown import run_costs
 from evalkit.rundir.costs import with_list_cost

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.core.usage import Usage
 from evalkit.data.source import parse_hub
 from evalkit.export.runs import ExportRun, shareable, without_secrets

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.core.errors import cause_of
-from evalkit.core.types import DATA_ERROR, Record
+from evalkit.core.record import Record
+from evalkit.core.types import DATA_ERROR
 
 TOP_CAUSES = 3
 

@@ -12,7 +12,8 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from evalkit.ask.runner import Runner
-from evalkit.core.types import DATA_ERROR, GenParams, Message, Outcome, Parsed, Query, Record
+from evalkit.core.record import Parsed, Record
+from evalkit.core.types import DATA_ERROR, GenParams, Message, Outcome, Query
 from evalkit.core.version import __version__
 from evalkit.grading.extract import JudgeRequest
 from evalkit.grading.failures import data_digest, digest

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 
 
 def outcome(record: Record) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 
 LETTERS = "ABCDE"
 TASKS = ("Perception", "Reasoning")

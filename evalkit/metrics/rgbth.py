@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from evalkit.core.findings import Finding
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 
 RGB_TXT = (
     "Scene Understanding",

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.ask.rate_limiter import estimate_tokens
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import ImageRef, Outcome, Query, Record, Usage
+from evalkit.core.record import Record
+from evalkit.core.types import ImageRef, Outcome, Query, Usage
 from evalkit.money.pricing import Price, cost_usd, estimate_cost, price_of
 from evalkit.providers.image_setting import setting_of
 from evalkit.providers.registry import find, openai_image_tokens

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.engine.repeats import compare_note, n_repeats, over_repeats
 from evalkit.metrics.analysis.comparison import CommonItems, CommonRepeats, Leaderboard, LoadedRun
 from evalkit.metrics.analysis.correlation import load_sizes, size_correlation

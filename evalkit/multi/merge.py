@@ -37,9 +37,10 @@ from evalkit.ask.store.cache import NullCache
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.shard import Shard, parse_shard
 from evalkit.core.text.shown import shown_text
-from evalkit.core.types import Query, Record
+from evalkit.core.types import Query
 from evalkit.engine.evaluate import RunResult
 from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import OLDER_REQUESTS, KeyOnlyProvider, sort_records, spec_of_identity

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 
 
 def shift_options(options: Mapping[str, str], answer: str, shift: int) -> tuple[dict[str, str], str]:

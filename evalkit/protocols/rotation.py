@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from evalkit.core.types import GenParams, ImagePart, Item, Message, Query, Record, Transform
+from evalkit.core.record import Record
+from evalkit.core.types import GenParams, ImagePart, Item, Message, Query, Transform
 
 ROTATIONS: tuple[int, ...] = (0, 90, 180, 270)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit.benchmarks.base import Benchmark
-from evalkit.core.types import DATA_ERROR, Record
+from evalkit.core.record import Record
+from evalkit.core.types import DATA_ERROR
 from evalkit.grading.failures import nothing_answered
 from evalkit.metrics.analysis.result import ModelResult, analyze
 from evalkit.report.markdown import write_report

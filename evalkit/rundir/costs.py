@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.money.costs import list_fields
 from evalkit.rundir.rows import price_in
 

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.files import write_json_atomic
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.rundir.identity import describe_data_change
 from evalkit.rundir.records import DamagedLine, read_records, record_line, save_damaged
 

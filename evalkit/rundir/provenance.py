@@ -20,8 +20,8 @@ from typing import Any
 
 from evalkit.ask.runner import Runner
 from evalkit.core.files import write_json_atomic
+from evalkit.core.record import Record
 from evalkit.core.tiers import tier_counts
-from evalkit.core.types import Record
 from evalkit.core.version import __version__
 from evalkit.rundir.throughput import throughput
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.text.surrogates import repaired_if_escaped
-from evalkit.core.types import Record
 
 
 def _line_encoder() -> Callable[[dict[str, Any]], str]:

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.core.usage import Usage
 from evalkit.money.costs import list_cost, record_cost
 from evalkit.money.pricing import Price

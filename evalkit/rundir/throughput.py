@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:

@@ -19,8 +19,9 @@ from evalkit.benchmarks import benchmark_class
 from evalkit.benchmarks.base import Benchmark
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.settings import field_names
-from evalkit.core.types import Query, Record
+from evalkit.core.types import Query
 from evalkit.engine.repeats import source_id
 from evalkit.engine.run_data import index_places
 from evalkit.view.runs import ViewRun

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.text.surrogates import repaired_if_escaped
-from evalkit.core.types import Record
 from evalkit.multi.compare import label_all
 from evalkit.rundir.costs import with_list_cost
 from evalkit.rundir.identity import protocol_view, saved_settings

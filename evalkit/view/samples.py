@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.core.types import ImageRef, Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import ImageRef, Query
 from evalkit.grading.grade import other_mode
 from evalkit.metrics.basic import outcome
 from evalkit.money.costs import list_cost, record_cost

@@ -25,9 +25,10 @@ import evalkit.benchmarks as registry
 from evalkit.benchmarks import Entry, benchmark_class, check_contract, get_benchmark, list_benchmarks
 from evalkit.benchmarks.base import Benchmark
 from evalkit.benchmarks.run_settings import resolve_settings
+from evalkit.core.record import Record
 from evalkit.core.resources import dataset_path
 from evalkit.core.settings import ROLES, RunConfig, flag_of, option
-from evalkit.core.types import Item, Query, Record
+from evalkit.core.types import Item, Query
 from evalkit.engine.evaluate import run
 from evalkit.multi.compare import compare
 from evalkit.rundir.identity import run_identity

@@ -17,9 +17,9 @@ from synthetic_data import make_mcq_jsonl
 
 from evalkit.ask.editing import _read_records
 from evalkit.benchmarks import get_benchmark
-from evalkit.core.data_json import jsonl_lines
 from evalkit.core.errors import EvalkitError
 from evalkit.core.resources import dataset_path
+from evalkit.core.text.data_json import jsonl_lines
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import prompt_options
 from evalkit.sim.server import SimConfig, SimThread

@@ -21,8 +21,8 @@ from evalkit.benchmarks.pope import load_file
 from evalkit.benchmarks.readers.mmerealworld import load_json
 from evalkit.benchmarks.readers.tdbench import load_generated
 from evalkit.benchmarks.rgbth import load_questions_file
-from evalkit.core import data_json
 from evalkit.core.errors import EvalkitError
+from evalkit.core.text import data_json
 from evalkit.data.lock import read_lock
 
 DEEP = "[" * 200_000 + "]" * 200_000

@@ -17,8 +17,8 @@ from evalkit.benchmarks.ifbench_judge import extractor_prompt, judgment_counts, 
 from evalkit.benchmarks.prepare import prepare
 from evalkit.cli import main as cli_main
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Parsed, Record
 from evalkit.core.resources import dataset_path, read_prompt
-from evalkit.core.types import Parsed, Record
 from evalkit.engine.evaluate import run
 from evalkit.grading.extract import parse_judge_reply
 from evalkit.metrics.ifbench import IFBenchScored, ifbench_metrics

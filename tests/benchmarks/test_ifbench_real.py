@@ -15,7 +15,7 @@ from PIL import Image
 from synthetic_data import REPO
 
 from evalkit.benchmarks.prepare import prepare
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.engine.evaluate import run
 from evalkit.grading.grade import grade
 from evalkit.images.pipeline import ImagePipeline

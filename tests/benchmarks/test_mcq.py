@@ -14,8 +14,9 @@ from PIL import Image
 from evalkit.benchmarks import REGISTRY, benchmark_class, get_benchmark, list_benchmarks
 from evalkit.benchmarks.mcq import MCQ
 from evalkit.core.errors import EvalkitError
+from evalkit.core.record import Record
 from evalkit.core.resources import dataset_path, prompt_path, read_prompt
-from evalkit.core.types import ImagePart, Record, TextPart
+from evalkit.core.types import ImagePart, TextPart
 
 HEADER = ["index", "image", "question", "A", "B", "C", "D", "answer", "category"]
 

@@ -13,7 +13,7 @@ from synthetic_data import REPO
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.mmerealworld import choices_from_prompt, parse_official, parse_robust
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.engine.evaluate import run
 from evalkit.metrics.mmerealworld import category_group, domain_code, scoring_key
 from evalkit.sim.from_bench import answer_key_for

@@ -13,7 +13,8 @@ from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.pope import binary_metrics, load_pope, parse_official, parse_robust, pope_metrics
 from evalkit.benchmarks.prepare import prepare
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Query
 from evalkit.engine.evaluate import run
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams

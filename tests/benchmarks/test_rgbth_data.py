@@ -15,7 +15,7 @@ from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.prepare import prepare
 from evalkit.benchmarks.rgbth import load_release
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.rgbth import PAPER_SKILLS, RGB_TH_TXT
 
 

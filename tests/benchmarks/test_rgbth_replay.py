@@ -15,7 +15,7 @@ import pytest
 from rgbth_common import MAX_SIDE, SAMPLE, recorded_replies, replay_replies
 
 from evalkit.benchmarks.prepare import prepare
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.engine.evaluate import run
 from evalkit.grading.grade import grade
 from evalkit.images.pipeline import ImagePipeline

@@ -18,7 +18,8 @@ from evalkit.ask.rate_limiter import Limiter
 from evalkit.ask.runner import RetryPolicy, Runner
 from evalkit.ask.store.cache import ResponseCache
 from evalkit.benchmarks import get_benchmark
-from evalkit.core.types import GenParams, Message, Query, Record, Response, Usage, is_cut_off
+from evalkit.core.record import Record
+from evalkit.core.types import GenParams, Message, Query, Response, Usage, is_cut_off
 from evalkit.engine.cutoffs import check_budget, split_options, to_reask, with_budget
 from evalkit.grading.grade import grade, needs_judge, summarize
 from evalkit.images.pipeline import ImagePipeline

@@ -165,7 +165,7 @@ def test_room_found_at_the_end_writes_every_answer(data, tmp_path, monkeypatch, 
 
 def test_a_failed_write_is_cut_back_and_kept_buffered(tmp_path, monkeypatch):
     """RunDir alone: the torn half-line is removed, the lines stay buffered, and give_up hands them back."""
-    from evalkit.core.types import Record
+    from evalkit.core.record import Record
 
     rundir = RunDir(tmp_path / "r", immediate=True)
     rundir.path.mkdir()

@@ -25,7 +25,7 @@ from cli_under_test import run_main
 from synthetic_data import draw_image, make_mcq_jsonl
 
 from evalkit.benchmarks.prepare import prepare
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.engine.resume import OLDER_REQUESTS, V010, may_hold_unmarked_v010, sort_records
 from evalkit.rundir.identity import FileHashes
 from evalkit.sim.from_bench import answer_key_for

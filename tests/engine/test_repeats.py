@@ -22,7 +22,8 @@ from synthetic_data import make_mcq_jsonl
 import evalkit.sim.machinery.serving as sim_serving
 from evalkit.ask.request_key import request_key
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import GenParams, Message, Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import GenParams, Message, Query
 from evalkit.engine.repeats import source_id, with_repeats
 from evalkit.metrics.reliability import fit_histogram
 from evalkit.metrics.repeats import (

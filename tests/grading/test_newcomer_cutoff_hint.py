@@ -9,7 +9,8 @@ cut-off answer used and above every budget it had (max_tokens sent, thinking bud
 from __future__ import annotations
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.core.types import Message, Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Message, Query
 from evalkit.grading.grade import grade, reask_budget, summarize
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from PIL import Image
 
 from evalkit.benchmarks.tdbench import TDBench
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.grading import vlmeval
 from evalkit.grading.grade import grade
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.basic import accuracy, accuracy_by, outcome, outcome_counts, usage_totals
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.moments import decompose, forward
 from evalkit.metrics.reliability import (
     binomial_hist_pmf,

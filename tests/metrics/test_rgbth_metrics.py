@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.rgbth import RGB_TXT, rgbth_metrics, significance_threshold
 
 

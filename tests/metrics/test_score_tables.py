@@ -20,7 +20,8 @@ from synthetic_data import REPO
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
 from evalkit.benchmarks.prepare import prepare
-from evalkit.core.types import Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Query
 from evalkit.grading.grade import grade
 from evalkit.metrics.analysis.scoretable import ScoreTable
 

@@ -69,7 +69,7 @@ def test_fill_template_as_one_regex_pass(template: str) -> None:
 
 
 def test_usage_totals_count_numbers_only() -> None:
-    from evalkit.core.types import Record
+    from evalkit.core.record import Record
     from evalkit.metrics.basic import usage_totals
 
     def rec(usage: dict) -> Record:
@@ -83,7 +83,7 @@ def test_usage_totals_count_numbers_only() -> None:
 def test_record_lines_are_json_dumps() -> None:
     import json
 
-    from evalkit.core.types import Record
+    from evalkit.core.record import Record
     from evalkit.rundir.layout import record_line
 
     records = [Record("q1", "q1", "q1", {"shift": 2, "lang": "中文"}, "m/é", "k", "Réponse \"B\"\n\t", "B",

@@ -184,7 +184,7 @@ def test_a_price_file_may_give_batch_rates_and_otherwise_gets_the_discount(tmp_p
 
 
 def test_records_cost_bills_batch_answers_at_the_batch_price(table):
-    from evalkit.core.types import Record
+    from evalkit.core.record import Record
     from evalkit.money.costs import records_cost
 
     price = table.lookup("openai", "gpt-4o")

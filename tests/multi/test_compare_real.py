@@ -11,7 +11,7 @@ from rgbth_common import recorded_replies, replay_replies
 from run_factory import make_run
 
 from evalkit.benchmarks.prepare import prepare
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.grading.grade import grade
 from evalkit.multi.compare import compare
 

@@ -19,7 +19,7 @@ from run_factory import LETTERS, make_run, record
 from synthetic_data import make_mcq_jsonl
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.engine.repeats import add_repeats, repeat_id
 from evalkit.multi.compare import compare
 from evalkit.rundir.layout import RunDir

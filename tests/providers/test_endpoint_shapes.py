@@ -9,7 +9,8 @@ import math
 import pytest
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.types import GenParams, Record, Usage
+from evalkit.core.record import Record
+from evalkit.core.types import GenParams, Usage
 from evalkit.money.costs import record_cost, records_cost
 from evalkit.money.pricing import load_prices
 from evalkit.providers import create_provider, parse_spec

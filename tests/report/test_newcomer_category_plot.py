@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.core.types import Message, Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Message, Query
 from evalkit.grading.grade import chance_pct, chance_per_category
 from evalkit.metrics.analysis.result import analyze
 from evalkit.report import figures

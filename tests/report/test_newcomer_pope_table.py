@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from run_factory import make_run
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.report.console import print_summary
 
 

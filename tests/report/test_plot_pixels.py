@@ -20,7 +20,8 @@ import pytest
 from PIL import Image
 
 from evalkit.benchmarks.prepare import prepare
-from evalkit.core.types import Query, Record
+from evalkit.core.record import Record
+from evalkit.core.types import Query
 from evalkit.grading.grade import chance_pct
 from evalkit.metrics.analysis.result import ModelResult, analyze
 from evalkit.report import figures

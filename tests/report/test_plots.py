@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.analysis import views
 from evalkit.metrics.analysis.result import ModelResult, analyze
 from evalkit.report import figures, plots

@@ -15,7 +15,7 @@ import time
 import pytest
 from synthetic_data import FIXTURES, REPO
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.rundir.layout import FLUSH_INTERVAL_S, RunDir, record_line
 
 V010_RECORDS = sorted((FIXTURES / "v010").glob("*/runs/*/records.jsonl"))
@@ -179,7 +179,7 @@ def test_lines_are_byte_identical_to_0_1_0():
 
 SCRIPT = textwrap.dedent("""
     import asyncio, sys
-    from evalkit.core.types import Record
+    from evalkit.core.record import Record
     from evalkit.rundir.layout import RunDir
     from evalkit.engine.stopping.shutdown import on_signals
 

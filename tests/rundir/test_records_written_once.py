@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from evalkit.benchmarks.mcq import MCQ, read_reply
-from evalkit.core.types import Parsed, Query, Record
+from evalkit.core.record import Parsed, Record
+from evalkit.core.types import Query
 from evalkit.rundir.layout import RunDir, record_line
 
 

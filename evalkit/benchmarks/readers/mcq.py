@@ -23,8 +23,9 @@ from typing import Any
 
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.readers.vlmeval_tsv import clean_cell, csv_rows, spelled_missing, streamed_rows
-from evalkit.core import data_json, read_caps
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
+from evalkit.core.text import data_json
 from evalkit.core.types import ImageRef, Item
 from evalkit.images.files import not_a_file
 

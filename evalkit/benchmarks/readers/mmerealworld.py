@@ -31,8 +31,9 @@ from typing import Any
 from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.readers.mcq import ImagePaths, load_tsv
 from evalkit.benchmarks.readers.stream_json import JsonRecord, json_records
-from evalkit.core import data_json, read_caps
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
+from evalkit.core.text import data_json
 from evalkit.core.types import Item
 from evalkit.metrics.mmerealworld import scoring_key
 

@@ -21,9 +21,10 @@ from evalkit.benchmarks.lenient import STRICT, Sink
 from evalkit.benchmarks.readers.mcq import ImagePaths, _json_options, load_tsv, option_cells
 from evalkit.benchmarks.readers.vlmeval_tsv import check_extra_cells, clean_cell, dict_reader
 from evalkit.benchmarks.tdbench_boxes import format_box, parse_gold_box, source_size
-from evalkit.core import data_json, read_caps
+from evalkit.core import read_caps
 from evalkit.core.errors import EvalkitError
 from evalkit.core.inline import inline_bytes
+from evalkit.core.text import data_json
 from evalkit.core.types import ImageRef, Item
 from evalkit.images.ops import rotate_image, to_rgb
 from evalkit.metrics.tdbench import CATEGORIES

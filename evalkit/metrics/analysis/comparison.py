@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.analysis.result import ModelResult
 from evalkit.metrics.analysis.significance import PairTest
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.analysis import views
 from evalkit.metrics.analysis.scoretable import ScoreTable
 from evalkit.metrics.analysis.significance import Interval, bootstrap_ci

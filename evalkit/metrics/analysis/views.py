@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.core.types import Record
+from evalkit.core.record import Record
 from evalkit.metrics.analysis.significance import bootstrap_weights, wilson
 from evalkit.metrics.reliability import reliability_summary
 
