@@ -46,7 +46,6 @@ class JsonRecord:
     offset: int  # byte offset of its "{"
     fields: dict[str, Any]  # every field but the image string
     image: ImageRef | None  # the image string's span (None: no image field, or not a string)
-    end: int = -1  # byte offset just past its "}" (the record is bytes offset..end)
 
 
 class _Window:
@@ -183,8 +182,8 @@ def json_records(path: Path, image: str = "image") -> Iterator[JsonRecord]:
     the file cannot be read past it)."""
     saved, builder = open_saved(path, "json", image)
     if saved is not None:  # the index made by an earlier read of this very file: the file is not read
-        for number, at, end, fields, span in saved["rows"]:
-            yield JsonRecord(number, at, fields, None if span is None else ImageRef.from_span(str(path), *span), end)
+        for number, at, _end, fields, span in saved["rows"]:
+            yield JsonRecord(number, at, fields, None if span is None else ImageRef.from_span(str(path), *span))
         return
     number = 0
     try:
@@ -206,9 +205,8 @@ def json_records(path: Path, image: str = "image") -> Iterator[JsonRecord]:
                 while True:
                     number += 1
                     rec = _record(w, number, path, image)
-                    rec = JsonRecord(rec.number, rec.offset, rec.fields, rec.image, w.offset())
-                    if builder is not None:
-                        builder.add([rec.number, rec.offset, rec.end, rec.fields,
+                    if builder is not None:  # the index keeps the record's end too: bytes offset..end
+                        builder.add([rec.number, rec.offset, w.offset(), rec.fields,
                                      None if rec.image is None else list(rec.image.span()[1:])])
                     yield rec
                     if w.expect(b",]") == ord("]"):
