@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from evalkit.core.types import ImageRef
+
 INDEX_VERSION = 1
 LOCAL_FOLDER = "data-index"  # in the cache folder, beside file-hashes.json
 SUFFIX = ".idx"
@@ -123,12 +125,13 @@ def open_saved(path: Path, kind: str, image: str) -> tuple[dict[str, Any] | None
         st = os.stat(path)
     except OSError:
         return None, None  # the reader says why it cannot read the file
-    body = _load(ix, where, path, kind, image, _stamp(st), recorded)
+    stamp = _stamp(st)
+    body = _load(ix, where, path, kind, image, stamp, recorded)
     if body is not None:
         ix.used.append(str(path))
         ix.hashes[str(path)] = [st.st_size, st.st_mtime_ns, body["sha256"], st.st_ino, st.st_ctime_ns]
-        ix.places[str(path)] = (where, _stamp(st), body["sha256"])
-        for span, sha in _image_hashes(where, _stamp(st), body["sha256"]).items():
+        ix.places[str(path)] = (where, stamp, body["sha256"])
+        for span, sha in _image_hashes(where, stamp, body["sha256"]).items():
             ix.image_hashes[f"{path}\0{span.replace(':', chr(0))}"] = sha
         return body, None
     return None, Builder(ix, where, path, kind, image, recorded)
@@ -290,14 +293,17 @@ def keep_image_hashes(ix: Indexing, computed: Mapping[str, str]) -> None:
         return
     by_file: dict[str, dict[str, str]] = {}
     for value, sha in computed.items():
-        path, start, end = value.rsplit("\0", 2)
+        path, start, end = ImageRef("span", value).span()
         by_file.setdefault(path, {})[f"{start}:{end}"] = sha
     for path, spans in by_file.items():
         place = ix.places.get(path)
         if place is None:
             continue
         where, stamp, file_sha = place
-        merged = {**_image_hashes(where, stamp, file_sha), **spans}
+        kept = _image_hashes(where, stamp, file_sha)
+        if spans.items() <= kept.items():
+            continue  # nothing new (a resume, a cached run): the file stays as it is
+        merged = {**kept, **spans}
         target = _images_path(where)
         with contextlib.suppress(OSError):
             tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
