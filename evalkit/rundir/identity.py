@@ -135,7 +135,7 @@ class FileHashes:
         """Hashes made elsewhere (the data's saved index hashed each file as it read it), in the memo's
         form: path -> [size, mtime_ns, sha256, inode, ctime_ns]; kept as if this memo had made them."""
         for path, entry in entries.items():
-            if len(entry) == 5 and self._memo.get(path) != list(entry):
+            if self._memo.get(path) != list(entry):
                 self._memo[path] = list(entry)
                 self._dirty = True
 
