@@ -18,6 +18,7 @@ from evalkit.benchmarks.run_settings import RunSettings
 from evalkit.core.errors import EvalkitError
 from evalkit.core.files import IMAGE_SUFFIXES
 from evalkit.core.resources import dataset_path
+from evalkit.core.settings import RunConfig
 from evalkit.data.registry import sources_for
 from evalkit.data.source import DataSource, is_hub
 from evalkit.providers import ProviderSpec
@@ -184,7 +185,7 @@ def index_places(run_dir: Path, cache_dir: str | None, env: Mapping[str, str]) -
     except (OSError, ValueError):
         pass
     candidates = [c for c in (cache_dir, recorded if isinstance(recorded, str) else None,
-                              env.get("EVALKIT_CACHE_DIR") or "cache") if c]
+                              RunConfig().cache_path(env)) if c]
     folders: list[Path] = []
     for c in candidates:
         path = Path(c).expanduser()
