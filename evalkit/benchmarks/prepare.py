@@ -15,8 +15,7 @@ from typing import Any, NamedTuple
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.benchmarks.base import Benchmark
-from evalkit.benchmarks.readers.saved_index import Indexing, indexing
-from evalkit.benchmarks.readers.saved_index import disabled as index_off
+from evalkit.benchmarks.readers.saved_index import Indexing, indexing, indexing_of
 from evalkit.core.errors import EvalkitError
 from evalkit.core.shard import parse_shard
 from evalkit.core.types import Item, Query
@@ -139,8 +138,7 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
             opts[key] = value
     data = resolved.path
     images = resolve_images(opts.get("images"))
-    ix = None if index_off(os.environ if env is None else env) else Indexing(index_dir, resolved.indexes, index_write,
-                                                                         also=index_also)
+    ix = indexing_of(os.environ if env is None else env, index_dir, resolved.indexes, index_write, index_also)
     with indexing(ix):
         items = bench.load(data, images, opts)
     if not opts.get("allow_outside_images"):  # folders the user named: the data's, --images, --translated-images

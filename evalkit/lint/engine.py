@@ -89,8 +89,7 @@ def lint_data(bench_name: str, data: str | Path | None, image_dir: str | Path | 
     from evalkit.benchmarks import get_benchmark
     from evalkit.benchmarks.prepare import resolve_data, resolve_images
     from evalkit.benchmarks.readers.saved_index import LOCAL_FOLDER as INDEX_FOLDER
-    from evalkit.benchmarks.readers.saved_index import Indexing, indexing
-    from evalkit.benchmarks.readers.saved_index import disabled as index_off
+    from evalkit.benchmarks.readers.saved_index import indexing, indexing_of
     from evalkit.lint.cache import data_key, load_result, result_key, store_result
 
     bench = get_benchmark(bench_name)
@@ -99,8 +98,7 @@ def lint_data(bench_name: str, data: str | Path | None, image_dir: str | Path | 
     folder = resolve_images(image_dir or resolved.option_defaults.get("images"))
     # a big data file's saved index (the run's, or made now): the questions without reading the file again,
     # and a stored result below found after reading the index alone; the image checks read each image once
-    ix = None if index_off(os.environ) else Indexing(None if cache_dir is None else Path(cache_dir) / INDEX_FOLDER,
-                                                     resolved.indexes)
+    ix = indexing_of(os.environ, None if cache_dir is None else Path(cache_dir) / INDEX_FOLDER, resolved.indexes)
     with indexing(ix):
         loaded = bench.load_lenient(path, folder, dict(options or {}))
     key = result_key(bench.name, data_key(path, loaded.items), [it.id for it in loaded.items])

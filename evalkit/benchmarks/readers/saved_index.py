@@ -42,10 +42,6 @@ SUFFIX = ".idx"
 ENV_SWITCH = "EVALKIT_DATA_INDEX"  # "0" / "off": no index read or written
 
 
-def disabled(env: Mapping[str, str]) -> bool:
-    return (env.get(ENV_SWITCH) or "").strip().lower() in ("0", "off", "no", "false")
-
-
 @dataclass
 class Indexing:
     """Where one load keeps the indexes of the files it reads, and what it learned doing so.
@@ -84,6 +80,14 @@ class Indexing:
             return None
         name = _name(kind, image, f"path:{os.path.abspath(path)}")
         return next((f / name for f in folders if (f / name).is_file()), folders[0] / name), None
+
+
+def indexing_of(env: Mapping[str, str], folder: Path | None, recorded: Mapping[str, tuple[str, Path]],
+                write: bool = True, also: tuple[Path, ...] = ()) -> Indexing | None:
+    """The Indexing of one load (its fields above); None where EVALKIT_DATA_INDEX turns indexes off."""
+    if (env.get(ENV_SWITCH) or "").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    return Indexing(folder, recorded, write, also=also)
 
 
 def _name(kind: str, image: str, key: str) -> str:
