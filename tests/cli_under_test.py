@@ -92,6 +92,25 @@ def start_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env, cwd=cwd)
 
 
+def run_counting_reads(args: Sequence[str], cwd: str | Path, env: Mapping[str, str] | None = None, *,
+                       stdout: bool = False) -> tuple[int, str, int]:
+    """`evalkit ARGS` in a child process of its own (never the zygote's), without this process's EVALKIT_*
+    variables: (exit code, its stderr, or its stdout with `stdout`, the bytes it read: /proc/PID/io's rchar,
+    read after it exited and before it is reaped). For the tests that count what a command reads."""
+    pipe, null = subprocess.PIPE, subprocess.DEVNULL
+    child = subprocess.Popen([sys.executable, "-c", _MAIN, *map(str, args)], cwd=cwd,
+                             env=_child_env(env, ("EVALKIT_",)), stdout=pipe if stdout else null,
+                             stderr=null if stdout else pipe, text=True)
+    stream = child.stdout if stdout else child.stderr
+    assert stream is not None
+    text = stream.read()  # drained as it runs (a full pipe would stall it); ends when the child exits
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its /proc entry stays
+    with open(f"/proc/{child.pid}/io", encoding="ascii") as fh:
+        rchar = int(dict(line.split(": ") for line in fh.read().splitlines())["rchar"])
+    child.wait()
+    return child.returncode, text, rchar
+
+
 def run_main(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
              plots: bool = False) -> subprocess.CompletedProcess[str]:
     """`evalkit ARGS` as run_cli runs it, but in this process: `evalkit.cli.main(ARGS)` with the environment

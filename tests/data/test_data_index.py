@@ -17,12 +17,10 @@ import io
 import json
 import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_under_test import run_main
+from cli_under_test import run_counting_reads, run_main
 from hub_standin import HubStandin
 from PIL import Image, ImageDraw
 
@@ -87,17 +85,7 @@ def write_tsv(path: Path, rows: int, image_bytes: int, answer_shift: int = 0) ->
 
 def evalkit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, int]:
     """`evalkit ARGS` in a child process: (exit code, stderr, bytes it read)."""
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALKIT_")}
-    child = subprocess.Popen([sys.executable, "-m", "evalkit.cli", *args, "--no-progress", "--no-plots"],
-                             cwd=cwd, env={**child_env, **(env or {})}, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
-    assert child.stderr is not None
-    err = child.stderr.read()  # drained as it runs (a full pipe would stall it); ends when the child exits
-    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its /proc entry stays
-    with open(f"/proc/{child.pid}/io", encoding="ascii") as fh:
-        rchar = int(dict(line.split(": ") for line in fh.read().splitlines())["rchar"])
-    child.wait()
-    return child.returncode, err, rchar
+    return run_counting_reads([*args, "--no-progress", "--no-plots"], cwd, env)
 
 
 def here(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_under_test import run_counting_reads
 from synthetic_data import padded_jpeg
 
 from evalkit.sim.server import SimConfig, SimThread
@@ -43,17 +44,9 @@ def write_tsv(path: Path, rows: int, image_bytes: int) -> int:
 
 def lint(cwd: Path, data: Path, cache: str, env: dict[str, str] | None = None) -> tuple[int, dict, int]:
     """`evalkit lint mme-realworld --json`: (exit code, the findings, bytes read)."""
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALKIT_")}
-    child = subprocess.Popen([sys.executable, "-m", "evalkit.cli", "lint", "mme-realworld", "--data", str(data),
-                              "--cache-dir", cache, "--json"], cwd=cwd, env={**child_env, **(env or {})},
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert child.stdout is not None
-    out = child.stdout.read()
-    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its /proc entry stays
-    with open(f"/proc/{child.pid}/io", encoding="ascii") as fh:
-        rchar = int(dict(line.split(": ") for line in fh.read().splitlines())["rchar"])
-    child.wait()
-    return child.returncode, json.loads(out), rchar
+    code, out, rchar = run_counting_reads(["lint", "mme-realworld", "--data", str(data), "--cache-dir", cache, "--json"],
+                                          cwd, env, stdout=True)
+    return code, json.loads(out), rchar
 
 
 def findings(report: dict) -> list:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_under_test import run_counting_reads as evalkit
 from synthetic_data import padded_jpeg
 
 from evalkit.sim.server import SimConfig, SimThread
@@ -39,20 +37,6 @@ def write_tsv(path: Path, rows: int, image_bytes: int) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(lines), encoding="utf-8")
     return path.stat().st_size
-
-
-def evalkit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, int]:
-    """`evalkit ARGS` in a child process: (exit code, stderr, bytes it read)."""
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALKIT_")}
-    child = subprocess.Popen([sys.executable, "-m", "evalkit.cli", *args], cwd=cwd, env={**child_env, **(env or {})},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert child.stderr is not None
-    err = child.stderr.read()  # drained as it runs; ends when the child exits
-    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its /proc entry stays
-    with open(f"/proc/{child.pid}/io", encoding="ascii") as fh:
-        rchar = int(dict(line.split(": ") for line in fh.read().splitlines())["rchar"])
-    child.wait()
-    return child.returncode, err, rchar
 
 
 def outputs(run: Path) -> dict[str, object]:
