@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 import os
-import random
 from pathlib import Path
 
 import pytest
 from cli_under_test import run_counting_reads, run_main
 from hub_standin import HubStandin
-from PIL import Image, ImageDraw
+from synthetic_data import padded_jpeg
 
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -30,22 +28,6 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="need
 
 CATEGORIES = [("Perception/OCR with Complex Context", "license"), ("Reasoning/Remote Sensing", "position"),
               ("Perception/Monitoring", "Person/attribute/color")]
-
-
-def jpeg(row: int, size: int) -> bytes:
-    """A small JPEG padded with comment segments to about `size` bytes, distinct per row."""
-    rng = random.Random(row)
-    img = Image.new("RGB", (64, 48), tuple(rng.randrange(256) for _ in range(3)))
-    ImageDraw.Draw(img).ellipse((8, 8, 8 + rng.randrange(8, 30), 8 + rng.randrange(8, 30)), fill=(255, 0, 0))
-    buf = io.BytesIO()
-    img.save(buf, "JPEG", quality=80)
-    raw = buf.getvalue()
-    segments, need = [], max(0, size - len(raw))
-    while need > 4:
-        n = min(65533, need - 4)
-        segments.append(b"\xff\xfe" + (n + 2).to_bytes(2, "big") + rng.randbytes(n))
-        need -= n + 4
-    return raw[:2] + b"".join(segments) + raw[2:]
 
 
 def record(i: int, answer_shift: int = 0) -> dict:
@@ -61,7 +43,7 @@ def write_parts(folder: Path, rows: int, image_bytes: int) -> dict[str, int]:
     part.parent.mkdir(parents=True)
     texts = []
     for i in range(rows):
-        b64 = base64.b64encode(jpeg(i, image_bytes)).decode()
+        b64 = base64.b64encode(padded_jpeg(i, image_bytes)).decode()
         text = json.dumps(record(i))
         texts.append(text[:1] + f'"image": "{b64}", ' + text[1:])
     part.write_text("[\n" + ",\n".join(texts) + "\n]\n", encoding="utf-8")
@@ -70,7 +52,7 @@ def write_parts(folder: Path, rows: int, image_bytes: int) -> dict[str, int]:
 
 def tsv_line(i: int, image_bytes: int, answer_shift: int = 0) -> str:
     r = record(i, answer_shift)
-    b64 = base64.b64encode(jpeg(i, image_bytes)).decode()
+    b64 = base64.b64encode(padded_jpeg(i, image_bytes)).decode()
     options = [o.split(") ", 1)[1] for o in r["multi-choice options"]]
     return "\t".join([str(i), b64, r["question"], repr(r["multi-choice options"]), *options, r["answer"],
                       r["category"], r["l2-category"]]) + "\n"
