@@ -8,10 +8,12 @@ turn, this name is one module wherever the test file lives.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -84,6 +86,25 @@ def padded_jpeg(row: int, size: int) -> bytes:
         segments.append(b"\xff\xfe" + (n + 2).to_bytes(2, "big") + rng.randbytes(n))
         need -= n + 4
     return raw[:2] + b"".join(segments) + raw[2:]
+
+
+MME_HEAD = ["index", "image", "question", "multi-choice options", *"ABCDE", "answer", "category", "l2-category"]
+
+
+def mme_tsv(path: Path, rows: int, image_bytes: int, categories: Sequence[tuple[str, str]],
+            answer_shift: int = 0) -> int:
+    """MME-RealWorld's VLMEvalKit TSV of `rows` questions, each row's image a padded_jpeg inline in base64,
+    the (category, l2-category) pairs taken in turn; returns the file's size."""
+    lines = ["\t".join(MME_HEAD) + "\n"]
+    for i in range(rows):
+        category, l2 = categories[i % len(categories)]
+        options = [str(i + k) for k in range(5)]
+        lines.append("\t".join([str(i), base64.b64encode(padded_jpeg(i, image_bytes)).decode(), f"Question {i}?",
+                                repr([f"({x}) {o}" for x, o in zip("ABCDE", options, strict=True)]), *options,
+                                "ABCDE"[(i + answer_shift) % 5], category, l2]) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(lines), encoding="utf-8")
+    return path.stat().st_size
 
 
 def tdbench_set(folder: Path, n: int, *, seed: int = 0, size: int = 64, unique_text: bool = False,

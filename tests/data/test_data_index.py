@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from cli_under_test import run_counting_reads, run_main
 from hub_standin import HubStandin
-from synthetic_data import padded_jpeg
+from synthetic_data import mme_tsv, padded_jpeg
 
 from evalkit.sim.server import SimConfig, SimThread
 
@@ -48,21 +48,6 @@ def write_parts(folder: Path, rows: int, image_bytes: int) -> dict[str, int]:
         texts.append(text[:1] + f'"image": "{b64}", ' + text[1:])
     part.write_text("[\n" + ",\n".join(texts) + "\n]\n", encoding="utf-8")
     return {str(i): len(t) for i, t in enumerate(texts)}
-
-
-def tsv_line(i: int, image_bytes: int, answer_shift: int = 0) -> str:
-    r = record(i, answer_shift)
-    b64 = base64.b64encode(padded_jpeg(i, image_bytes)).decode()
-    options = [o.split(") ", 1)[1] for o in r["multi-choice options"]]
-    return "\t".join([str(i), b64, r["question"], repr(r["multi-choice options"]), *options, r["answer"],
-                      r["category"], r["l2-category"]]) + "\n"
-
-
-def write_tsv(path: Path, rows: int, image_bytes: int, answer_shift: int = 0) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    head = "\t".join(["index", "image", "question", "multi-choice options", *"ABCDE", "answer", "category",
-                      "l2-category"]) + "\n"
-    path.write_text(head + "".join(tsv_line(i, image_bytes, answer_shift) for i in range(rows)), encoding="utf-8")
 
 
 def evalkit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, int]:
@@ -166,12 +151,12 @@ def test_answers_found_again_read_no_image(tmp_path, sim):
 
 def test_a_file_rewritten_with_the_same_size_is_read_again(tmp_path, sim):
     data = tmp_path / "data" / "mme.tsv"
-    write_tsv(data, rows=30, image_bytes=20_000)
+    mme_tsv(data, rows=30, image_bytes=20_000, categories=CATEGORIES)
     cache = tmp_path / "cache"
     code, err = here(run_args(data, sim, cache, "--out", "o1"), tmp_path)
     assert code == 0, err
     before = data.stat()
-    write_tsv(data, rows=30, image_bytes=20_000, answer_shift=1)  # other gold letters, same size
+    mme_tsv(data, rows=30, image_bytes=20_000, categories=CATEGORIES, answer_shift=1)  # other gold letters, same size
     os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns + 5_000_000_000))
     assert data.stat().st_size == before.st_size
     code, err = here(run_args(data, sim, cache, "--out", "o2"), tmp_path)
@@ -187,7 +172,7 @@ def test_a_file_rewritten_with_the_same_size_is_read_again(tmp_path, sim):
 
 def test_a_damaged_index_is_rebuilt_with_a_note(tmp_path, sim):
     data = tmp_path / "data" / "mme.tsv"
-    write_tsv(data, rows=20, image_bytes=20_000)
+    mme_tsv(data, rows=20, image_bytes=20_000, categories=CATEGORIES)
     cache = tmp_path / "cache"
     code, err = here(run_args(data, sim, cache, "--out", "o1"), tmp_path)
     assert code == 0, err

@@ -10,7 +10,6 @@ file runs on 0.3.0.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -19,28 +18,11 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_counting_reads
-from synthetic_data import padded_jpeg
+from synthetic_data import mme_tsv
 
 from evalkit.sim.server import SimConfig, SimThread
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs /proc/<pid>/io")
-
-HEAD = ["index", "image", "question", "multi-choice options", *"ABCDE", "answer", "category", "l2-category"]
-
-
-def write_tsv(path: Path, rows: int, image_bytes: int) -> int:
-    """MME-RealWorld's VLMEvalKit TSV, each row's image inline in base64; returns the file's size."""
-    lines = ["\t".join(HEAD) + "\n"]
-    for i in range(rows):
-        q = i
-        options = [str(q + k) for k in range(5)]
-        lines.append("\t".join([str(i), base64.b64encode(padded_jpeg(i, image_bytes)).decode(), f"Question {q}?",
-                                repr([f"({x}) {o}" for x, o in zip("ABCDE", options, strict=True)]), *options,
-                                "ABCDE"[q % 5], "Perception/Monitoring", "Person/attribute/color"]) + "\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(lines), encoding="utf-8")
-    return path.stat().st_size
-
 
 def lint(cwd: Path, data: Path, cache: str, env: dict[str, str] | None = None) -> tuple[int, dict, int]:
     """`evalkit lint mme-realworld --json`: (exit code, the findings, bytes read)."""
@@ -55,7 +37,7 @@ def findings(report: dict) -> list:
 
 def test_lint_of_an_indexed_file_reads_it_once_then_not_at_all(tmp_path):
     data = tmp_path / "data" / "mme.tsv"
-    size = write_tsv(data, rows=50, image_bytes=700_000)
+    size = mme_tsv(data, rows=50, image_bytes=700_000, categories=[("Perception/Monitoring", "Person/attribute/color")])
     assert 40e6 < size < 60e6
     with SimThread(SimConfig()) as sim:  # a run (on two questions) reads the file once and indexes it
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALKIT_")}

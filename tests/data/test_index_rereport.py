@@ -9,34 +9,18 @@ the same file runs on 0.3.0.
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
 import pytest
 from cli_under_test import run_counting_reads as evalkit
-from synthetic_data import padded_jpeg
+from synthetic_data import mme_tsv
 
 from evalkit.sim.server import SimConfig, SimThread
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs /proc/<pid>/io")
 
-HEAD = ["index", "image", "question", "multi-choice options", *"ABCDE", "answer", "category", "l2-category"]
 CATEGORIES = [("Perception/OCR with Complex Context", "license"), ("Reasoning/Remote Sensing", "position")]
-
-
-def write_tsv(path: Path, rows: int, image_bytes: int) -> int:
-    """MME-RealWorld's VLMEvalKit TSV, each row's image inline in base64; returns the file's size."""
-    lines = ["\t".join(HEAD) + "\n"]
-    for i in range(rows):
-        category, l2 = CATEGORIES[i % len(CATEGORIES)]
-        options = [str(i + k) for k in range(5)]
-        lines.append("\t".join([str(i), base64.b64encode(padded_jpeg(i, image_bytes)).decode(), f"Question {i}?",
-                                repr([f"({x}) {o}" for x, o in zip("ABCDE", options, strict=True)]), *options,
-                                "ABCDE"[i % 5], category, l2]) + "\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(lines), encoding="utf-8")
-    return path.stat().st_size
 
 
 def outputs(run: Path) -> dict[str, object]:
@@ -50,7 +34,7 @@ def big_run(tmp_path_factory):
     """One run over a ~50 MB base64 TSV, its cache folder named relative to where it ran."""
     root = tmp_path_factory.mktemp("rereport")
     data = root / "data" / "mme.tsv"
-    size = write_tsv(data, rows=60, image_bytes=620_000)
+    size = mme_tsv(data, rows=60, image_bytes=620_000, categories=CATEGORIES)
     assert 40e6 < size < 60e6
     with SimThread(SimConfig()) as sim:
         code, err, _ = evalkit(["run", "mme-realworld", "--data", str(data), "--model", "vllm/sim-model",
