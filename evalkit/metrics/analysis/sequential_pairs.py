@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from evalkit.metrics.analysis import significance
+
 if TYPE_CHECKING:  # numpy is imported where it is used: `import evalkit` stays light
     import numpy as np
 
@@ -184,15 +186,9 @@ class PairState:
 
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
-    """Holm's step-down over pairs: which are rejected at family-wise level α, in the input order.
+    """Holm's step-down over pairs (significance.holm's adjusted p-values): which are rejected at
+    family-wise level α, in the input order.
 
     With anytime p-values (1 / max wealth, non-increasing) the rejections hold at any stopping time.
     """
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    rejected = [False] * len(p_values)
-    m = len(p_values)
-    for rank, i in enumerate(order):
-        if p_values[i] > alpha / (m - rank):
-            break
-        rejected[i] = True
-    return rejected
+    return [p <= alpha for p in significance.holm(p_values)]
