@@ -110,9 +110,8 @@ class RunProgress:
         status = self.status() if self.status is not None else None
         if status:
             out.append(Field(status, 2))
-        retries = self.counters.retries if self.counters is not None else 0
-        limited = self.counters.rate_limited if self.counters is not None else 0
-        refused = getattr(self.counters, "capacity_refused", 0) if self.counters is not None else 0
+        c = self.counters
+        retries, limited, refused = (c.retries, c.rate_limited, c.capacity_refused) if c is not None else (0, 0, 0)
         apart = f", {self.tier or 'tier'} refused {refused:,}" if refused else ""  # not the account's 429s
         out.append(Field(f"errors {self.errors:,} · retries {retries:,} (429: {limited:,}{apart})", 4))
         spent = self.spent() if self.spent is not None else None

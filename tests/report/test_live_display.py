@@ -35,6 +35,7 @@ class Clock:
 class Stats:
     retries = 12
     rate_limited = 5
+    capacity_refused = 0
 
 
 def _outcome(cached: bool = False) -> Outcome:
