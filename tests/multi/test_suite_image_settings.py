@@ -1,38 +1,21 @@
 """A --suite file's [[models]] take `detail` and `media_resolution`, as the flags do: the same model listed
 twice, once at `detail = "low"` and once without, is two runs in two run directories, and only the first
-sends its images at low detail. A model with no such setting is one line naming the entry, exit 2.
-Self-contained (the same file runs on 0.3.0)."""
+sends its images at low detail. A model with no such setting is one line naming the entry, exit 2."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-from PIL import Image
+from cli_under_test import run_cli
+from synthetic_data import colour_questions
 
 from evalkit.sim.server import SimConfig, SimThread
 
 
-def mcq(folder: Path, n: int) -> Path:
-    """n four-option questions, each on its own picture, in evalkit's JSONL MCQ form."""
-    (folder / "images").mkdir(parents=True)
-    lines = []
-    for i in range(n):
-        Image.new("RGB", (64, 48), (40 * i % 256, 90, 200)).save(folder / "images" / f"{i}.png")
-        lines.append(json.dumps({"id": f"q{i}", "image": f"images/{i}.png", "question": f"Question {i}?",
-                                 "options": {"A": "red", "B": "green", "C": "blue", "D": "grey"},
-                                 "answer": "ABCD"[i % 4], "category": "colour"}) + "\n")
-    (folder / "data.jsonl").write_text("".join(lines), encoding="utf-8")
-    return folder / "data.jsonl"
-
-
 def evalkit(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALKIT_")}
-    return subprocess.run([sys.executable, "-m", "evalkit.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return run_cli(args, cwd=cwd, timeout=300, without=("EVALKIT_",))
 
 
 def details(sim: SimThread) -> list[tuple]:
@@ -41,7 +24,7 @@ def details(sim: SimThread) -> list[tuple]:
 
 
 def test_the_same_model_with_and_without_detail_is_two_runs(tmp_path):
-    data = mcq(tmp_path / "d", 4)
+    data = colour_questions(tmp_path / "d", 4)
     with SimThread(SimConfig()) as low, SimThread(SimConfig()) as default:
         suite = tmp_path / "suite.toml"
         suite.write_text(f'''
@@ -76,7 +59,7 @@ base_url = "{default.url}"
 
 
 def test_a_model_without_the_setting_is_one_line_naming_the_entry(tmp_path):
-    data = mcq(tmp_path / "d", 1)
+    data = colour_questions(tmp_path / "d", 1)
     suite = tmp_path / "suite.toml"
     suite.write_text(f'[[benchmarks]]\nname = "mcq"\ndata = "{data}"\n\n[[models]]\nspec = "openai/gpt-4o"\n\n'
                      f'[[models]]\nspec = "anthropic/claude-sonnet-4-5"\nmedia_resolution = "low"\n', encoding="utf-8")
