@@ -116,6 +116,11 @@ def advance(state: StratumState, x: Any, size: int, alpha: float,
     return low, high, new
 
 
+def _scalars(state: StratumState) -> StratumState:
+    """The one run of `advance`'s state (arrays of length 1) as plain floats."""
+    return StratumState(**{k: float(getattr(state, k)[0]) for k in state.__dataclass_fields__})
+
+
 def _check(size: int, alpha: float) -> None:
     if size < 1:
         raise ValueError(f"a stratum needs at least one item, got size {size}")
@@ -156,7 +161,7 @@ class ConfSeq:
         states = dict(self.states or {})
         old = states.get(stratum, StratumState())
         _, _, new = advance(old, [[float(x)]], int(self.sizes[stratum]), self._alpha_h, self.target)
-        states[stratum] = StratumState(**{k: float(getattr(new, k)[0]) for k in new.__dataclass_fields__})
+        states[stratum] = _scalars(new)
         return replace(self, states=states)
 
     def stratum_interval(self, stratum: str) -> tuple[float, float]:
@@ -195,5 +200,5 @@ def interval(observations_by_stratum: Mapping[str, Sequence[float]], sizes_by_st
             raise ValueError(f"outcomes must be in [0, 1] (stratum {name!r})")
         _, _, st = advance(StratumState(), [list(map(float, xs))], int(sizes_by_stratum[name]), cs._alpha_h,
                           target)
-        states[name] = StratumState(**{k: float(getattr(st, k)[0]) for k in st.__dataclass_fields__})
+        states[name] = _scalars(st)
     return replace(cs, states=states).interval()
