@@ -135,8 +135,7 @@ def add_run_parser(sub: Any) -> None:
                    + "; repeat it to compare models in one command")
     p.add_argument("--suite", metavar="FILE", help="TOML file of [[benchmarks]] (name, data, images, options) and "
                    "[[models]] (spec, label, base_url, extra, reasoning_effort, detail, media_resolution, repeats) to "
-                   "run as a matrix; "
-                   "flags override its values")
+                   "run as a matrix; flags override its values")
     settings.add_arguments(p, RunConfig, skip=("model",))
 
 

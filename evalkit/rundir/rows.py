@@ -1,6 +1,7 @@
 """One row per query, as plain values: which question, which variant, which model, what it answered,
-how that was judged, the latency, tokens and cost, and who served it (the snapshot, the service tier). `RunResult.to_rows()` returns these rows; the
-keys are those of `evalkit export --to csv|jsonl`, so a notebook and an export agree."""
+how that was judged, the latency, tokens and cost, and who served it (the snapshot, the service tier).
+`RunResult.to_rows()` returns these rows; the keys are those of `evalkit export --to csv|jsonl`, so a
+notebook and an export agree."""
 
 from __future__ import annotations
 
