@@ -85,7 +85,8 @@ def test_csv_jsonl_and_to_rows_carry_the_served_tier(asked, tmp_path):
     assert {x["query_id"]: x["served_tier"] for x in result.to_rows()} == served
 
 
-def test_eee_and_mlflow_carry_the_requested_tier_and_the_answers_per_tier(asked, tmp_path, monkeypatch):
+def test_eee_and_mlflow_carry_the_requested_tier_and_the_answers_per_tier(asked, tmp_path, monkeypatch,
+                                                                             request):
     plain = json.loads(Path(export([asked("standard").out_dir], "eee", out=tmp_path / "eee-standard")[0])
                        .read_text(encoding="utf-8"))["source_metadata"]["additional_details"]
     assert "service_tier" not in plain  # a run that asked no tier: its export as before
@@ -108,7 +109,7 @@ def test_eee_and_mlflow_carry_the_requested_tier_and_the_answers_per_tier(asked,
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.chdir(tmp_path)  # mlflow keeps artifacts beside the store's working folder
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = request.getfixturevalue("mlflow_uri")  # a copy of the suite's empty store: no schema migrations here
     (run_id,) = export([result.out_dir], "mlflow", tracking_uri=uri, project="tiers")
     got = mlflow.MlflowClient(tracking_uri=uri).get_run(run_id).data
     assert got.params["service_tier"] == "priority"
