@@ -117,6 +117,10 @@ class PairState:
         self._log_up = np.zeros_like(self._grid)
         self._log_down = np.zeros_like(self._grid)
         self._max_log_cap = np.zeros_like(self._grid)
+        # the candidate means of Y and the largest bet each allows: constants of the grid, made once
+        self._m = (self._grid + 1) / 2
+        self._cap_up = _MAX_BET / np.maximum(self._m, 1e-12)
+        self._cap_down = _MAX_BET / np.maximum(1 - self._m, 1e-12)
         self._log_parts = np.array([math.log(self.design_weight / 2)] * 2
                                    + ([math.log(1 - self.design_weight)] if self.design_weight < 1 else []))
 
@@ -147,10 +151,9 @@ class PairState:
         mean_prev = (0.5 + self._sum_y) / t
         var_prev = (0.25 + self._sum_sq) / t
         lam = math.sqrt(2 * math.log(2 / _TUNE_ALPHA) / (var_prev * t * math.log(t + 1)))
-        m = (self._grid + 1) / 2
-        with np.errstate(divide="ignore"):
-            lam_up = np.minimum(lam, _MAX_BET / np.maximum(m, 1e-12))
-            lam_down = np.minimum(lam, _MAX_BET / np.maximum(1 - m, 1e-12))
+        m = self._m
+        lam_up = np.minimum(lam, self._cap_up)
+        lam_down = np.minimum(lam, self._cap_down)
         self._log_up += np.log1p(lam_up * (y - m))
         self._log_down += np.log1p(-lam_down * (y - m))
         log_cap = np.logaddexp(self._log_up, self._log_down) - math.log(2)
