@@ -1,6 +1,6 @@
 """Simulation harness for the stopping rule "stop once the 95 % half-width is at most W points".
 
-Shared by tests/metrics/test_confseq_coverage.py and bench/confseq_stopping.py.
+Used by tests/metrics/test_confseq_coverage.py (there is no bench/confseq_stopping.py yet).
 """
 
 from __future__ import annotations
