@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 from cli_under_test import run_counting_reads, run_main
-from hub_standin import HubStandin
 from synthetic_data import mme_tsv, padded_jpeg
 
 from evalkit.sim.server import SimConfig, SimThread
@@ -192,19 +191,11 @@ def test_a_damaged_index_is_rebuilt_with_a_note(tmp_path, sim):
 REPO = "test-owner/mme-base64"
 
 
-@pytest.fixture
-def hub_here(monkeypatch, tmp_path):
-    with HubStandin() as standin:
-        standin.activate(monkeypatch, tmp_path / "hf")
-        monkeypatch.chdir(tmp_path)
-        yield standin
-
-
-def test_a_hub_source_keeps_its_index_beside_the_hub_cache(tmp_path, sim, hub_here):
+def test_a_hub_source_keeps_its_index_beside_the_hub_cache(tmp_path, sim, hub):
     sizes = write_parts(tmp_path / "src", rows=160, image_bytes=400_000)
     size = sum(sizes.values())
     name = "MME-RealWorld/MME_RealWorld_base64_0.json"
-    hub_here.add_commit(REPO, {name: (tmp_path / "src" / name).read_bytes()}, lfs=[name])
+    hub.add_commit(REPO, {name: (tmp_path / "src" / name).read_bytes()}, lfs=[name])
     code, err, first = evalkit(run_args(f"hf://{REPO}", sim, tmp_path / "c1", "--limit", "2", "--out", "o1"), tmp_path)
     assert code == 0, err
     # another cache folder: neither its file-hash memo nor its lint helps; the index beside the Hub cache does
