@@ -140,12 +140,11 @@ class GeminiDialect:
     name = "gemini"
     routes = (ROUTE,)
     overloaded_status = 503
-    tier_field = "serviceTier"  # the SDK's spelling; REST clients write service_tier (both read: asked_tier)
     capacity_status = 503  # a flex request shed: UNAVAILABLE (evalkit.sim.machinery.tier_faults)
 
     def asked_tier(self, body: Any, request: web.Request) -> str | None:
-        """The tier a generateContent body asks for (`serviceTier` or `service_tier`, any case); None for none
-        or UNSPECIFIED (the default: standard)."""
+        """The tier a generateContent body asks for (`serviceTier`, the SDK's spelling, or `service_tier`, REST
+        clients', any case); None for none or UNSPECIFIED (the default: standard)."""
         value = _pick(body, "serviceTier", "service_tier") if isinstance(body, dict) else None
         tier = value.lower() if isinstance(value, str) else None
         return None if tier in (None, "", "unspecified") else tier

@@ -19,7 +19,7 @@ from evalkit.sim.machinery.image_cost import server_request_image_tokens
 from evalkit.sim.machinery.inject import roll_fault
 from evalkit.sim.machinery.state import STATE, SimState
 from evalkit.sim.machinery.tier_faults import CAPACITY_MESSAGE, capacity_refused, downgraded
-from evalkit.sim.machinery.tiers import requested_tier, tier_refusal
+from evalkit.sim.machinery.tiers import tier_refusal
 from evalkit.sim.machinery.wire import BadRequest, SimUsage, shape_reply
 from evalkit.sim.model import sampling_of, server_estimate_tokens
 from evalkit.sim.thinking import think, think_length, thinking_style
@@ -65,9 +65,9 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     if config.strict_model and req.model != config.served_model_name:
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
-    if getattr(dialect, "tier_field", None):  # a dialect whose requests name a service tier
-        asked = getattr(dialect, "asked_tier", None)  # one that names it elsewhere than the body's field
-        req = replace(req, service_tier=asked(body, request) if asked else requested_tier(body, dialect.tier_field))
+    asked = getattr(dialect, "asked_tier", None)  # a dialect whose requests name a service tier: where it reads it
+    if asked is not None:
+        req = replace(req, service_tier=asked(body, request))
         nth = counters.tier_asked(req.service_tier)
         refused = tier_refusal(config.tiers, req.model, req.service_tier)
         if refused is not None:

@@ -55,9 +55,8 @@ class VertexGeminiDialect(GeminiDialect):
 
     name = "vertex-gemini"
     routes = (GEMINI_ROUTE,)
-    tier_field = "header"  # Vertex names a tier in a header of its own (asked_tier); the reply in trafficType
-
     def asked_tier(self, body: Any, request: web.Request) -> str | None:
+        """Vertex names a tier in a header of its own (the reply in trafficType)."""
         value = request.headers.get(TIER_HEADER)
         return value.lower() if value else None
 
