@@ -155,6 +155,11 @@ class GeminiDialect:
         priority request over its limit says standard: ai.google.dev/gemini-api/docs/priority-inference)."""
         return None if req.service_tier is None else {TIER_HEADER: req.service_tier}
 
+    @staticmethod
+    def tier_usage(req: ParsedRequest) -> dict[str, str]:
+        """What usageMetadata says of the tier served: nothing on the Gemini API (its header says it)."""
+        return {}
+
     def parse(self, body: Any, request: web.Request) -> GeminiRequest:
         if not isinstance(body, dict):
             raise BadRequest("request body must be a JSON object")
@@ -244,6 +249,7 @@ class GeminiDialect:
             meta["cachedContentTokenCount"] = usage.cached_input_tokens
         if thought_tokens:
             meta["thoughtsTokenCount"] = thought_tokens
+        meta.update(self.tier_usage(req))
         # a reply cut off with its thoughts hidden has no parts at all, as the real API sends it
         candidate = {"content": {"role": "model", "parts": parts} if parts or thought is None else {"role": "model"},
                      "finishReason": "MAX_TOKENS" if finish == "length" else "STOP", "index": 0}
