@@ -37,7 +37,7 @@ from pathlib import Path
 from evalkit.core.tiers import STANDARD
 from evalkit.core.types import Usage
 from evalkit.money.price_file import read_price_file
-from evalkit.providers.registry import find, price_key, vendor_of
+from evalkit.providers.registry import find, price_key, tiers_of, vendor_of
 
 # A name followed by one of these is a snapshot of the same model (same price); anything else
 # ("-mini", "-nano", "-pro", "-audio-preview", "-lite", "-5" in "claude-opus-4-5") is a
@@ -68,8 +68,7 @@ class Price:
         if own is not None:
             return replace(self, input_per_m=own[1], cached_input_per_m=own[2], output_per_m=own[3],
                            note=self._noted(f"{tier} price"))
-        record = find(self.provider)
-        tiers = record.tiers if record is not None else None
+        tiers = tiers_of(self.provider)
         if tiers is None:
             return None
         if tier in tiers.batch_priced:
