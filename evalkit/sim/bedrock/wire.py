@@ -23,7 +23,7 @@ from aiohttp import web
 
 from evalkit.sim.anthropic import AnthropicDialect, AnthropicRequest
 from evalkit.sim.machinery.aws_shapes import aws_error
-from evalkit.sim.machinery.tiers import requested_tier, served_value
+from evalkit.sim.machinery.tiers import header_tier, requested_tier, served_value
 from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, SimUsage
 
 if TYPE_CHECKING:
@@ -169,8 +169,7 @@ class BedrockClaudeDialect(AnthropicDialect):
 
     def asked_tier(self, body: Any, request: web.Request) -> str | None:
         """InvokeModel names the tier in a header, and the tier served in the reply's header of the same name."""
-        value = request.headers.get(TIER_HEADER)
-        return value.lower() if value else None
+        return header_tier(request, TIER_HEADER)
 
     def ok(self, state: SimState, req: Any, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:

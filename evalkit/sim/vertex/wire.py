@@ -20,6 +20,7 @@ from aiohttp import web
 
 from evalkit.sim.anthropic import AnthropicDialect, AnthropicRequest
 from evalkit.sim.gemini import GeminiDialect
+from evalkit.sim.machinery.tiers import header_tier
 from evalkit.sim.machinery.wire import BadRequest, ParsedRequest
 
 _PLACE = "/projects/{project}/locations/{location}/publishers"
@@ -53,8 +54,7 @@ class VertexGeminiDialect(GeminiDialect):
 
     def asked_tier(self, body: Any, request: web.Request) -> str | None:
         """Vertex names a tier in a header of its own (the reply in trafficType)."""
-        value = request.headers.get(TIER_HEADER)
-        return value.lower() if value else None
+        return header_tier(request, TIER_HEADER)
 
     @staticmethod
     def tier_headers(req: ParsedRequest) -> dict[str, str] | None:
