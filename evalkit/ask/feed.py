@@ -41,7 +41,7 @@ class Feed:
     def __init__(self, runner: Lookups, queries: Iterable[Query]):
         self._runner = runner
         self._it: Iterator[Query] = iter(queries)
-        self._buf: deque[tuple[Query, Looked]] = deque()
+        self._buf: deque[tuple[Query, Looked, int]] = deque()  # each with its span bytes (span_bytes)
         self._size = FIRST_CHUNK
         self._span_bytes = 0  # of the queries in _buf
         self._done = False
@@ -54,19 +54,20 @@ class Feed:
                     and self._span_bytes <= LOOKAHEAD_SPAN_BYTES // 2):
                 self._filling = asyncio.ensure_future(self._fill())
             if self._buf:
-                found = self._buf.popleft()
-                self._span_bytes -= span_bytes(found[0])
-                return found
+                query, looked, weight = self._buf.popleft()
+                self._span_bytes -= weight
+                return query, looked
             if self._filling is None:
                 return None
             await asyncio.shield(self._filling)
 
     async def _fill(self) -> None:
         try:
-            chunk, weight = [], 0
+            chunk, weights, weight = [], [], 0
             for query in itertools.islice(self._it, self._size):
                 chunk.append(query)
-                weight += span_bytes(query)
+                weights.append(span_bytes(query))
+                weight += weights[-1]
                 if weight >= LOOKAHEAD_SPAN_BYTES:
                     break
             if not chunk:
@@ -74,7 +75,7 @@ class Feed:
                 return
             self._size = min(self._size * 2, LOOKUP_CHUNK)
             looked = await self._runner.in_cache_thread(self._runner.lookup_many, chunk)
-            self._buf.extend(zip(chunk, looked, strict=True))
+            self._buf.extend(zip(chunk, looked, weights, strict=True))
             self._span_bytes += weight
         finally:
             self._filling = None

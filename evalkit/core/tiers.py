@@ -9,9 +9,6 @@ tier its reply says served it (priced at that tier). Stdlib only: the settings i
 
 from __future__ import annotations
 
-from typing import Literal
-
-Tier = Literal["standard", "flex", "priority"]
 TIERS: tuple[str, ...] = ("standard", "flex", "priority")  # --service-tier's choices, evalkit's spelling
 STANDARD = "standard"
 FLEX_TIMEOUT_S = 900.0  # a flex request's timeout when --timeout is not given (OpenAI, Azure: "15 minutes")

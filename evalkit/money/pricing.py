@@ -37,7 +37,7 @@ from pathlib import Path
 from evalkit.core.tiers import STANDARD
 from evalkit.core.types import Usage
 from evalkit.money.price_file import read_price_file
-from evalkit.providers.registry import find, price_key, vendor_of
+from evalkit.providers.registry import find, price_key, tiers_of, vendor_of
 
 # A name followed by one of these is a snapshot of the same model (same price); anything else
 # ("-mini", "-nano", "-pro", "-audio-preview", "-lite", "-5" in "claude-opus-4-5") is a
@@ -67,20 +67,19 @@ class Price:
         own = next((row for row in self.tier_rates if row[0] == tier), None)
         if own is not None:
             return replace(self, input_per_m=own[1], cached_input_per_m=own[2], output_per_m=own[3],
-                           note=(self.note + "; " if self.note else "") + f"{tier} price")
-        record = find(self.provider)
-        tiers = record.tiers if record is not None else None
+                           note=self._noted(f"{tier} price"))
+        tiers = tiers_of(self.provider)
         if tiers is None:
             return None
         if tier in tiers.batch_priced:
-            return replace(self.batch(), note=(self.note + "; " if self.note else "") + f"{tier} price (batch rates)")
+            return replace(self.batch(), note=self._noted(f"{tier} price (batch rates)"))
         share = tiers.share(tier)
         if share is None:
             return None
         c = self.cached_input_per_m
         return replace(self, input_per_m=self.input_per_m * share, output_per_m=self.output_per_m * share,
                        cached_input_per_m=None if c is None else c * share,
-                       note=(self.note + "; " if self.note else "") + f"{tier} price ({share:g}x standard)")
+                       note=self._noted(f"{tier} price ({share:g}x standard)"))
 
     def batch(self) -> Price:
         """The price of an answer from the provider's batch API."""
@@ -89,8 +88,11 @@ class Price:
         cached = None if self.cached_input_per_m is None else self.cached_input_per_m * share
         return Price(self.input_per_m * share if self.batch_input_per_m is None else self.batch_input_per_m,
                      self.output_per_m * share if self.batch_output_per_m is None else self.batch_output_per_m,
-                     cached, self.source, self.read_on, self.provider,
-                     (self.note + "; " if self.note else "") + "batch price")
+                     cached, self.source, self.read_on, self.provider, self._noted("batch price"))
+
+    def _noted(self, what: str) -> str:
+        """The note of a price derived from this one: this note, then what it is."""
+        return (self.note + "; " if self.note else "") + what
 
 
 def price_of(price: Price | None, via: str | None, tier: str | None = None) -> Price | None:

@@ -346,6 +346,12 @@ def info(name: str) -> ProviderInfo:
     return record
 
 
+def tiers_of(provider: str) -> ServiceTiers | None:
+    """The service tiers `provider` sells and how its wire names them (None: none, or no such provider)."""
+    record = RECORDS.get(provider)
+    return record.tiers if record is not None else None
+
+
 def batch_providers() -> tuple[str, ...]:
     """The providers with a batch API (`--batch`)."""
     return tuple(r.name for r in RECORDS.values() if r.batch is not None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.core.errors import EvalkitError
-from evalkit.core.tiers import STANDARD, TIERS
+from evalkit.core.tiers import STANDARD
 
 
 @dataclass(frozen=True)
@@ -109,11 +109,10 @@ def served_tier(tiers: ServiceTiers | None, asked: str | None, body: Any,
 
 def tier_problem(provider: str, tiers: ServiceTiers | None, tier: str | None) -> str | None:
     """Why `--service-tier TIER` cannot go to `provider` (one line naming the flag), or None. Standard goes
-    everywhere (it is what a request without a tier gets)."""
+    everywhere (it is what a request without a tier gets); a name outside core.tiers.TIERS never gets here (the
+    settings refuse it: core.tiers.settings_problem)."""
     if tier is None or tier == STANDARD:
         return None
-    if tier not in TIERS:
-        return f"--service-tier must be one of {', '.join(TIERS)}, not {tier!r}"
     if tiers is None:
         return f"--service-tier {tier}: {provider}/ sells no service tiers (leave the flag out)"
     if tier not in tiers.sells:

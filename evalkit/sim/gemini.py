@@ -140,12 +140,11 @@ class GeminiDialect:
     name = "gemini"
     routes = (ROUTE,)
     overloaded_status = 503
-    tier_field = "serviceTier"  # the SDK's spelling; REST clients write service_tier (both read: asked_tier)
     capacity_status = 503  # a flex request shed: UNAVAILABLE (evalkit.sim.machinery.tier_faults)
 
     def asked_tier(self, body: Any, request: web.Request) -> str | None:
-        """The tier a generateContent body asks for (`serviceTier` or `service_tier`, any case); None for none
-        or UNSPECIFIED (the default: standard)."""
+        """The tier a generateContent body asks for (`serviceTier`, the SDK's spelling, or `service_tier`, REST
+        clients', any case); None for none or UNSPECIFIED (the default: standard)."""
         value = _pick(body, "serviceTier", "service_tier") if isinstance(body, dict) else None
         tier = value.lower() if isinstance(value, str) else None
         return None if tier in (None, "", "unspecified") else tier
@@ -155,6 +154,11 @@ class GeminiDialect:
         """The reply's `x-gemini-service-tier` where the request named a tier: the tier that served it (a
         priority request over its limit says standard: ai.google.dev/gemini-api/docs/priority-inference)."""
         return None if req.service_tier is None else {TIER_HEADER: req.service_tier}
+
+    @staticmethod
+    def tier_usage(req: ParsedRequest) -> dict[str, str]:
+        """What usageMetadata says of the tier served: nothing on the Gemini API (its header says it)."""
+        return {}
 
     def parse(self, body: Any, request: web.Request) -> GeminiRequest:
         if not isinstance(body, dict):
@@ -245,6 +249,7 @@ class GeminiDialect:
             meta["cachedContentTokenCount"] = usage.cached_input_tokens
         if thought_tokens:
             meta["thoughtsTokenCount"] = thought_tokens
+        meta.update(self.tier_usage(req))
         # a reply cut off with its thoughts hidden has no parts at all, as the real API sends it
         candidate = {"content": {"role": "model", "parts": parts} if parts or thought is None else {"role": "model"},
                      "finishReason": "MAX_TOKENS" if finish == "length" else "STOP", "index": 0}

@@ -28,6 +28,7 @@ from evalkit.money.pricing import Price, estimate_cost
 from evalkit.providers import create_batch_api, create_provider, parse_spec
 from evalkit.providers.base import Provider
 from evalkit.providers.batch_api import BatchGone, BatchUndecided
+from evalkit.providers.image_setting import setting_of
 from evalkit.rundir.layout import RunDir
 from evalkit.rundir.lock import hold_run_dir
 
@@ -83,7 +84,7 @@ def prompt_tokens_of(provider: str, model: str = ""
     resolution setting, at the size sent."""
 
     def tokens(messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> int:
-        setting = params.detail if params.detail is not None else params.media_resolution
+        setting = setting_of(params.detail, params.media_resolution)
         return sum(len(m.text()) for m in messages) // 4 + sum(image_tokens(provider, i.width, i.height, model,
                                                                             setting) for i in images)
 

@@ -90,7 +90,8 @@ async def make_runner(stack: contextlib.AsyncExitStack, spec: ProviderSpec, env:
         if limiters is not None:
             limiters.put(spec, limiter)
     policy = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.request_timeout, max_retry_after_s=cfg.max_retry_after,
-                         capacity_initial_s=min(5.0, cfg.tier_wait / 32), capacity_max_s=min(120.0, cfg.tier_wait / 4),
+                         capacity_initial_s=min(RetryPolicy.capacity_initial_s, cfg.tier_wait / 32),
+                         capacity_max_s=min(RetryPolicy.capacity_max_s, cfg.tier_wait / 4),
                          capacity_wait_s=cfg.tier_wait)  # a tier's capacity back-off: within --tier-wait (ask.capacity)
     runner = Runner(provider, limiter=limiter, cache=cache, pipeline=pipeline, policy=policy,
                     fingerprints=fingerprints, gate=gate, confirm=confirm)

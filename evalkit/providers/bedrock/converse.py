@@ -35,7 +35,7 @@ from evalkit.providers.base import ProviderSpec, public_url
 from evalkit.providers.bedrock.aws_sign import AwsCredentials, AwsRedactor, PrefixHasher, sign
 from evalkit.providers.bedrock.errors import bedrock_error
 from evalkit.providers.openai.compat import proxy_for
-from evalkit.providers.registry import find
+from evalkit.providers.registry import tiers_of
 from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.connect import connect_cause
 from evalkit.providers.wire.http_limits import (
@@ -159,8 +159,7 @@ class ConverseProvider:
         self._proxy = proxy_for(base)
         self._nonce = f"@evalkit-image-{uuid.uuid4().hex}-"
         self._hasher = PrefixHasher()
-        record = find(spec.provider)
-        self._tiers = record.tiers if record is not None else None  # --service-tier: the body's serviceTier
+        self._tiers = tiers_of(spec.provider)  # --service-tier: the body's serviceTier
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

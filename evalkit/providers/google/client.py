@@ -37,7 +37,7 @@ from evalkit.providers.base import ProviderSpec
 from evalkit.providers.google.reply import GeminiReply, joined_hops, reply_from_gemini
 from evalkit.providers.image_setting import media_resolution_enum
 from evalkit.providers.reasoning import budget_of
-from evalkit.providers.registry import find
+from evalkit.providers.registry import tiers_of
 from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.redact import Redactor, url_credentials
@@ -174,8 +174,7 @@ class GoogleProvider:
         options = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1),
                                     httpx_async_client=self._http)
         self._client = self._make_client(genai, options, api_key)
-        record = find(spec.provider)
-        self._tiers = record.tiers if record is not None else None  # --service-tier: its record says how
+        self._tiers = tiers_of(spec.provider)  # --service-tier: its record says how
 
     def _make_client(self, genai: Any, options: Any, api_key: str) -> Any:
         """The Gemini API's client (Vertex AI's: providers/vertex/client.py)."""

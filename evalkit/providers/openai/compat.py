@@ -29,7 +29,7 @@ from evalkit.providers.base import ProviderSpec, public_url
 from evalkit.providers.openai.format import chat_body, openai_messages, response_from_openai
 from evalkit.providers.openai.service import service_reasoning
 from evalkit.providers.reasoning import chat_fields
-from evalkit.providers.registry import find
+from evalkit.providers.registry import tiers_of
 from evalkit.providers.replicas import Replica, ReplicaPool
 from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.connect import connect_cause
@@ -119,8 +119,7 @@ class OpenAICompatProvider:
         self._send_temperature = send_temperature
         self._route = route
         self._reports_cost = reports_cost
-        record = find(spec.provider)
-        self._tiers = record.tiers if record is not None else None  # --service-tier: its record says how
+        self._tiers = tiers_of(spec.provider)  # --service-tier: its record says how
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers.update({key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"})

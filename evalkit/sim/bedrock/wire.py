@@ -23,6 +23,7 @@ from aiohttp import web
 
 from evalkit.sim.anthropic import AnthropicDialect, AnthropicRequest
 from evalkit.sim.machinery.aws_shapes import aws_error
+from evalkit.sim.machinery.tiers import header_tier, requested_tier, served_value
 from evalkit.sim.machinery.wire import BadRequest, ParsedRequest, SimUsage
 
 if TYPE_CHECKING:
@@ -46,11 +47,6 @@ _WORDS = {"rate_limit": "Too many requests, please wait before trying again.",
           "not_found": "The provided model identifier is invalid.",
           "overloaded": "Bedrock is unable to process your request."}
 BLOCKED = "Sorry, the model cannot answer this question."  # a guardrail's default blocked-input message
-
-
-def _served(tier: str | None) -> str:
-    """Bedrock's name of the tier served: `default` for standard."""
-    return "default" if tier in (None, "standard", "default") else tier
 
 
 def server_bedrock_error(status: int, kind: str, message: str, headers: dict[str, str] | None) -> web.Response:
@@ -119,8 +115,11 @@ class ConverseDialect:
     name = "bedrock-converse"
     routes = (CONVERSE_ROUTE,)
     overloaded_status = 503
-    tier_field = "serviceTier.type"  # Converse's ServiceTier: priority | default | flex | reserved
     capacity_status = 503  # a flex request without room (evalkit.sim.machinery.tier_faults)
+
+    def asked_tier(self, body: Any, request: web.Request) -> str | None:
+        """Converse's ServiceTier, serviceTier.type in the body: priority | default | flex | reserved."""
+        return requested_tier(body, "serviceTier.type")
 
     def parse(self, body: Any, request: web.Request) -> ParsedRequest:
         model = request.match_info.get("model_id", "")
@@ -144,7 +143,7 @@ class ConverseDialect:
                       "outputTokens": usage.output_tokens, "totalTokens": usage.input_tokens + usage.output_tokens,
                       **({"cacheReadInputTokens": usage.cached_input_tokens} if usage.cached_input_tokens else {})},
             "metrics": {"latencyMs": max(1, round(state.latency_s * 1000))},
-            **({"serviceTier": {"type": _served(req.service_tier)}} if req.service_tier is not None else {})})
+            **({"serviceTier": {"type": served_value(req.service_tier)}} if req.service_tier is not None else {})})
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
         return server_bedrock_error(status, kind, message, headers)
@@ -166,18 +165,17 @@ class BedrockClaudeDialect(AnthropicDialect):
     name = "bedrock-claude"
     routes = (INVOKE_ROUTE,)
     overloaded_status = 503
-    tier_field = "header"  # InvokeModel names the tier in a header (asked_tier), and the reply in the same one
     capacity_status = 503
 
     def asked_tier(self, body: Any, request: web.Request) -> str | None:
-        value = request.headers.get(TIER_HEADER)
-        return value.lower() if value else None
+        """InvokeModel names the tier in a header, and the tier served in the reply's header of the same name."""
+        return header_tier(request, TIER_HEADER)
 
     def ok(self, state: SimState, req: Any, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:
         reply = super().ok(state, req, content, finish, usage, thought=thought)
         if req.service_tier is not None:  # the tier that served it, in the reply's header
-            reply.headers[TIER_HEADER] = _served(req.service_tier)
+            reply.headers[TIER_HEADER] = served_value(req.service_tier)
         return reply
 
     def parse(self, body: Any, request: web.Request) -> AnthropicRequest:

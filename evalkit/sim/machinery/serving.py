@@ -19,7 +19,7 @@ from evalkit.sim.machinery.image_cost import server_request_image_tokens
 from evalkit.sim.machinery.inject import roll_fault
 from evalkit.sim.machinery.state import STATE, SimState
 from evalkit.sim.machinery.tier_faults import CAPACITY_MESSAGE, capacity_refused, downgraded
-from evalkit.sim.machinery.tiers import requested_tier, tier_refusal
+from evalkit.sim.machinery.tiers import tier_refusal
 from evalkit.sim.machinery.wire import BadRequest, SimUsage, shape_reply
 from evalkit.sim.model import sampling_of, server_estimate_tokens
 from evalkit.sim.thinking import think, think_length, thinking_style
@@ -65,9 +65,9 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     if config.strict_model and req.model != config.served_model_name:
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")
-    if getattr(dialect, "tier_field", None):  # a dialect whose requests name a service tier
-        asked = getattr(dialect, "asked_tier", None)  # one that names it elsewhere than the body's field
-        req = replace(req, service_tier=asked(body, request) if asked else requested_tier(body, dialect.tier_field))
+    asked = getattr(dialect, "asked_tier", None)  # a dialect whose requests name a service tier: where it reads it
+    if asked is not None:
+        req = replace(req, service_tier=asked(body, request))
         nth = counters.tier_asked(req.service_tier)
         refused = tier_refusal(config.tiers, req.model, req.service_tier)
         if refused is not None:
@@ -81,8 +81,7 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
         if downgraded(config.tiers.priority_over, req.service_tier, nth):  # over the priority limit: standard
             req = replace(req, service_tier="standard")
         counters.tier_served(req.service_tier)
-    prompt = server_estimate_tokens(req.all_text) + server_request_image_tokens(req.model, body,
-                                                                                [(w, h) for _, w, h in fps_info])
+    prompt = server_prompt_tokens(req, body, fps_info)
     wait = limits.admit_tokens(prompt)  # the output is charged as it is generated (see sim.limits)
     if wait > 0:
         counters.status(429)
@@ -100,23 +99,31 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
         await asyncio.sleep(config.tiers.flex_latency_s)
 
     reply = model_reply(state, dialect, req, body, fps_info, cached, empty=fault == "empty",
-                        count_completion=count_completion, generated=limits.charge)
+                        count_completion=count_completion, generated=limits.charge, prompt_tokens=prompt)
     reply.headers.update(limits.headers())
     return reply
 
 
+def server_prompt_tokens(req: Any, body: Any, fps_info: list[tuple[str, int, int]]) -> int:
+    """A request's prompt tokens as the server counts them: its text, and its images by the model's family and
+    the resolution asked (machinery.image_cost)."""
+    return server_estimate_tokens(req.all_text) + server_request_image_tokens(req.model, body,
+                                                                              [(w, h) for _, w, h in fps_info])
+
+
 def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info: list[tuple[str, int, int]],
                 cached: int = 0, *, empty: bool = False, count_completion: bool = True,
-                generated: Callable[[int], None] | None = None) -> web.Response:
+                generated: Callable[[int], None] | None = None, prompt_tokens: int | None = None) -> web.Response:
     """The simulated model's answer to a parsed request, in the dialect's shape (live calls and batch
-    lines alike), counted as a completion, or as a cut-off when it ran out of tokens while thinking."""
+    lines alike), counted as a completion, or as a cut-off when it ran out of tokens while thinking.
+    `prompt_tokens`: server_prompt_tokens when the caller counted them already (a live call, for its limits)."""
     fps = [fp for fp, _, _ in fps_info]
     reply = state.model.reply(req.text, fps, sampling_of(body))
     if reply.source == "unknown" and state.config.answer_key is not None and len(state.config.answer_key):
         state.counters.unkeyed_request()  # asked what its key does not hold: answered at chance
     style = thinking_style(dialect.name, body) if state.config.think_tokens > 0 and not empty else None
-    prompt_tokens = server_estimate_tokens(req.all_text) + server_request_image_tokens(
-        req.model, body, [(w, h) for _, w, h in fps_info])  # by the model's family and the resolution asked
+    if prompt_tokens is None:
+        prompt_tokens = server_prompt_tokens(req, body, fps_info)
     thought = None
     if style is None:
         content, finish = shape_reply(reply.content, reply.answer, req)

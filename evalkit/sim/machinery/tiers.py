@@ -13,7 +13,10 @@ tier served: its reported cost is the simulator's price times the tier's share.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 STANDARD_VALUES = ("default", "auto", "standard")  # what a request or reply says for the standard tier
 NO_FLEX = ("Flex processing is not available for this model or deployment: requests that set service_tier "
@@ -51,6 +54,13 @@ def requested_tier(body: Any, field: str = "service_tier") -> str | None:
     for part in field.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value.lower() if isinstance(value, str) and value else None
+
+
+def header_tier(request: web.Request, name: str) -> str | None:
+    """The tier a request names in its header `name` (Vertex's, Bedrock's InvokeModel), in lower case; None
+    when it names none."""
+    value = request.headers.get(name)
+    return value.lower() if value else None
 
 
 def tier_refusal(tiers: SimTiers, model: str, tier: str | None) -> str | None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from evalkit.sim.machinery.prompt_cache import prompt_chunks
-from evalkit.sim.machinery.tiers import served_value
+from evalkit.sim.machinery.tiers import requested_tier, served_value
 from evalkit.sim.machinery.wire import ParsedRequest, SimUsage, error_response, parse_body
 
 if TYPE_CHECKING:
@@ -27,7 +27,10 @@ class OpenAIDialect:
     name = "openai"
     routes: tuple[str, ...] = ("/v1/chat/completions",)
     overloaded_status = 503
-    tier_field = "service_tier"  # the body field naming a service tier, echoed in the reply (sim.machinery.tiers)
+
+    def asked_tier(self, body: Any, request: web.Request) -> str | None:
+        """The body's `service_tier`, echoed in the reply (sim.machinery.tiers)."""
+        return requested_tier(body)
 
     def parse(self, body: Any, request: web.Request) -> ParsedRequest:
         return parse_body(body)

@@ -14,18 +14,14 @@ Credentials are checked before a body is read (evalkit.sim.vertex.routes).
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from evalkit.sim.anthropic import AnthropicDialect, AnthropicRequest
 from evalkit.sim.gemini import GeminiDialect
-from evalkit.sim.machinery.wire import BadRequest, SimUsage
-
-if TYPE_CHECKING:
-    from evalkit.sim.machinery.state import SimState
-    from evalkit.sim.thinking import Thought
+from evalkit.sim.machinery.tiers import header_tier
+from evalkit.sim.machinery.wire import BadRequest, ParsedRequest
 
 _PLACE = "/projects/{project}/locations/{location}/publishers"
 GEMINI_ROUTE = r"/{version:v1|v1beta1}" + _PLACE + r"/google/models/{model:[^/:]+}:generateContent"
@@ -55,22 +51,20 @@ class VertexGeminiDialect(GeminiDialect):
 
     name = "vertex-gemini"
     routes = (GEMINI_ROUTE,)
-    tier_field = "header"  # Vertex names a tier in a header of its own (asked_tier); the reply in trafficType
 
     def asked_tier(self, body: Any, request: web.Request) -> str | None:
-        value = request.headers.get(TIER_HEADER)
-        return value.lower() if value else None
+        """Vertex names a tier in a header of its own (the reply in trafficType)."""
+        return header_tier(request, TIER_HEADER)
 
-    def ok(self, state: SimState, req: Any, content: str, finish: str, usage: SimUsage,
-           thought: Thought | None = None) -> web.Response:
-        """Gemini's reply with Vertex's `usageMetadata.trafficType` (the tier that served it), where a tier was
-        asked, and no x-gemini-service-tier header (the Gemini API's)."""
-        reply = super().ok(state, req, content, finish, usage, thought=thought)
-        if req.service_tier is None:
-            return reply
-        body = json.loads(reply.body)
-        body.setdefault("usageMetadata", {})["trafficType"] = TRAFFIC.get(req.service_tier, "ON_DEMAND")
-        return web.json_response(body)
+    @staticmethod
+    def tier_headers(req: ParsedRequest) -> dict[str, str] | None:
+        """No x-gemini-service-tier header (the Gemini API's): Vertex says the tier in trafficType."""
+        return None
+
+    @staticmethod
+    def tier_usage(req: ParsedRequest) -> dict[str, str]:
+        """Vertex's `usageMetadata.trafficType`, the tier that served it, where a tier was asked."""
+        return {} if req.service_tier is None else {"trafficType": TRAFFIC.get(req.service_tier, "ON_DEMAND")}
 
     def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
         if kind == "rate_limit":
