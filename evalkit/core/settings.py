@@ -205,7 +205,7 @@ class RunConfig:
 
     @property
     def request_timeout(self) -> float:
-        """Seconds per request: --timeout, else 900 with --service-tier flex, else 120 (providers/tiers.py)."""
+        """Seconds per request: --timeout, else 900 with --service-tier flex, else 120 (core/tiers.py)."""
         return request_timeout(self.timeout, self.service_tier)
 
     def cache_path(self, env: Mapping[str, str]) -> str:
