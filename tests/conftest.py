@@ -41,12 +41,16 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
     The attempts, what is retried and the Retry-After pauses are unchanged; only the jittered
     sleeps between attempts shrink (run() has no backoff option, so its RetryPolicy is wrapped)."""
-    import functools
+    import dataclasses
 
     from evalkit.ask.retry import RetryPolicy
 
-    monkeypatch.setattr("evalkit.engine.endpoints.wiring.RetryPolicy",
-                        functools.partial(RetryPolicy, initial_s=0.01, max_s=0.2))
+    @dataclasses.dataclass(frozen=True)
+    class FastPolicy(RetryPolicy):  # a class, not a partial: wiring reads RetryPolicy's defaults off it
+        initial_s: float = 0.01
+        max_s: float = 0.2
+
+    monkeypatch.setattr("evalkit.engine.endpoints.wiring.RetryPolicy", FastPolicy)
 
 
 @pytest.fixture
