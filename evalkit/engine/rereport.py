@@ -27,6 +27,7 @@ from evalkit.ask.store.seal import CacheSeal
 from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.core.record import Record
 from evalkit.core.settings import RunConfig
+from evalkit.core.types import Query
 from evalkit.engine.location import FILE_HASHES, data_of
 from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import (
@@ -37,6 +38,8 @@ from evalkit.engine.resume import (
     spec_of_identity,
 )
 from evalkit.engine.run_data import index_places
+from evalkit.engine.until.ci import UntilCI
+from evalkit.engine.until.value import GroupScore, Tables
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.fit_store import fits_kept_in
@@ -119,6 +122,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
             summary["requests"] = OLDER_REQUESTS
             summary["older_requests"] = {"queries": len(older)}
         _keep_run_facts(summary, rundir, config, ordered)
+        _keep_sample(summary, rundir, queries, bench, bench_opts, ordered)
         publish(rundir, summary, bench, first, bench_opts)
     return summary
 
@@ -134,6 +138,27 @@ def _keep_run_facts(summary: dict[str, Any], rundir: RunDir, config: dict[str, A
             summary["lint"] = lint
         if isinstance(this_run := before.get("this_run"), dict):
             summary["this_run"] = this_run
+
+
+def _keep_sample(summary: dict[str, Any], rundir: RunDir, queries: list[Query], bench: Tables,
+                 bench_opts: dict[str, Any], ordered: list[Record]) -> None:
+    """A sampled run (--until-ci) stays one: its block recomputed from the records, its bets replayed as the
+    run's summary.json recorded them (a re-graded answer moves the interval as it would have in the run)."""
+    with contextlib.suppress(Exception):
+        before = rundir.read_summary()
+        block = before.get("sample")
+        if not isinstance(block, dict) or block.get("rule") != "until-ci":
+            return
+        target = block.get("target")
+        rule = UntilCI(queries, GroupScore(bench, bench_opts), seed=int(block.get("seed") or 0), previous=block,
+                       width=float(target) if isinstance(target, (int, float)) else None)
+        for rec in ordered:
+            rule.observe(rec)
+        again = rule.block()
+        if again is not None:
+            summary["sample"] = again
+            if before.get("stopped") == "sample" and rule.done() and not summary.get("stopped"):
+                summary["stopped"], summary["complete"] = "sample", False
 
 
 def _check_data(run_dir: Path, saved: dict[str, Any], prepared: Prepared, images: str | None,
