@@ -11,7 +11,7 @@ from evalkit.core.findings import count_line
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
 from evalkit.money.shown import costs_line
-from evalkit.report.sample_line import sample_line
+from evalkit.report.sample_line import sample_interval, sample_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
 
 if TYPE_CHECKING:
@@ -112,7 +112,10 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
         else:  # a summary written before tables existed
             console.print(_metrics_table(official, summary["metrics"]))
         h = summary.get("headline")
-        if h:
+        sampled = sample_interval(summary)
+        if sampled:  # a bootstrap assumes a size fixed in advance; a sample stopped on its answers did not
+            console.print(sampled, markup=False, highlight=False, soft_wrap=True)
+        elif h:
             console.print(f"{h['metric']} = {fmt(h['value'])}, 95% CI {pct_ci(*h['ci95'])} "
                           f"(bootstrap over {h['n_units']} items)", highlight=False)
     if summary.get("metrics_answered"):

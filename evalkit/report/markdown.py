@@ -10,7 +10,7 @@ from evalkit.core.findings import SEVERITIES
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
 from evalkit.money.shown import COST_NOTE, costs_line
-from evalkit.report.sample_line import sample_line
+from evalkit.report.sample_line import sample_interval, sample_line
 from evalkit.report.tables import decimals, fmt, md_table, metric_rows, outcome_keys, pct_ci
 
 if TYPE_CHECKING:
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 def _headline(summary: dict[str, Any]) -> list[str]:
     h = summary.get("headline")
+    sampled = sample_interval(summary)
+    if sampled:  # a bootstrap assumes a size fixed in advance; a sample stopped on its answers did not
+        return [f"**{sampled}**.", ""]
     if not h:
         return []
     return [f"**{h['metric']} = {fmt(h['value'])}**, 95% CI {pct_ci(*h['ci95'])} "

@@ -37,3 +37,18 @@ def _scale(block: dict[str, Any]) -> float:
     if isinstance(scale, (int, float)) and scale > 0:
         return float(scale)
     return 100.0
+
+
+def sample_interval(summary: dict[str, Any]) -> str | None:
+    """The headline's interval a sample stands by (in place of the bootstrap's, which assumes a sample
+    size fixed in advance), or None when the run is not an `--until-ci` sample."""
+    block = summary.get("sample")
+    if not isinstance(block, dict) or block.get("rule") != "until-ci":
+        return None
+    try:
+        low, high = (float(v) for v in block["interval"])
+        return (f"{block['metric']} ≈ {float(block['estimate']):.2f}, 95 % interval [{low:.2f}, {high:.2f}] "
+                f"(time-uniform, over the {int(block['items']):,} items of the sample by category; valid where "
+                "the run stopped)")
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -105,6 +105,10 @@ def test_until_ci_stops_early_and_the_same_command_without_it_completes_the_set(
     first = (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
     assert first == f"stopped at {block['items']:,} of {N:,} items: ±{block['half_width']:.1f} points (95 %; asked ±3)"
     assert first in done.stdout + done.stderr  # the console says it too
+    report = (out / "report.md").read_text(encoding="utf-8")
+    interval_line = f"95 % interval [{low:.2f}, {high:.2f}] (time-uniform"
+    assert interval_line in report and interval_line in done.stdout + done.stderr
+    assert "bootstrap" not in report.split("## Counts")[0]  # not an interval for a fixed-size sample
 
     # the order is stratified: the groups asked in each category are within one of its share
     asked = Counter(r["category"] for r in _records(out))
