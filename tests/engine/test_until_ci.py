@@ -206,3 +206,20 @@ def test_a_dry_run_prices_the_whole_set_and_says_the_sample_may_stop_earlier(tmp
     assert sim.counters.snapshot()["requests"] == before  # nothing sent
     assert plan["to_send"] == N
     assert any("--until-ci 3" in note and "earlier" in note for note in plan["notes"]), plan["notes"]
+
+
+def test_the_sample_seed_sets_the_order(tmp_path):
+    data = _data(tmp_path / "small", 200)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as server:
+        def asked(name: str, seed: int) -> tuple[set[str], dict]:
+            out = tmp_path / name
+            done = evalkit.run("mcq", "vllm/sim-model", base_url=server.url, data=str(data), out=str(out),
+                               cache_dir=str(tmp_path / f"cache-{name}"), until_ci=25, sample_seed=seed,
+                               quiet=True, plots=False)
+            assert done.exit_code == 0 and done.summary["stopped"] == "sample"
+            return {r["item_id"] for r in _records(out)}, done.summary["sample"]
+
+        (a, block_a), (b, _), (c, block_c) = asked("a", 0), asked("b", 0), asked("c", 7)
+    assert block_a["seed"] == 0 and block_c["seed"] == 7
+    assert a <= b or b <= a  # the same seed: the same order (how far it went depends on replies in flight)
+    assert not (a <= c or c <= a)  # another seed: another sample
