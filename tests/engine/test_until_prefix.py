@@ -136,6 +136,23 @@ def test_a_macro_headline_weighs_its_strata_equally():
                                               abs=1e-6)
 
 
+class _OtherCells:
+    def score_table(self, records, options):
+        return ScoreTable("Avg", tuple(r.base_id for r in records), tuple(1.0 for _ in records),
+                          tuple("en|elsewhere" for _ in records), 100.0)
+
+
+def test_a_macro_headline_over_other_cells_than_the_categories_says_so():
+    qs = _queries(40)
+    named = UntilCI(qs, GroupScore(_Macro(), {}), width=1)
+    other = UntilCI(qs, GroupScore(_OtherCells(), {}), width=1)
+    for q in named.order(qs)[:10]:
+        named.observe(_record(q, True))
+        other.observe(_record(q, True))
+    assert "note" not in named.block()
+    assert other.block()["note"].startswith("the headline is a mean over cells that are not the categories")
+
+
 def test_confseq_weights_are_checked_and_used():
     cs = ConfSeq(sizes={"a": 10, "b": 30}, weights={"a": 0.5, "b": 0.5}).update("a", 1.0).update("b", 0.0)
     (la, ha), (lb, hb) = cs.stratum_interval("a"), cs.stratum_interval("b")

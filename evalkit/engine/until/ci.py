@@ -26,6 +26,8 @@ from evalkit.engine.until.value import GroupScore, Tables
 
 RULE = "until-ci"
 LEVEL = 0.95
+CELLS_NOTE = ("the headline is a mean over cells that are not the categories: the interval is for the mean over "
+              "categories, each weighted equally")
 
 
 def fraction(width: float | None) -> float | None:
@@ -89,7 +91,8 @@ class UntilCI:
                 "estimate": round(estimate * scale, 6),
                 "interval": [round(low * scale, 6), round(high * scale, 6)],
                 "half_width": round((high - low) / 2.0 * scale, 6),
-                "strata": strata, "schedule": [seg.to_dict() for seg in self.prefix.schedule]}
+                "strata": strata, "schedule": [seg.to_dict() for seg in self.prefix.schedule],
+                **({} if self.value.cells_are_categories else {"note": CELLS_NOTE})}
 
 
 def schedule_for(previous: Mapping[str, Any] | None, seed: int, target: float | None) -> list[Segment]:

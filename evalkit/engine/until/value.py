@@ -31,6 +31,7 @@ class GroupScore:
         self.metric: str | None = None
         self.scale = 100.0
         self.macro = False
+        self.cells_are_categories = True  # a macro headline's cells named by the group's category (checked)
 
     def __call__(self, records: Sequence[Record]) -> float:
         by_repeat: dict[int, list[Record]] = {}
@@ -42,5 +43,14 @@ class GroupScore:
             if table is None or table.n == 0:
                 continue
             self.metric, self.scale, self.macro = table.metric, float(table.scale), table.strata is not None
+            category = recs[0].category or ""
+            if table.strata is not None and any(_category_of(cell) != category for cell in table.strata):
+                self.cells_are_categories = False
             values.append(sum(float(v) for v in table.observed) / table.n)
         return sum(values) / len(values) if values else 0.0
+
+
+def _category_of(cell: str) -> str:
+    """The category a macro cell names: TDBench's is the category, IF-Bench's "lang|dimension" (a copy of a
+    cell, which evens the languages' weights, ends in "#k")."""
+    return cell.split("#", 1)[0].rsplit("|", 1)[-1]
