@@ -111,10 +111,11 @@ def plan(ask: PlanAsk, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     import os
 
     check(ask)
-    env = dict(os.environ if env is None else env)
-    dry = {(m, t): _dry_run(ask, m, t, env) for m in ask.models for t in ask.tiers}
-    first = next(iter(dry.values()))
-    n_items, strata, data = _the_set(ask, first["paid"], env)
+    # a plan asks nobody, not even the Hub for a listing: data not here is planned from the bundled sample
+    env = {**(os.environ if env is None else env), "HF_HUB_OFFLINE": "1"}
+    the_set = _the_set(ask, env)
+    dry = {(m, t): _dry_run(ask, m, t, env, the_set) for m in ask.models for t in ask.tiers}
+    n_items, strata = the_set.items, the_set.strata
     design = _width_design(ask, n_items, strata) if ask.width is not None else _effect_design(ask, n_items)
     rows = []
     for (_, tier), d in dry.items():
@@ -125,46 +126,78 @@ def plan(ask: PlanAsk, env: Mapping[str, str] | None = None) -> dict[str, Any]:
         rows.append({"model": d["label"], "service_tier": tier or "standard",
                      "per_request": _per_request(listed), "plans": plans,
                      "notes": list(dict.fromkeys([*paid.get("notes", []), *listed.get("notes", [])]))})
-    n_queries = int(first["list"]["n_queries"])
+    n_queries = round(next(iter(dry.values()))["list"]["n_queries"])
     repeats = int(ask.options.get("repeats") or 1)
-    return {"benchmark": ask.bench, "data": data, "items": n_items, "queries": n_queries,
-            "variants_per_item": n_queries / n_items / repeats, "repeats": repeats,
-            "strata": strata, "design": design, "models": rows, "sent": 0}
+    return {"benchmark": ask.bench, "data": the_set.data, "items": n_items, "queries": n_queries,
+            "variants_per_item": n_queries / n_items / repeats, "repeats": repeats, "strata": strata,
+            "notes": list(the_set.notes), "design": design, "models": rows, "sent": 0}
 
 
-def _dry_run(ask: PlanAsk, model: str, tier: str | None, env: Mapping[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TheSet:
+    """The items a plan is for: how many, per category (the strata `--until-ci` orders by), the data the dry
+    run prices (the set itself, or the bundled sample scaled by `scale` to a set not downloaded)."""
+
+    items: int
+    strata: dict[str, int]
+    data: str
+    options: dict[str, Any]
+    scale: float = 1.0
+    notes: tuple[str, ...] = ()
+
+
+def _the_set(ask: PlanAsk, env: Mapping[str, str]) -> TheSet:
+    from evalkit.benchmarks.prepare import prepare
+    from evalkit.benchmarks.readers.saved_index import LOCAL_FOLDER as INDEX_FOLDER
+    from evalkit.benchmarks.run_settings import resolve_settings
+    from evalkit.data.registry import sources_for
+
+    s = resolve_settings(ask.bench, ask.models[0], {**ask.options, "env": env})
+    index_dir = None if s.config.no_cache else Path(s.config.cache_path(env)) / INDEX_FOLDER
+    opts = s.bench_dict()
+    try:
+        prepared = prepare(ask.bench, opts, env=env, index_write=False, index_dir=index_dir)
+    except EvalkitError:
+        published = [q for e in sources_for(ask.bench, env) if (q := e.questions_for(opts)) is not None]
+        if opts.get("data") is not None or not published:
+            raise
+        n = sum(published)
+        sample = prepare(ask.bench, {**opts, "data": "sample"}, env=env, index_write=False)
+        note = (f"the data is not here (a plan downloads nothing): {n:,} questions as published, priced from the "
+                f"bundled sample's {len(sample.items)} items scaled to them (its images are small: real image tokens "
+                f"may be higher), one category assumed; `evalkit data pull {ask.bench}` makes the plan exact")
+        return TheSet(n, {"": n}, f"{ask.bench}'s official source (published size)",
+                      {**ask.options, "data": "sample"}, n / len(sample.items), (note,))
+    items = prepared.items
+    strata = dict(sorted(Counter(item.category for item in items).items()))
+    return TheSet(len(items), strata, f"{prepared.data} ({len(items):,} items)", dict(ask.options))
+
+
+def _dry_run(ask: PlanAsk, model: str, tier: str | None, env: Mapping[str, str], the_set: TheSet) -> dict[str, Any]:
     """The dry run of this model at this tier (what `evalkit run ... --dry-run` says), and at list price:
     the same without the cache or the run directory's answers when some were held."""
     from evalkit.engine.evaluate import run
 
-    opts = {**ask.options, **({"service_tier": tier} if tier else {})}
+    opts = {**the_set.options, **({"service_tier": tier} if tier else {})}
     result = run(ask.bench, model, dry_run=True, quiet=True, progress=False, env=env, **opts)
     paid = result.summary["dry_run"]
     listed = paid
-    if paid.get("n_queries") is not None and paid.get("to_send", 0) < paid["n_queries"]:
+    if paid.get("to_send", 0) < paid["n_queries"]:
         with tempfile.TemporaryDirectory(prefix="evalkit-plan-") as tmp:  # never created: a dry run writes nothing
             listed = run(ask.bench, model, dry_run=True, quiet=True, progress=False, env=env, no_cache=True,
                          out=str(Path(tmp) / "none"), **opts).summary["dry_run"]
-    return {"label": result.summary.get("model", model), "paid": paid, "list": listed}
+    return {"label": result.summary.get("model", model), "paid": _times(paid, the_set.scale),
+            "list": _times(listed, the_set.scale)}
 
 
-def _the_set(ask: PlanAsk, dry: Mapping[str, Any], env: Mapping[str, str]) -> tuple[int, dict[str, int], str]:
-    """The number of items and the items per category (the strata `--until-ci` orders by): from the data when
-    it is here, else the published count as one stratum (the data is not downloaded for a plan)."""
-    if dry.get("download_files"):
-        questions = dry.get("questions")
-        if not questions:
-            raise EvalkitError(f"plan: the data of {ask.bench} is not here and its size is not published: "
-                               f"`evalkit data pull {ask.bench}` first")
-        return int(questions), {"": int(questions)}, str(dry.get("data", ""))
-    from evalkit.benchmarks.prepare import prepare
-    from evalkit.benchmarks.readers.saved_index import LOCAL_FOLDER as INDEX_FOLDER
-    from evalkit.benchmarks.run_settings import resolve_settings
+_COUNTS = ("n_queries", "to_send", "input_tokens", "output_tokens_low", "output_tokens_high", *_MONEY)
 
-    s = resolve_settings(ask.bench, ask.models[0], {**ask.options, "env": env})
-    index_dir = None if s.config.no_cache else Path(s.config.cache_path(env)) / INDEX_FOLDER
-    items = prepare(ask.bench, s.bench_dict(), env=env, index_write=False, index_dir=index_dir).items
-    return len(items), dict(sorted(Counter(item.category for item in items).items())), str(dry.get("data", ""))
+
+def _times(dry: Mapping[str, Any], f: float) -> dict[str, Any]:
+    """A dry run's counts and money times f (the sample's to the published set's); f = 1: as it is."""
+    if f == 1.0:
+        return dict(dry)
+    return {**dry, **{k: dry[k] * f for k in _COUNTS if dry.get(k) is not None}}
 
 
 def _width_design(ask: PlanAsk, n_items: int, strata: Mapping[str, int]) -> dict[str, Any]:

@@ -113,13 +113,13 @@ def print_plan(p: dict[str, Any], console: Any) -> None:
     """The headline, then one table per model and tier: the fixed design, the sequential median, the whole set."""
     from rich.table import Table
 
-    for line in headline(p):
+    for line in [*headline(p), *p.get("notes", [])]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     names = {"fixed": "fixed design", "sequential": "sequential, median", "whole": "whole set"}
     for row in p["models"]:
         table = Table(title=f"{row['model']} · {row['service_tier']}", header_style="bold")
         for name in ("plan", "items", "requests", "input tokens", "output tokens", "paid now", "list price"):
-            table.add_column(name, justify="left" if name == "plan" else "right", no_wrap=name != "plan")
+            table.add_column(name, justify="left" if name == "plan" else "right")
         for key, r in row["plans"].items():
             table.add_row(names[key], f"{r['items']:,}", f"{r['requests']:,}", f"{r['input_tokens']:,}",
                           f"{r['output_tokens_low']:,} – {r['output_tokens_high']:,}",

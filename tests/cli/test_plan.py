@@ -183,3 +183,19 @@ def test_bad_input_is_one_line_naming_the_flag(tmp_path, capsys, args, named):
 def test_an_unknown_benchmark_is_one_line(capsys):
     code, _, err = evalkit(capsys, "plan", "no-such-bench", "--model", MODEL_A, "--width", 2)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "unknown benchmark 'no-such-bench'" in err, err
+
+
+def test_a_set_not_downloaded_is_planned_offline_from_its_published_size(tmp_path, monkeypatch, capsys, no_network):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty Hub cache: MME-RealWorld is not here
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = evalkit(capsys, "plan", "mme-realworld", "--model", MODEL_A, "--width", 2, "--json",
+                             "--sim-runs", 100)
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["items"] == 23_599  # the registry's published count (evalkit/data/registry.toml)
+    assert plan["design"]["fixed"]["items"] == wald_fpc(0.6, 0.02, 23_599) == 2_100
+    assert any("not here" in note and "23,599" in note for note in plan["notes"])
+    whole = plan["models"][0]["plans"]["whole"]
+    assert whole["items"] == 23_599 and whole["list_high_usd"] > 0
+    assert no_network == [] and sorted(p.name for p in tmp_path.iterdir()) == []  # nothing asked, nothing written
