@@ -199,3 +199,35 @@ def test_a_set_not_downloaded_is_planned_offline_from_its_published_size(tmp_pat
     whole = plan["models"][0]["plans"]["whole"]
     assert whole["items"] == 23_599 and whole["list_high_usd"] > 0
     assert no_network == [] and sorted(p.name for p in tmp_path.iterdir()) == []  # nothing asked, nothing written
+
+
+def test_paid_now_leaves_out_what_the_cache_already_holds(tmp_path, monkeypatch, capsys):
+    from evalkit import run
+    from evalkit.sim.from_bench import answer_key_for
+    from evalkit.sim.server import SimConfig, SimThread
+
+    data = mcq_set(tmp_path / "ds", 200)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    cache = tmp_path / "cache"
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        base = sim.url + "/v1"
+        first = run("mcq", MODEL_A, data=str(data), base_url=base, limit=50, cache_dir=str(cache),
+                    out=str(tmp_path / "first"), progress=False, plots=False, quiet=True)
+        sent = sim.counters.snapshot()["requests"]
+        code, out, err = evalkit(capsys, "plan", "mcq", "--data", data, "--model", MODEL_A, "--base-url", base,
+                                 "--cache-dir", cache, "--width", 5, "--json", "--sim-runs", 100)
+        assert sim.counters.snapshot()["requests"] == sent == 50  # the plan sent nothing
+    assert first.exit_code == 0 and code == 0, err
+    common = dict(data=str(data), base_url=base, dry_run=True, quiet=True, progress=False)
+    now = run("mcq", MODEL_A, cache_dir=str(cache), **common).summary["dry_run"]  # what the dry run says now
+    every = run("mcq", MODEL_A, no_cache=True, **common).summary["dry_run"]  # and for every request
+    assert (now["to_send"], every["to_send"]) == (150, 200)
+    rows = json.loads(out)["models"][0]["plans"]
+    whole = rows["whole"]
+    assert whole["requests"] == 200
+    for kind in ("low", "high"):
+        assert whole[f"paid_{kind}_usd"] == pytest.approx(now[f"cost_{kind}_usd"], rel=1e-9)
+        assert whole[f"list_{kind}_usd"] == pytest.approx(every[f"cost_{kind}_usd"], rel=1e-9)
+        for r in rows.values():  # a sample of n items: n/N of each, the cached share left out of "paid now"
+            assert r[f"paid_{kind}_usd"] == pytest.approx(whole[f"paid_{kind}_usd"] * r["items"] / 200, rel=1e-9)
+            assert r[f"paid_{kind}_usd"] < r[f"list_{kind}_usd"]
