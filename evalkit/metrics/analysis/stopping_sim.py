@@ -5,8 +5,8 @@ is what a user pays for; `evalkit plan` and bench/stopping.py quote it, and the 
 the rule's intervals with the same code (tests/metrics/confseq_harness.py), so all three agree.
 
 `until_ci`: a realised population of N items at accuracy p (each stratum at p), asked in a random order
-stratified by category (each stratum's items interleaved in proportion to its size, the order within a
-stratum uniformly random), the stratified confidence sequence of confseq.py with bets tuned to W,
+stratified by category (each stratum's items interleaved in proportion to its size as a sampled run
+places them, the order within a stratum uniformly random), the stratified confidence sequence of confseq.py with bets tuned to W,
 a look after every item from the first look on; the run stops once the half-width is at most W.
 Vectorised over runs with numpy, in blocks, dropping runs as they stop.
 
@@ -60,19 +60,19 @@ class CiSimulation:
         return math.ceil(float(np.median(self.stops.n)))
 
 
-def interleave(sizes: Mapping[str, int], seed: int) -> tuple[list[str], np.ndarray]:
+def interleave(sizes: Mapping[str, int]) -> tuple[list[str], np.ndarray]:
     """The strata's names and, for each position of the stratified order, the index of its stratum: the
-    k-th item of a stratum of N_h sits at (k + 1/2) / N_h of the way, ties broken by a seeded draw, so
-    every prefix holds each stratum in proportion to its size (to within one item)."""
+    k-th item of a stratum of N_h sits at (k + 1/2) / N_h of the way, ties in the strata's name order, as
+    a sampled run places its variant groups (evalkit/engine/until/order.py), so every prefix holds each
+    stratum in proportion to its size (to within one item)."""
     import numpy as np
 
-    names = list(sizes)
+    names = sorted(sizes)
     counts = np.array([int(sizes[n]) for n in names])
     which = np.repeat(np.arange(len(names)), counts)
     k = np.concatenate([np.arange(c) for c in counts]) if len(counts) else np.zeros(0)
     where = (k + 0.5) / counts[which]
-    jitter = np.random.default_rng(seed).random(which.size)
-    return names, which[np.lexsort((jitter, where))]
+    return names, which[np.lexsort((which, where))]
 
 
 def _urn_block(rng: np.random.Generator, left: np.ndarray, seen: int, t: int, size: int) -> np.ndarray:
@@ -104,7 +104,7 @@ def until_ci(p: float, width: float, *, sizes: Mapping[str, int] | int, runs: in
     if not strata or not 0.0 < p < 1.0 or width <= 0:
         raise ValueError(f"need items, 0 < p < 1 and a positive width (got p={p}, width={width})")
     rng = np.random.default_rng(seed)
-    names, order = interleave(strata, seed)
+    names, order = interleave(strata)
     n_pop = int(order.size)
     h = len(names)
     size = np.array([strata[n] for n in names])
