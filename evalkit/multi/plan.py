@@ -116,7 +116,7 @@ def plan(ask: PlanAsk, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     the_set = _the_set(ask, env)
     dry = {(m, t): _dry_run(ask, m, t, env, the_set) for m in ask.models for t in ask.tiers}
     n_items, strata = the_set.items, the_set.strata
-    design = _width_design(ask, n_items, strata) if ask.width is not None else _effect_design(ask, n_items)
+    design = _width_design(ask, n_items) if ask.width is not None else _effect_design(ask, n_items)
     rows = []
     for (_, tier), d in dry.items():
         paid, listed = d["paid"], d["list"]
@@ -135,7 +135,7 @@ def plan(ask: PlanAsk, env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TheSet:
-    """The items a plan is for: how many, per category (the strata `--until-ci` orders by), the data the dry
+    """The items a plan is for: how many, per category, the data the dry
     run prices (the set itself, or the bundled sample scaled by `scale` to a set not downloaded)."""
 
     items: int
@@ -200,19 +200,19 @@ def _times(dry: Mapping[str, Any], f: float) -> dict[str, Any]:
     return {**dry, **{k: dry[k] * f for k in _COUNTS if dry.get(k) is not None}}
 
 
-def _width_design(ask: PlanAsk, n_items: int, strata: Mapping[str, int]) -> dict[str, Any]:
+def _width_design(ask: PlanAsk, n_items: int) -> dict[str, Any]:
     from evalkit.metrics.analysis.stopping_sim import FIRST_LOOK, until_ci
 
     assert ask.width is not None
     p = ask.accuracy if ask.accuracy is not None else ASSUMED_ACCURACY
     w = ask.width / 100.0
-    sim = until_ci(p, w, sizes=dict(strata), runs=ask.sim_runs, seed=ask.seed)
+    # one interval for the whole set: a sampled run's every prefix is a simple random sample (engine/until/order.py)
+    sim = until_ci(p, w, sizes=n_items, runs=ask.sim_runs, seed=ask.seed)
     return {"kind": "width", "width_points": ask.width, "level": 1 - ALPHA, "accuracy": p,
             "accuracy_source": "given" if ask.accuracy is not None else "assumed",
             "fixed": {"rule": "Wald, finite-population correction", "items": planning.wald_items(p, w, population=n_items)},
             "sequential": {"rule": f"--until-ci {ask.width:g}", "median_items": min(sim.median(), n_items),
-                           "runs": ask.sim_runs, "seed": ask.seed, "first_look": FIRST_LOOK,
-                           "strata": len(strata)},
+                           "runs": ask.sim_runs, "seed": ask.seed, "first_look": FIRST_LOOK},
             "items": {"fixed": planning.wald_items(p, w, population=n_items),
                       "sequential": min(sim.median(), n_items)}}
 

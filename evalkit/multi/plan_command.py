@@ -89,8 +89,7 @@ def headline(p: dict[str, Any]) -> list[str]:
         acc = "assumed" if d["accuracy_source"] == "assumed" else "given"
         lines.append(f"±{d['width_points']:g} points at 95 % · accuracy {d['accuracy']:.2f} ({acc})")
         lines.append(f"  fixed design ({fixed['rule']}): {fixed['items']:,} items")
-        lines.append(f"  {seq['rule']} (stratified confidence sequence over {seq['strata']} "
-                     f"{'category' if seq['strata'] == 1 else 'categories'}, bets tuned to ±{d['width_points']:g}, "
+        lines.append(f"  {seq['rule']} (confidence sequence over a random order, bets tuned to ±{d['width_points']:g}, "
                      f"first look at {seq['first_look']} items, a look after every item): median "
                      f"{seq['median_items']:,} items in {seq['runs']} simulated runs (seed {seq['seed']})")
     else:
