@@ -48,7 +48,6 @@ def sample_interval(summary: dict[str, Any]) -> str | None:
     try:
         low, high = (float(v) for v in block["interval"])
         return (f"{block['metric']} ≈ {float(block['estimate']):.2f}, 95 % interval [{low:.2f}, {high:.2f}] "
-                f"(time-uniform, over the {int(block['items']):,} items of the sample by category; valid where "
-                "the run stopped)")
+                f"(time-uniform, over the {int(block['items']):,} items of the sample; valid where the run stopped)")
     except (KeyError, TypeError, ValueError):
         return None

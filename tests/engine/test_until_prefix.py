@@ -1,7 +1,7 @@
-"""The answered prefix of each stratum (engine/until/prefix.py) and the `--until-ci` rule built on it
-(engine/until/ci.py): answers that arrive out of the seeded order wait for the gap before them; the
+"""The answered prefix of a sampled run's order (engine/until/prefix.py) and the `--until-ci` rule built on
+it (engine/until/ci.py): answers that arrive out of the seeded order wait for the gap before them; the
 interval recomputed from the records in any arrival order is the same; the bets' schedule is replayed;
-a macro headline weighs its strata equally (ConfSeq's `weights`)."""
+a macro headline weighs its categories equally (one stream each, ConfSeq's `weights`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from evalkit.core.record import Record
 from evalkit.core.types import GenParams, Query
 from evalkit.engine.until.ci import UntilCI, schedule_for
-from evalkit.engine.until.prefix import Segment
+from evalkit.engine.until.prefix import WHOLE, Segment
 from evalkit.engine.until.value import GroupScore
 from evalkit.metrics.analysis.confseq import ConfSeq, StratumState, advance, advance_one, interval
 from evalkit.metrics.analysis.scoretable import ScoreTable
@@ -51,7 +51,7 @@ def _truth(n: int, seed: int = 0) -> dict[str, bool]:
     return {f"q{i}": rng.random() < 0.7 for i in range(n)}
 
 
-def test_answers_beyond_a_stratums_prefix_wait_and_any_arrival_order_gives_the_same_interval():
+def test_answers_beyond_the_prefix_wait_and_any_arrival_order_gives_the_same_interval():
     qs = _queries(400)
     truth = _truth(400)
     ordered = UntilCI(qs, GroupScore(_Accuracy(), {}), width=5).order(qs)
@@ -63,20 +63,19 @@ def test_answers_beyond_a_stratums_prefix_wait_and_any_arrival_order_gives_the_s
     shuffled = UntilCI(qs, GroupScore(_Accuracy(), {}), width=5)
     late = records[:120]
     random.Random(1).shuffle(late)
-    gap = records[0]  # the first group of its stratum: nothing of that stratum counts until it arrives
+    gap = records[0]  # the first group of the order: nothing counts until it arrives
     for r in late:
         if r is not gap:
             shuffled.observe(r)
-    stratum = gap.category
-    assert shuffled.prefix.pos[stratum] == 0 and in_order.prefix.pos[stratum] > 0
+    assert shuffled.prefix.pos[WHOLE] == 0 and in_order.prefix.pos[WHOLE] == 120
     shuffled.observe(gap)
     assert shuffled.block() == in_order.block()
     block = in_order.block()
     assert block["items"] == 120 == block["asked"] and block["of"] == 400
-    # the interval is the confidence sequence of each stratum's values in its seeded order
-    values = {name: [float(truth[g]) for g in groups[:block["strata"][name]["items"]]]
-              for name, groups in in_order.sampled.strata.items()}
-    low, high = interval(values, in_order.sampled.sizes(), target=0.05)
+    assert sum(s["items"] for s in block["strata"].values()) == 120
+    # the interval is the one-stream confidence sequence of the values in the seeded order
+    values = [float(truth[g]) for g in in_order.sampled.sequence[:120]]
+    low, high = interval({WHOLE: values}, {WHOLE: 400}, target=0.05)
     assert block["interval"] == [pytest.approx(low * 100), pytest.approx(high * 100)]
 
 
@@ -87,7 +86,7 @@ def test_a_group_counts_once_all_its_variants_are_in_and_an_error_counts_as_wron
     rule.observe(_record(first_group[0], True))
     assert rule.prefix.items() == 0 and rule.block()["asked"] == 1
     rule.observe(_record(first_group[1], True, error="timeout"))  # half right: value 0.5
-    assert rule.prefix.items() == 1 and rule.prefix.sums[first_group[0].category] == 0.5
+    assert rule.prefix.items() == 1 and rule.prefix.sums[WHOLE] == 0.5
 
 
 def test_the_rule_is_done_once_the_half_width_is_within_w_and_the_block_goes_when_all_is_asked():
@@ -115,8 +114,11 @@ def test_the_schedule_is_replayed_and_a_new_target_starts_where_the_last_sample_
     assert schedule_for({**previous, "schedule": "x"}, 0, 0.02) == [Segment(0.02)]  # unreadable: afresh
     qs = _queries(80)
     rule = UntilCI(qs, GroupScore(_Accuracy(), {}), width=2, previous=previous)
-    assert rule.prefix.target_at("a", 6) == 0.03 and rule.prefix.target_at("a", 7) == 0.02
-    assert rule.prefix.target_at("c", 0) == 0.02  # a stratum the earlier sample never reached
+    for q in rule.order(qs)[:18]:
+        rule.observe(_record(q, True))
+    assert rule.prefix.target_at(WHOLE) == 0.03  # 18 items in: the first bets (the sample stopped at 7 + 12)
+    rule.observe(_record(rule.order(qs)[18], True))
+    assert rule.prefix.target_at(WHOLE) == 0.02 and rule.prefix.cs.target == 0.03  # the 20th item: the new bets
 
 
 def test_a_macro_headline_weighs_its_strata_equally():

@@ -1,19 +1,21 @@
-"""`--until-ci W`: ask in the seeded stratified order, stop once the headline's 95 % interval is +-W.
+"""`--until-ci W`: ask in the seeded random order, stop once the headline's 95 % interval is +-W.
 
 The rule (engine/until/rule.py's StopRule) the engine takes when `--until-ci` is given, or when a run
 directory whose last summary.json holds an `--until-ci` sample is continued without the flag (so
-the bets' schedule is carried on and the block stays right while the set is not whole). Strata are
-the categories of the run's groups (its shard's under `--shard`: each shard stops on its own), each
-a confidence sequence over its answered prefix (engine/until/prefix.py). Weights N_h / N, or 1/H
-when the headline is a macro mean over its cells (TDBench's RE, IFBench's Avg: their cells are the
-categories). Points are percentage points whatever the headline's scale: W = 3 is +-0.03 on a
-fraction. docs/stopping.md describes the flag and the block.
+the bets' schedule is carried on and the block stays right while the set is not whole). The order is
+a uniformly random permutation of the run's groups (its shard's under `--shard`: each shard stops on
+its own), so its answered prefix is a simple random sample and one confidence sequence covers the
+whole (engine/until/prefix.py). A headline that is a macro mean over its cells (TDBench's RE,
+IF-Bench's Avg: their cells are the categories) weighs each category equally: then each category's
+part of the order is a stream of its own, at alpha / H, weighted 1/H. Points are percentage points
+whatever the headline's scale: W = 3 is +-0.03 on a fraction. docs/stopping.md describes the flag.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 from evalkit.core.record import Record
 from evalkit.core.types import Query
 from evalkit.engine.until.order import in_order, sample_order
-from evalkit.engine.until.prefix import AnsweredPrefix, Segment
+from evalkit.engine.until.prefix import WHOLE, AnsweredPrefix, Segment
 from evalkit.engine.until.value import GroupScore, Tables
 
 RULE = "until-ci"
@@ -43,55 +45,67 @@ class UntilCI:
         self.width, self.seed, self.value = width, seed, value
         self.sampled = sample_order(queries, seed)
         self.schedule = schedule_for(previous, seed, fraction(width))
-        self.prefix = AnsweredPrefix(self.sampled, queries, value, self.schedule, alpha=1.0 - LEVEL)
+        self.group_of = {q.id: q.base_id for q in queries}
+        self.members = Counter(self.group_of.values())  # queries per group (every variant and repeat)
+        self.category_of = self.sampled.stratum_of()
+        self.asked: set[str] = set()  # groups with any record
+        self._pending: dict[str, dict[str, Record]] = {}  # group -> its records so far
+        self._complete: set[str] = set()  # later records of a complete group change nothing
+        self._prefix: AnsweredPrefix | None = None  # made with the first value (a macro headline: by category)
         self._done = False
+
+    @property
+    def prefix(self) -> AnsweredPrefix:
+        if self._prefix is None:
+            sizes = self.sampled.sizes()
+            if self.value.macro:  # each category a stream of its own, weighed equally
+                self._prefix = AnsweredPrefix(self.sampled.strata, self.category_of, self.schedule, 1.0 - LEVEL,
+                                              weights={name: 1.0 / len(sizes) for name in sizes})
+            else:  # the whole order, one stream: every prefix a simple random sample of the set
+                self._prefix = AnsweredPrefix({WHOLE: self.sampled.sequence}, self.category_of, self.schedule,
+                                              1.0 - LEVEL)
+        return self._prefix
 
     def order(self, queries: Sequence[Query]) -> list[Query]:
         return in_order(queries, self.sampled)
 
     def observe(self, record: Record) -> None:
-        if self.prefix.observe(record) and self.width is not None:
+        group = self.group_of.get(record.query_id)
+        if group is None or group in self._complete:
+            return
+        self.asked.add(group)
+        records = self._pending.setdefault(group, {})
+        records[record.query_id] = record
+        if len(records) < self.members[group]:
+            return
+        del self._pending[group]
+        self._complete.add(group)
+        value = self.value(list(records.values()))  # (the first value says whether the headline is macro)
+        if self.prefix.add(group, value) and self.width is not None:
             self._done = self.half_width() * 100.0 <= self.width + 1e-9
 
     def done(self) -> bool:
         return self._done
 
-    def weights(self) -> dict[str, float]:
-        sizes = self.sampled.sizes()
-        if self.value.macro:
-            return {name: 1.0 / len(sizes) for name in sizes}
-        total = sum(sizes.values())
-        return {name: n / total for name, n in sizes.items()}
-
-    def bounds(self) -> tuple[float, float]:
-        """The interval as a fraction; weights as the headline weighs its strata."""
-        cs = self.prefix.cs
-        if self.value.macro and cs.weights is None:
-            from dataclasses import replace
-
-            self.prefix.cs = cs = replace(cs, weights=self.weights())
-        return cs.interval()
-
     def half_width(self) -> float:
-        low, high = self.bounds()
+        low, high = self.prefix.interval()
         return (high - low) / 2.0
 
     def block(self) -> dict[str, Any] | None:
         total = len(self.sampled.sequence)
-        if len(self.prefix.asked) >= total:
+        if len(self.asked) >= total:
             return None  # every group asked: the run is the whole set
-        scale = self.value.scale
-        low, high = self.bounds()
-        estimate = min(high, max(low, self.prefix.estimate(self.weights())))
-        strata = {name: {"items": self.prefix.pos[name], "of": len(groups)}
+        prefix, scale = self.prefix, self.value.scale
+        low, high = prefix.interval()
+        estimate = min(high, max(low, prefix.estimate()))
+        strata = {name: {"items": prefix.counts.get(name, 0), "of": len(groups)}
                   for name, groups in self.sampled.strata.items()}
-        return {"rule": RULE, "items": self.prefix.items(), "of": total, "asked": len(self.prefix.asked),
+        return {"rule": RULE, "items": prefix.items(), "of": total, "asked": len(self.asked),
                 "seed": self.seed, "target": self.width, "level": LEVEL, "metric": self.value.metric,
-                "scale": scale,
-                "estimate": round(estimate * scale, 6),
+                "scale": scale, "estimate": round(estimate * scale, 6),
                 "interval": [round(low * scale, 6), round(high * scale, 6)],
                 "half_width": round((high - low) / 2.0 * scale, 6),
-                "strata": strata, "schedule": [seg.to_dict() for seg in self.prefix.schedule],
+                "strata": strata, "schedule": [seg.to_dict() for seg in prefix.schedule],
                 **({} if self.value.cells_are_categories else {"note": CELLS_NOTE})}
 
 
