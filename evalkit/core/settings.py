@@ -218,8 +218,6 @@ class RunConfig:
         if self.until_ci is not None and self.limit is not None:
             return ("--limit and --until-ci cannot go together: --until-ci asks a seeded random sample of the whole "
                     "set and stops on its own (drop --limit)")
-        if self.width is not None and not self.until_decided:
-            return "--width goes with --until-decided (for one run's interval, use --until-ci W)"
         return None
 
     @property
