@@ -221,7 +221,7 @@ class _Asking:
         # cache (answers that all are may show figures the cache folder holds: closing.py)
         plotter = job.s.hooks.get("plotter") if cfg.plots and todo else None
         rule = self.rule
-        if rule is not None:  # its order (whole variant groups, seeded, by stratum): never regrouped by image
+        if rule is not None:  # its order (whole variant groups, seeded, random): never regrouped by image
             todo = rule.order(todo)
         elif cfg.group_images:
             todo = list(group_by_image(todo, window=cfg.concurrency))
