@@ -225,3 +225,16 @@ def test_the_sample_seed_sets_the_order(tmp_path):
     assert block_a["seed"] == 0 and block_c["seed"] == 7
     assert a <= b or b <= a  # the same seed: the same order (how far it went depends on replies in flight)
     assert not (a <= c or c <= a)  # another seed: another sample
+
+
+def test_a_macro_headline_is_sampled_in_its_own_scale_and_weights(tmp_path):
+    # TDBench's RE: the mean over its categories of a fraction; the interval is for that number
+    with SimThread(SimConfig(answer_key=answer_key_for("tdbench", {"data": "sample"}))) as server:
+        done = evalkit.run("tdbench", "vllm/sim-model", base_url=server.url, data="sample", out=str(tmp_path / "td"),
+                           cache_dir=str(tmp_path / "cache"), until_ci=60, quiet=True, plots=False)
+    block = done.summary["sample"]
+    assert done.exit_code == 0 and done.summary["stopped"] == "sample"
+    assert block["metric"] == "RE" and block["scale"] == 1.0 and "note" not in block
+    assert block["half_width"] <= 0.6 and block["items"] < block["of"]
+    first = (tmp_path / "td" / "report.md").read_text(encoding="utf-8").splitlines()[0]
+    assert first.endswith(f"±{block['half_width'] * 100:.1f} points (95 %; asked ±60)")
