@@ -16,6 +16,14 @@ discordant-sign probability 1/2 ± δ/(2ψ) (both signs, as a fixed-n power calc
 one effect; this is what makes the median stop earlier than the fixed design) and the rest on the
 Krichevsky-Trofimov (Jeffreys Beta(1/2, 1/2)) mixture, which eventually detects any effect.
 
+Scores between 0 and 1 (a group's mean over repeats or variants). The wealth is written as bets:
+a disagreement D = a - b ∈ {-1, 1} multiplies the design's parts by 1 ± (2q - 1)·D and the KT part by
+1 + λ·D, λ = (2s - k)/(k + 1) its predictable bet (s the wins of A, k the disagreements so far), which
+is the KT predictive probability exactly. The same products are defined for any D ∈ [-1, 1] (s and k
+then sum D's positive parts and |D|): every factor is positive and has mean 1 when E[D | the past] = 0,
+so the wealth stays a nonnegative martingale under "no difference" and the test stays valid; for
+right-or-wrong scores it is the McNemar-type test above, unchanged.
+
 The interval. δ = p_A - p_B is the mean of D = a - b ∈ {-1, 0, 1}. For each candidate δ on a grid we
 run the hedged betting capital of Waudby-Smith & Ramdas with predictable plug-in bets (their
 PrPl-EB-style λ, truncated); a candidate leaves the set once its capital, at any time so far, reached
@@ -51,24 +59,23 @@ def log_wealth_items(a_correct: np.ndarray, b_correct: np.ndarray, *, effect: fl
     """log wealth after each paired item, vectorised over the last axis (rows are runs).
 
     The same wealth `PairState` keeps item by item, so a simulation (or `evalkit plan`'s median)
-    and the live rule agree; concordant items leave it unchanged.
+    and the live rule agree; concordant items leave it unchanged. Scores are right-or-wrong (bools)
+    or fractions in [0, 1] (a mean over repeats).
     """
     import numpy as np
-    a = np.asarray(a_correct, dtype=bool)
-    b = np.asarray(b_correct, dtype=bool)
-    a_only = (a & ~b).astype(np.float64)
-    b_only = (b & ~a).astype(np.float64)
-    s = np.cumsum(a_only, axis=-1)
-    k = s + np.cumsum(b_only, axis=-1)
-    # Krichevsky-Trofimov: predictive P(A alone | a disagreement) = (s + 1/2) / (k + 1) before the item
-    pred = (s - a_only + 0.5) / (k - a_only - b_only + 1)
-    with np.errstate(divide="ignore"):
-        step = a_only * np.log(2 * pred) + b_only * np.log(2 * (1 - pred))
-    log_kt = np.cumsum(step, axis=-1)
-    q = design_probability(effect, discordance)
-    f = k - s
-    log_up = s * math.log(2 * q) + f * math.log(2 * (1 - q))
-    log_down = s * math.log(2 * (1 - q)) + f * math.log(2 * q)
+    a = np.asarray(a_correct, dtype=np.float64)
+    b = np.asarray(b_correct, dtype=np.float64)
+    if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) > 1):
+        raise ValueError("paired scores must be within 0..1")
+    d = a - b
+    s = np.cumsum(np.maximum(d, 0.0), axis=-1)
+    k = np.cumsum(np.abs(d), axis=-1)
+    # Krichevsky-Trofimov's predictable bet before the item, (2s - k) / (k + 1) with s, k before it
+    bet = (2 * (s - np.maximum(d, 0.0)) - (k - np.abs(d))) / (k - np.abs(d) + 1)
+    log_kt = np.cumsum(np.log1p(bet * d), axis=-1)
+    lean = 2 * design_probability(effect, discordance) - 1
+    log_up = np.cumsum(np.log1p(lean * d), axis=-1)
+    log_down = np.cumsum(np.log1p(-lean * d), axis=-1)
     w = design_weight
     if not 0.0 < w <= 1.0:
         raise ValueError(f"design_weight must be in (0, 1], got {w}")
@@ -100,8 +107,8 @@ class PairState:
     discordance: float = 0.30
     design_weight: float = 0.8
     n: int = field(default=0, init=False)            # paired items seen
-    only_a: int = field(default=0, init=False)       # A right, B wrong
-    only_b: int = field(default=0, init=False)       # B right, A wrong
+    only_a: float = field(default=0, init=False)     # A right, B wrong (with scores: the sum of a - b > 0)
+    only_b: float = field(default=0, init=False)     # B right, A wrong (with scores: the sum of b - a > 0)
     log_wealth: float = field(default=0.0, init=False)
     max_log_wealth: float = field(default=0.0, init=False)
     _grid: np.ndarray = field(default_factory=_grid, init=False, repr=False)
@@ -124,23 +131,29 @@ class PairState:
         self._log_parts = np.array([math.log(self.design_weight / 2)] * 2
                                    + ([math.log(1 - self.design_weight)] if self.design_weight < 1 else []))
 
-    def update(self, a_correct: bool, b_correct: bool) -> None:
-        """One more item both answered."""
+    def update(self, a_correct: float, b_correct: float) -> None:
+        """One more item both answered: right or wrong (bools), or each model's score in [0, 1]."""
         import numpy as np
-        self._update_interval((float(a_correct) - float(b_correct) + 1) / 2)
+        a, b = float(a_correct), float(b_correct)
+        if not (0.0 <= a <= 1.0 and 0.0 <= b <= 1.0):
+            raise ValueError(f"paired scores must be within 0..1, got {a_correct!r}, {b_correct!r}")
+        d = a - b
+        self._update_interval((d + 1) / 2)
         self.n += 1
-        if a_correct == b_correct:
+        if d == 0:
             return
         k = self.only_a + self.only_b
-        x = 1 if a_correct else 0
-        pred = (self.only_a + 0.5) / (k + 1)
-        p_up, p_down = (self._q, 1 - self._q) if x else (1 - self._q, self._q)
-        steps = [math.log(2 * p_up), math.log(2 * p_down)]
+        bet = (2 * self.only_a - k) / (k + 1)  # KT's predictable bet: 2 (s + 1/2) / (k + 1) - 1
+        lean = 2 * self._q - 1
+        steps = [math.log1p(lean * d), math.log1p(-lean * d)]
         if self.design_weight < 1:
-            steps.append(math.log(2 * (pred if x else 1 - pred)))
+            steps.append(math.log1p(bet * d))
         self._log_parts = self._log_parts + np.array(steps)
-        self.only_a += x
-        self.only_b += 1 - x
+        if d in (1.0, -1.0):  # right-or-wrong: counts stay whole numbers
+            self.only_a, self.only_b = (self.only_a + 1, self.only_b) if d > 0 else (self.only_a, self.only_b + 1)
+        else:
+            self.only_a += max(d, 0.0)
+            self.only_b += max(-d, 0.0)
         self.log_wealth = float(np.logaddexp.reduce(self._log_parts))
         self.max_log_wealth = max(self.max_log_wealth, self.log_wealth)
 
