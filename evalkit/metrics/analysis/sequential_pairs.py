@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # numpy is imported where it is used: `import evalkit` stays 
 GRID_STEP = 0.0005  # resolution of the interval for δ (a twentieth of a point)
 _TUNE_ALPHA = 0.05  # the bets' size is tuned for this level; validity holds at every level
 _MAX_BET = 0.5      # the bet's truncation, as a fraction of the most the capital can lose
+_BLOCK = 256        # items the interval's grid takes at once (a block of 256 x 4,001 floats)
 
 
 def design_probability(effect: float, discordance: float) -> float:
@@ -128,17 +129,17 @@ class PairState:
         self._m = (self._grid + 1) / 2
         self._cap_up = _MAX_BET / np.maximum(self._m, 1e-12)
         self._cap_down = _MAX_BET / np.maximum(1 - self._m, 1e-12)
-        self._log_parts = np.array([math.log(self.design_weight / 2)] * 2
-                                   + ([math.log(1 - self.design_weight)] if self.design_weight < 1 else []))
+        self._log_parts = [math.log(self.design_weight / 2)] * 2 + (
+            [math.log(1 - self.design_weight)] if self.design_weight < 1 else [])
+        self._pending: list[tuple[float, float]] = []  # (y, bet) of items the grid has not taken yet
 
     def update(self, a_correct: float, b_correct: float) -> None:
         """One more item both answered: right or wrong (bools), or each model's score in [0, 1]."""
-        import numpy as np
         a, b = float(a_correct), float(b_correct)
         if not (0.0 <= a <= 1.0 and 0.0 <= b <= 1.0):
             raise ValueError(f"paired scores must be within 0..1, got {a_correct!r}, {b_correct!r}")
         d = a - b
-        self._update_interval((d + 1) / 2)
+        self._bet_interval((d + 1) / 2)
         self.n += 1
         if d == 0:
             return
@@ -148,31 +149,43 @@ class PairState:
         steps = [math.log1p(lean * d), math.log1p(-lean * d)]
         if self.design_weight < 1:
             steps.append(math.log1p(bet * d))
-        self._log_parts = self._log_parts + np.array(steps)
+        self._log_parts = [x + s for x, s in zip(self._log_parts, steps, strict=True)]
         if d in (1.0, -1.0):  # right-or-wrong: counts stay whole numbers
             self.only_a, self.only_b = (self.only_a + 1, self.only_b) if d > 0 else (self.only_a, self.only_b + 1)
         else:
             self.only_a += max(d, 0.0)
             self.only_b += max(-d, 0.0)
-        self.log_wealth = float(np.logaddexp.reduce(self._log_parts))
+        top = max(self._log_parts)
+        self.log_wealth = top + math.log(sum(math.exp(x - top) for x in self._log_parts))
         self.max_log_wealth = max(self.max_log_wealth, self.log_wealth)
 
-    def _update_interval(self, y: float) -> None:
-        """Hedged betting capital for every candidate mean of Y = (D + 1) / 2 ∈ {0, 1/2, 1}."""
-        import numpy as np
+    def _bet_interval(self, y: float) -> None:
+        """The interval's bet on Y = (D + 1) / 2 ∈ [0, 1], from the items before it (a scalar); the capital
+        of every candidate mean is brought up to date only when the interval is read (`_settle`), so a
+        pair decided by its test alone never pays for the grid item by item."""
         t = self.n + 1
         mean_prev = (0.5 + self._sum_y) / t
         var_prev = (0.25 + self._sum_sq) / t
         lam = math.sqrt(2 * math.log(2 / _TUNE_ALPHA) / (var_prev * t * math.log(t + 1)))
-        m = self._m
-        lam_up = np.minimum(lam, self._cap_up)
-        lam_down = np.minimum(lam, self._cap_down)
-        self._log_up += np.log1p(lam_up * (y - m))
-        self._log_down += np.log1p(-lam_down * (y - m))
-        log_cap = np.logaddexp(self._log_up, self._log_down) - math.log(2)
-        np.maximum(self._max_log_cap, log_cap, out=self._max_log_cap)
+        self._pending.append((y, lam))
         self._sum_y += y
         self._sum_sq += (y - mean_prev) ** 2
+
+    def _settle(self) -> None:
+        """Hedged betting capital for every candidate mean after the pending items, in blocks of rows
+        (items) by grid points; the running maximum is taken over every item, as if done one at a time."""
+        import numpy as np
+        pending, self._pending = self._pending, []
+        m = self._m
+        for start in range(0, len(pending), _BLOCK):
+            ys, lams = (np.array(col) for col in zip(*pending[start:start + _BLOCK], strict=True))
+            gap = ys[:, None] - m[None, :]
+            up = self._log_up + np.cumsum(np.log1p(np.minimum(lams[:, None], self._cap_up[None, :]) * gap), axis=0)
+            down = self._log_down + np.cumsum(np.log1p(-np.minimum(lams[:, None], self._cap_down[None, :]) * gap),
+                                              axis=0)
+            log_cap = np.logaddexp(up, down) - math.log(2)
+            np.maximum(self._max_log_cap, log_cap.max(axis=0), out=self._max_log_cap)
+            self._log_up, self._log_down = up[-1], down[-1]
 
     def difference(self) -> float:
         """The observed p_A - p_B on the items seen."""
@@ -184,6 +197,8 @@ class PairState:
 
     def interval(self, alpha: float = 0.05) -> tuple[float, float]:
         """The confidence sequence for δ = p_A - p_B at level 1 - α (the running intersection)."""
+        if self._pending:
+            self._settle()
         keep = self._max_log_cap < math.log(1 / alpha)
         if not keep.any():  # cannot happen with probability > α; report the point, not an empty set
             d = self.difference()
