@@ -22,10 +22,10 @@ pair's evidence is the items *both* models answered, so no run can decide alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit.core.errors import EvalkitError
 from evalkit.metrics.analysis.sequential_pairs import PairState, holm
@@ -167,6 +167,14 @@ class Decider:
     def verdicts_of(self, model: str) -> list[PairVerdict]:
         return [v for v in self.verdicts() if model in (v.a, v.b)]
 
+    def entries(self, model: str | None = None) -> list[dict[str, Any]]:
+        """The pairs (the model's, or all) as summary.json's block and the comparison read them: in points,
+        each named by its two run directories too (`runs`), with the set's size (`of`)."""
+        runs = {name: rule.run for name, rule in self.rules.items()}
+        of = len(self.sequence or ())
+        return [{**v.to_dict(self.alpha), "runs": [runs.get(v.a), runs.get(v.b)], "of": of}
+                for v in (self.verdicts() if model is None else self.verdicts_of(model))]
+
     # ---- the runs' rules ----
     def hook(self, model: str) -> Callable[[Job], DecidingRule]:
         """The engine's `stop_rule` hook for this model's run."""
@@ -223,12 +231,34 @@ class DecidingRule:
         block = self.own.block()
         if block is None:
             return None
-        runs = {name: rule.run for name, rule in self.decider.rules.items()}
-        pairs = []
-        for v in self.decider.verdicts_of(self.model):
-            d = v.to_dict(self.decider.alpha)
-            d["runs"] = [runs.get(v.a), runs.get(v.b)]
-            pairs.append(d)
+        pairs = [{k: v for k, v in e.items() if k != "of"} for e in self.decider.entries(self.model)]
         width = self.decider.width
         return {**block, "rule": RULE, "target": None, "width": None if width is None else round(width * 100, 6),
                 "model": self.model, "pairs": pairs}
+
+
+class _Planned(Protocol):
+    bench: str
+    shown: str
+    options: dict[str, Any]
+
+
+def deciders_for(pairs: Sequence[_Planned], options: Mapping[str, Any]) -> dict[str, Decider]:
+    """A matrix's controllers, one per benchmark, with `until_decided`; refused in one line: one model,
+    `--limit` (the sample is the rule's to choose) or `--until-ci` (one rule per run)."""
+    if not options.get("until_decided"):
+        return {}
+    if options.get("limit") is not None or any(p.options.get("limit") is not None for p in pairs):
+        raise EvalkitError("--limit and --until-decided cannot go together: --until-decided asks a seeded random "
+                           "order of the whole set and stops once every pair is decided (drop --limit)")
+    if options.get("until_ci") is not None:
+        raise EvalkitError("--until-ci and --until-decided cannot go together: --until-decided stops on the pairs "
+                           "(add --width W to decide a pair once its difference is known to ±W points)")
+    by_bench: dict[str, list[str]] = {}
+    for p in pairs:
+        by_bench.setdefault(p.bench, []).append(p.shown)
+    for bench, models in by_bench.items():
+        if len(models) < 2:
+            raise EvalkitError(f"--until-decided compares models: {bench} has one ({models[0]}); give two or more "
+                               "--model (for one run's interval, --until-ci W)")
+    return {bench: Decider(models, width=options.get("width")) for bench, models in by_bench.items()}
