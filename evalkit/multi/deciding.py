@@ -127,6 +127,26 @@ class Decider:
             self._fed[key] = i
             self._dirty = True
 
+    def recall(self, block: Mapping[str, Any] | None) -> None:
+        """The decisions a run's last "sample" block recorded (the same command again, or a continuation):
+        a pair decided stays decided, at the items it was decided at. Its evidence only grows (the same
+        records in the same order), so a rejection stays one; a width decision is kept only under a width
+        at least as wide. A block of another order (seed) or another rule is not read."""
+        if not isinstance(block, Mapping) or block.get("rule") != RULE:
+            return
+        was = block.get("width")
+        keep_width = self.width is not None and isinstance(was, (int, float)) and was / 100.0 <= self.width + 1e-12
+        for entry in block.get("pairs") or ():
+            try:
+                v = self.pairs.get((entry["a"], entry["b"]))
+                decided, at = entry.get("decided"), int(entry["at"]) if entry.get("at") is not None else None
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+            if v is None or v.decided is not None or at is None:
+                continue
+            if decided == "test" or (decided == "width" and keep_width):
+                v.decided, v.at = decided, at
+
     def finish(self, model: str) -> None:
         """The model's run has ended (done, whole, or stopped): its pairs get no more of its items."""
         self._finished.add(model)
@@ -180,14 +200,18 @@ class Decider:
         """The engine's `stop_rule` hook for this model's run."""
 
         def make(job: Job) -> DecidingRule:
-            from evalkit.engine.until.ci import UntilCI
+            from evalkit.engine.until.ci import UntilCI, previous_block
             from evalkit.engine.until.value import GroupScore
 
             queries = job.prepared.queries
             score = GroupScore(job.prepared.bench, job.s.bench_dict())
-            own = UntilCI(queries, score, width=None, seed=job.s.config.sample_seed)
+            seed = job.s.config.sample_seed
+            own = UntilCI(queries, score, width=None, seed=seed)
             rule = DecidingRule(self, model, queries, own, job.where.rundir.path.name)
             self.rules[model] = rule
+            previous = previous_block(job.where.rundir.path)
+            if previous is not None and previous.get("seed") == seed:
+                self.recall(previous)
             return rule
 
         return make

@@ -143,6 +143,7 @@ async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any
     that benchmark's pairs) and override the suite file's values. `views(run_dirs, out=...)` writes a
     benchmark's site (evalkit.build_view). EvalkitError when a pair cannot start: nothing was sent."""
     pairs, root = plan_pairs(benches, models, suite, options)
+    deciders = deciders_for(pairs, options)  # --until-decided's flags refused before anything else
     env: Mapping[str, str] = options.get("env") or os.environ
     for pair in pairs:  # every pair checked before anything is read, asked or written
         s = resolve_settings(pair.bench, pair.model, pair.options)
@@ -155,7 +156,6 @@ async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any
                            "its runs go in: give a new or other folder")
     # a plot process serves one run: the pairs draw their own plots
     hooks = {k: v for k, v in options.items() if k in HOOKS and k not in (*MATRIX_HOOKS, "plotter", "stop_rule")}
-    deciders = deciders_for(pairs, options)
     if options.get("dry_run"):
         return await _dry_run(pairs, root, hooks, deciders)
     return await _run(pairs, root, hooks, options, views, deciders)
