@@ -138,10 +138,12 @@ def run_matrix(benches: Sequence[Any] = (), models: Sequence[Any] = (), **option
 async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any]] = (),
                            models: Sequence[str | ModelEntry | Mapping[str, Any]] = (), *,
                            suite: str | Path | None = None,
-                           views: Callable[..., Path] | None = None, **options: Any) -> MatrixResult:
+                           views: Callable[..., Path] | None = None, compare_dir: str | Path | None = None,
+                           **options: Any) -> MatrixResult:
     """Run every (benchmark, model) pair; `options` are `evalkit.run`'s (a benchmark's own options go to
     that benchmark's pairs) and override the suite file's values. `views(run_dirs, out=...)` writes a
-    benchmark's site (evalkit.build_view). EvalkitError when a pair cannot start: nothing was sent."""
+    benchmark's site (evalkit.build_view); `compare_dir`: where a one-benchmark matrix's comparison goes
+    (else OUT/compare-<bench>). EvalkitError when a pair cannot start: nothing was sent."""
     pairs, root = plan_pairs(benches, models, suite, options)
     deciders = deciders_for(pairs, options)  # --until-decided's flags refused before anything else
     env: Mapping[str, str] = options.get("env") or os.environ
@@ -158,7 +160,7 @@ async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any
     hooks = {k: v for k, v in options.items() if k in HOOKS and k not in (*MATRIX_HOOKS, "plotter", "stop_rule")}
     if options.get("dry_run"):
         return await _dry_run(pairs, root, hooks, deciders)
-    return await _run(pairs, root, hooks, options, views, deciders)
+    return await _run(pairs, root, hooks, options, views, deciders, compare_dir)
 
 
 def _rule_hook(pair: Pair, deciders: Mapping[str, Decider]) -> dict[str, Any]:
@@ -177,7 +179,8 @@ async def _dry_run(pairs: list[Pair], root: Path, hooks: dict[str, Any],
 
 
 async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Mapping[str, Any],
-               views: Callable[..., Path] | None, deciders: Mapping[str, Decider]) -> MatrixResult:
+               views: Callable[..., Path] | None, deciders: Mapping[str, Decider],
+               compare_dir: str | Path | None = None) -> MatrixResult:
     given: Console | None = hooks.pop("console", None)
     quiet = bool(hooks.get("quiet"))
     display = MatrixDisplay([p.label for p in pairs], given or Console(stderr=True),
@@ -225,7 +228,7 @@ async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Ma
     if line.failed is not None:  # a pair could not start: nothing was sent for any pair
         raise EvalkitError(line.failed)
     out = MatrixResult(results, root, deciders=dict(deciders))
-    _compare_each(out, pairs, views, plots=bool(options.get("plots", True)))
+    _compare_each(out, pairs, views, plots=bool(options.get("plots", True)), compare_dir=compare_dir)
     codes = {r.exit_code for r in results}
     out.exit_code = 2 if 2 in codes else 1 if codes - {0} else 0
     return out
@@ -250,7 +253,8 @@ def _warm_compare() -> None:
         import scipy.special._ufuncs  # noqa: F401
 
 
-def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Path] | None, plots: bool) -> None:
+def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Path] | None, plots: bool,
+                  compare_dir: str | Path | None = None) -> None:
     """Per benchmark: the comparison of its finished pairs (two or more) and, with `views`, its site."""
     for bench in dict.fromkeys(p.bench for p in pairs):
         done = [r for r in out.pairs if r.bench == bench and r.result is not None]
@@ -259,7 +263,8 @@ def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Pat
         decider = out.deciders.get(bench)
         if len(dirs) >= 2:
             try:
-                out.comparisons[bench] = compare(dirs, out=out.out / f"compare-{bench}", labels=labels, plots=plots,
+                where = Path(compare_dir) if compare_dir is not None else out.out / f"compare-{bench}"
+                out.comparisons[bench] = compare(dirs, out=where, labels=labels, plots=plots,
                                                  until_decided=decider.entries() if decider is not None else None)
             except EvalkitError as e:
                 out.messages.append(f"compare-{bench}: not written: {e}")

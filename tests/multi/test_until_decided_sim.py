@@ -9,6 +9,7 @@ Self-contained (its own data, the simulator's public names), so the same file ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -36,21 +37,36 @@ def _questions(folder: Path, n: int = N) -> Path:
     return path
 
 
-@pytest.fixture
-def two_models(tmp_path, monkeypatch):
-    """A strong model (vllm/, about 96 % right) and a weak one (openai/, about 66 %), each on its simulator."""
+@contextlib.contextmanager
+def _two_sims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strong: float, weak: float):
+    """vllm/sim-model and openai/sim-model, each on its own simulator, knowing a share `strong` and `weak` of
+    the questions (right on those, guessing on the rest: about 25 % + 75 % of the share)."""
     data = _questions(tmp_path / "d")
     key = answer_key_for("mcq", {"data": str(data)})
-    strong = SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.95, r=1.0))).start()
-    weak = SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.55, r=1.0))).start()
-    monkeypatch.setenv("VLLM_BASE_URL", strong.url)
-    monkeypatch.setenv("OPENAI_BASE_URL", weak.url + "/v1")
+    a = SimThread(SimConfig(answer_key=key, params=SimParams(theta=strong, r=1.0))).start()
+    b = SimThread(SimConfig(answer_key=key, params=SimParams(theta=weak, r=1.0))).start()
+    monkeypatch.setenv("VLLM_BASE_URL", a.url)
+    monkeypatch.setenv("OPENAI_BASE_URL", b.url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-sim")
     try:
-        yield data, strong, weak
+        yield data, a, b
     finally:
-        strong.close()
-        weak.close()
+        a.close()
+        b.close()
+
+
+@pytest.fixture
+def two_models(tmp_path, monkeypatch):
+    """A strong model (vllm/, about 96 % right) and a weak one (openai/, about 66 %)."""
+    with _two_sims(tmp_path, monkeypatch, 0.95, 0.55) as sims:
+        yield sims
+
+
+@pytest.fixture
+def closer_models(tmp_path, monkeypatch):
+    """Two models about 11 points apart (77.5 % and 66 %): a few dozen items do not tell them apart."""
+    with _two_sims(tmp_path, monkeypatch, 0.70, 0.55) as sims:
+        yield sims
 
 
 def _argv(data: Path, tmp_path: Path, *more: str) -> list[str]:
@@ -118,3 +134,54 @@ def test_one_model_or_a_limit_is_refused_in_one_line(tmp_path, capfd):
     said = capfd.readouterr()
     assert limited == 2 and "--limit and --until-decided cannot go together" in said.err, said.err
     assert not (tmp_path / "one").exists() and not (tmp_path / "m").exists()  # refused before anything was written
+
+
+def _records(run: Path) -> list[str]:
+    return [json.loads(line)["query_id"] for line in (run / "records.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_compare_continue_goes_on_from_two_until_ci_runs_to_a_decision_asking_only_new_items(
+        closer_models, tmp_path, capfd):
+    data, strong, weak = closer_models
+    runs = {"vllm/sim-model": tmp_path / "a", "openai/sim-model": tmp_path / "b"}
+    for model, out in runs.items():  # each run alone, stopped at its own interval: ±45 points
+        code = main(["run", "mcq", "--model", model, "--data", str(data), "--out", str(out), "--cache-dir",
+                     str(tmp_path / "cache"), "--no-progress", "--no-plots", "--concurrency", "4", "--until-ci", "45"])
+        assert code == 0, capfd.readouterr().err
+    capfd.readouterr()
+    before = {m: set(_records(out)) for m, out in runs.items()}
+    asked = (strong.counters.completions, weak.counters.completions)
+    assert asked == (len(before["vllm/sim-model"]), len(before["openai/sim-model"])) and max(asked) < N
+    code = main(["compare", "--continue", str(runs["vllm/sim-model"]), str(runs["openai/sim-model"]), "--out",
+                 str(tmp_path / "cmp"), "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
+    said = capfd.readouterr()
+    assert code == 0, said.err
+    after = {m: _records(out) for m, out in runs.items()}
+    for m in runs:
+        assert len(after[m]) == len(set(after[m])) and before[m] <= set(after[m])  # kept, none asked twice
+    sent = (strong.counters.completions - asked[0], weak.counters.completions - asked[1])
+    assert sent == (len(after["vllm/sim-model"]) - len(before["vllm/sim-model"]),
+                    len(after["openai/sim-model"]) - len(before["openai/sim-model"]))  # only new items were sent
+    assert min(sent) > 0 and max(len(a) for a in after.values()) < N  # both went on, and stopped early
+    [pair] = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["until_decided"]
+    assert pair["decided"] == "test" and pair["at"] <= min(len(a) for a in after.values())
+    assert f"decided at {pair['at']:,} items" in said.out
+    for out in runs.values():
+        assert json.loads((out / "summary.json").read_text())["sample"]["rule"] == "until-decided"
+
+
+def test_compare_continue_refuses_runs_not_on_the_same_items_in_one_line(tmp_path, capfd):
+    small, other = _questions(tmp_path / "d1", 6), _questions(tmp_path / "d2", 8)
+    key = answer_key_for("mcq", {"data": str(small)})
+    with SimThread(SimConfig(answer_key=key)) as sim:
+        for data, out in ((small, "a"), (other, "b")):
+            code = main(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
+                         "--out", str(tmp_path / out), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+                         "--no-plots"])
+            assert code == 0, capfd.readouterr().err
+        capfd.readouterr()
+        code = main(["compare", "--continue", str(tmp_path / "a"), str(tmp_path / "b")])
+    said = capfd.readouterr()
+    assert code == 2, said
+    [line] = [x for x in said.err.splitlines() if x.strip()]
+    assert "are not on the same items" in line and str(tmp_path / "a") in line and str(tmp_path / "b") in line
