@@ -29,6 +29,7 @@ from evalkit.metrics.analysis.result import N_BOOT, analyze
 from evalkit.metrics.analysis.significance import all_pairs, bootstrap_ci, resample, same_observations
 from evalkit.money.shown import run_costs
 from evalkit.multi.compare_report import write_comparison
+from evalkit.report.sample_line import sample_line
 from evalkit.rundir.costs import with_list_cost
 from evalkit.rundir.identity import protocol_view, saved_settings
 from evalkit.rundir.layout import read_finished
@@ -285,7 +286,10 @@ def _note_coverage(runs: Sequence[LoadedRun], notes: list[str], lacking: dict[st
         if lacking.get(run.label):
             notes.append(f"{run.label} has no record of {lacking[run.label]:,} queries that other runs have; "
                          "their items are left out for every model")
-        if not run.complete:
+        if run.summary.get("stopped") == "sample":  # a sample by design (--until-ci, --until-decided): not a failure
+            notes.append(f"{run.label}: {sample_line(run.summary) or 'a sample'}; the same command without the "
+                         "flag goes on toward the whole set")
+        elif not run.complete:
             done, n = run.answered
             notes.append(f"{run.label}: the run is incomplete ({run.summary.get('missing', 0)} queries missing, "
                          f"{(run.summary.get('counts') or {}).get('errors', 0)} errors): {done:,} of {n:,} "
