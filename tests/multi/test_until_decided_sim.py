@@ -89,7 +89,7 @@ def test_two_clearly_different_models_stop_once_their_pair_is_decided_and_again_
     assert pair["decided"] == "test" and 0 < pair["at"] <= min(asked) and pair["of"] == N
     assert abs(pair["difference"]) > 15 and pair["p_value"] <= 0.05
     assert f"decided at {pair['at']:,} items" in said.out
-    assert said.out.count(f"of {N:,} items: every pair decided") == 2  # each run's line says it is a sample
+    assert said.out.count(f"of {N:,} items: every pair decided") == 4  # each run's line, and the comparison's note on it
     report = (tmp_path / "m" / "compare-mcq" / "report.md").read_text()
     assert "## Until decided" in report and f"decided at {pair['at']:,} items (sequential test, Holm)" in report
     for run in (tmp_path / "m").glob("mcq-*"):
