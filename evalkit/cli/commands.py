@@ -86,7 +86,7 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 
         comparison = compare(args.run_dirs, sizes=args.sizes, n_boot=args.n_boot, seed=args.seed)
         out = Path(args.out) if args.out else Path("runs") / f"compare-{comparison.benchmark}"
-        report = comparison.write(out, plotter=plotter)
+        report = comparison.write(out, plots=args.plots, plotter=plotter)
     print_comparison(comparison, console, str(report))
     return 0
 
@@ -99,7 +99,7 @@ def _continue_and_compare(args: argparse.Namespace, console: Console) -> int:
     if args.width is not None and not args.width > 0:
         raise EvalkitError(f"--width must be > 0, not {args.width}")
     result = continue_runs(args.run_dirs, width=args.width, sample_seed=args.sample_seed, cache_dir=args.cache_dir,
-                           progress=args.progress, compare_dir=args.out)
+                           progress=args.progress, plots=args.plots, compare_dir=args.out)
     print_matrix(result, console)
     return result.exit_code
 

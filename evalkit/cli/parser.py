@@ -157,6 +157,8 @@ def add_compare_parser(sub: Any) -> None:
     kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     kp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resamples (default 0: the same "
                     "intervals every time)")
+    kp.add_argument("--no-plots", dest="plots", action="store_false", help="draw no plots (report.md and "
+                    "comparison.json only; with --continue, none for the runs either)")
     kc = kp.add_argument_group("continuing the runs until every pair is decided (docs/stopping.md)")
     kc.add_argument("--continue", dest="continue_runs", action="store_true",
                     help="continue the runs (on the same items) together, in one seeded order, until every pair "

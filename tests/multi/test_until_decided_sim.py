@@ -154,7 +154,7 @@ def test_compare_continue_goes_on_from_two_until_ci_runs_to_a_decision_asking_on
     asked = (strong.counters.completions, weak.counters.completions)
     assert asked == (len(before["vllm/sim-model"]), len(before["openai/sim-model"])) and max(asked) < N
     code = main(["compare", "--continue", str(runs["vllm/sim-model"]), str(runs["openai/sim-model"]), "--out",
-                 str(tmp_path / "cmp"), "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
+                 str(tmp_path / "cmp"), "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--no-plots"])
     said = capfd.readouterr()
     assert code == 0, said.err
     after = {m: _records(out) for m, out in runs.items()}
