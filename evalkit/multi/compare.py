@@ -202,7 +202,7 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
         correlation = size_correlation(scores, load_sizes(Path(sizes)))
     settings = {k: v for k, v in runs[0].identity.items() if k not in PER_MODEL}
     decided = decided_pairs(runs, until_decided)
-    if decided is not None:
+    if decided is not None and any(r.summary.get("stopped") == "sample" for r in runs):
         notes.append(SEQUENTIAL_NOTE)
     comparison = Comparison(bench_name, settings, results, {r.label: r for r in runs}, pairs, correlation, notes,
                             repeats=CommonRepeats(common_k, counts) if common_k >= 2 else None, common=common,
