@@ -92,10 +92,12 @@ class Decider:
         if self.sequence is None:
             self.sequence = seq
             self._place = {g: i for i, g in enumerate(seq)}
-        elif set(seq) != set(self.sequence):
-            theirs = next(iter(self.rules), "")
-            raise EvalkitError(f"--until-decided: {model or 'a model'}'s run is not on the same items as {theirs or 'the others'} "
-                               f"({len(seq):,} and {len(self.sequence):,} items, not the same set)")
+        elif seq != self.sequence:
+            theirs = next(iter(self.rules), "") or "the others"
+            what = "in another order (another --sample-seed)" if set(seq) == set(self.sequence) else \
+                f"not the same set: {len(seq):,} and {len(self.sequence):,} items"
+            raise EvalkitError(f"--until-decided: {model or 'a model'}'s run is not on the same items as {theirs} "
+                               f"({what})")
 
     # ---- answers ----
     def answered(self, model: str, group: str, value: float) -> None:

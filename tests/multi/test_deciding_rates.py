@@ -179,8 +179,10 @@ def test_width_decides_a_pair_once_its_interval_is_narrow_enough():
 def test_a_run_on_other_items_and_a_single_model_are_refused():
     decider = Decider(["a", "b"])
     decider.set_sequence(["g1", "g2"], "a")
-    with pytest.raises(EvalkitError, match="not on the same items"):
+    with pytest.raises(EvalkitError, match="not on the same items .*not the same set"):
         decider.set_sequence(["g1", "g3"], "b")
+    with pytest.raises(EvalkitError, match="another order"):
+        decider.set_sequence(["g2", "g1"], "b")
     with pytest.raises(EvalkitError, match="two or more"):
         Decider(["a"])
 
