@@ -75,13 +75,13 @@ def _bench_in(argv: Sequence[str], after: str) -> str | None:
     return None
 
 
-def _benches_in_run(argv: Sequence[str]) -> tuple[str, ...]:
-    """The benchmarks `evalkit run` names (positionals, and a --suite file's), so only their modules are
-    imported to add their flags."""
+def _benches_in_run(argv: Sequence[str], command: str = "run") -> tuple[str, ...]:
+    """The benchmarks `evalkit run` (or `plan`) names (positionals, and a --suite file's), so only their
+    modules are imported to add their flags."""
     args = list(argv)
-    if "run" not in args:
+    if command not in args:
         return ()
-    rest = args[args.index("run") + 1:]
+    rest = args[args.index(command) + 1:]
     names = [a for a in rest if a in REGISTRY]
     suite = next((rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--suite"), None)
     suite = suite or next((a.split("=", 1)[1] for a in rest if a.startswith("--suite=")), None)
@@ -122,6 +122,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     benches = _benches_in_run(argv)
     _add_bench_options(sub.choices["run"], benches, "{bench} options")
     parser.bench = benches  # type: ignore[attr-defined]  # unknown flags are reported here
+    if _command(argv) == "plan":  # a plan prices the variants the benchmark's flags ask for, as a run would
+        planned = _benches_in_run(argv, "plan")[:1]
+        _add_bench_options(sub.choices["plan"], planned, "{bench} options")
+        parser.bench = planned  # type: ignore[attr-defined]
     if _command(argv) == "sim":  # its many flags (and their modules) only when it is the command
         _add_sim_flags(sub.choices["sim"], argv)
     return parser

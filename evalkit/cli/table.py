@@ -37,6 +37,7 @@ COMMANDS: dict[str, Command] = {
     "export": Command("evalkit.export.command:add_export_parser", "evalkit.export.command:cmd_export"),
     "translate": Command("evalkit.benchmarks.genvip_command:add_translate_parser",
                          "evalkit.benchmarks.genvip_command:cmd_translate"),
+    "plan": Command("evalkit.multi.plan_command:add_plan_parser", "evalkit.multi.plan_command:cmd_plan"),
     "demo": Command("evalkit.cli.parser:add_demo_parser", "evalkit.cli.commands:cmd_demo"),
 }
 

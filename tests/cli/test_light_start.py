@@ -57,7 +57,7 @@ HEAVY_BY_NATURE = ("evalkit.core.fingerprint",  # a PIL thumbnail; the image pip
                    "evalkit.cli.demo")  # starts the simulated server (aiohttp); loaded only by `evalkit demo`
 
 COMMANDS = [["--help"], ["--version"], ["list"], ["run", "--help"], ["data", "--help"], ["data", "list"],
-            ["export", "--help"],
+            ["export", "--help"], ["plan", "--help"], ["plan", "mcq", "--help"],
             *(["run", name, "--help"] for name in list_benchmarks())]
 
 

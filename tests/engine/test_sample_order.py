@@ -22,16 +22,20 @@ def test_the_order_depends_on_the_seed_and_the_ids_never_on_the_rows_order():
     assert sorted(sample_order(qs, 7).sequence) == sorted({q.base_id for q in qs})
 
 
-def test_every_prefix_holds_each_category_in_its_share():
+def test_every_prefix_is_a_simple_random_sample_and_each_category_its_own():
     order = sample_order(_queries(3000, "aaaaaabbbc"), 1)  # shares 0.6, 0.3, 0.1
     stratum = order.stratum_of()
     assert order.sizes() == {"a": 1800, "b": 900, "c": 300}
-    for n in (10, 50, 333, 1000, 2999):
+    for n in (100, 333, 1000, 2000):
         seen = [stratum[g] for g in order.sequence[:n]]
-        for name, share in (("a", 0.6), ("b", 0.3), ("c", 0.1)):
-            assert abs(seen.count(name) - share * n) <= 1, (n, name)
+        for name, share in (("a", 0.6), ("b", 0.3), ("c", 0.1)):  # hypergeometric: within 4 sd of n * share
+            sd = (n * share * (1 - share) * (3000 - n) / 2999) ** 0.5
+            assert abs(seen.count(name) - share * n) <= 4 * sd, (n, name)
     # within a stratum the sending order is the stratum's own seeded order
     assert tuple(g for g in order.sequence if stratum[g] == "b") == order.strata["b"]
+    # and across seeds the first group is uniform over the set: every category leads in its share
+    firsts = [stratum[sample_order(_queries(30, "aaaaaabbbc"), s).sequence[0]] for s in range(2000)]
+    assert abs(firsts.count("a") / 2000 - 0.6) < 0.05 and abs(firsts.count("c") / 2000 - 0.1) < 0.03
 
 
 def test_a_group_is_sent_whole_and_in_its_own_order():
