@@ -72,6 +72,12 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     if args.n_boot < 0:
         raise EvalkitError(f"--n-boot must be >= 0, not {args.n_boot}")
+    if args.continue_runs:
+        return _continue_and_compare(args, console)
+    given = [flag for flag, value in (("--width", args.width), ("--sample-seed", args.sample_seed),
+                                      ("--cache-dir", args.cache_dir)) if value is not None]
+    if given:
+        raise EvalkitError(f"{given[0]} goes with compare --continue (continuing the runs until every pair is decided)")
     from evalkit.report.plot_process import PlotProcess
 
     with PlotProcess() as plotter:  # imports matplotlib on the other core while the runs are read and compared
@@ -80,9 +86,22 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 
         comparison = compare(args.run_dirs, sizes=args.sizes, n_boot=args.n_boot, seed=args.seed)
         out = Path(args.out) if args.out else Path("runs") / f"compare-{comparison.benchmark}"
-        report = comparison.write(out, plotter=plotter)
+        report = comparison.write(out, plots=args.plots, plotter=plotter)
     print_comparison(comparison, console, str(report))
     return 0
+
+
+def _continue_and_compare(args: argparse.Namespace, console: Console) -> int:
+    """`evalkit compare --continue RUN...`: the runs continued as one until-decided matrix, printed as one."""
+    from evalkit.cli.matrix import print_matrix
+    from evalkit.multi.continuing import continue_runs
+
+    if args.width is not None and not args.width > 0:
+        raise EvalkitError(f"--width must be > 0, not {args.width}")
+    result = continue_runs(args.run_dirs, width=args.width, sample_seed=args.sample_seed, cache_dir=args.cache_dir,
+                           progress=args.progress, plots=args.plots, compare_dir=args.out)
+    print_matrix(result, console)
+    return result.exit_code
 
 
 def cmd_merge(args: argparse.Namespace, console: Console) -> int:

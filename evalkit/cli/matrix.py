@@ -71,10 +71,14 @@ def print_matrix(result: Any, console: Console) -> None:
 
 
 def _ended(p: Any) -> str:
+    from evalkit.report.sample_line import sample_line
+
     if p.result is None:
         return "stopped"
     if p.result.summary.get("complete", True):
         return "complete"
+    if p.result.summary.get("stopped") == "sample":  # its rule was satisfied: "stopped at N of M items: ..."
+        return sample_line(p.result.summary) or "a sample"
     return "incomplete" if p.exit_code == 1 else "stopped"
 
 

@@ -161,6 +161,18 @@ def add_compare_parser(sub: Any) -> None:
     kp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     kp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resamples (default 0: the same "
                     "intervals every time)")
+    kp.add_argument("--no-plots", dest="plots", action="store_false", help="draw no plots (report.md and "
+                    "comparison.json only; with --continue, none for the runs either)")
+    kc = kp.add_argument_group("continuing the runs until every pair is decided (docs/stopping.md)")
+    kc.add_argument("--continue", dest="continue_runs", action="store_true",
+                    help="continue the runs (on the same items) together, in one seeded order, until every pair "
+                         "is decided (as a matrix's --until-decided), then compare them; only new items are asked")
+    kc.add_argument("--width", type=float, metavar="W", help="with --continue: a pair whose difference's 95 %% "
+                    "interval is at most +-W points is decided too")
+    kc.add_argument("--sample-seed", type=int, metavar="N", help="with --continue: the order's seed (default: the "
+                    "runs' samples' own, else 0)")
+    kc.add_argument("--cache-dir", help="with --continue: the response cache (default as for `evalkit run`)")
+    kc.add_argument("--no-progress", dest="progress", action="store_false", help="with --continue: no live progress")
 
 
 def add_merge_parser(sub: Any) -> None:

@@ -58,6 +58,9 @@ def run(bench: str, model: str, **options: Any) -> RunResult:
 
 async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     s = resolve_settings(bench_name, model, options)
+    if s.config.until_decided and "stop_rule" not in s.hooks:  # the matrix's controller gives each run its rule
+        raise EvalkitError("--until-decided compares models: give two or more --model (a matrix), or continue "
+                           "runs with `evalkit compare --continue RUN...`; for one run's interval, --until-ci W")
     options, cutoff_budget = split_options(options)
     if cutoff_budget is not None:  # its --max-tokens is the cut-offs' budget: the run is the one without it
         s = resolve_settings(bench_name, model, options)

@@ -11,18 +11,25 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit.benchmarks import get_benchmark
 from evalkit.core.errors import EvalkitError
 from evalkit.core.record import Record
 from evalkit.engine.repeats import compare_note, n_repeats, over_repeats
-from evalkit.metrics.analysis.comparison import CommonItems, CommonRepeats, Leaderboard, LoadedRun
+from evalkit.metrics.analysis.comparison import (
+    CommonItems,
+    CommonRepeats,
+    DecidedPair,
+    Leaderboard,
+    LoadedRun,
+)
 from evalkit.metrics.analysis.correlation import load_sizes, size_correlation
 from evalkit.metrics.analysis.result import N_BOOT, analyze
 from evalkit.metrics.analysis.significance import all_pairs, bootstrap_ci, resample, same_observations
 from evalkit.money.shown import run_costs
 from evalkit.multi.compare_report import write_comparison
+from evalkit.report.sample_line import sample_line
 from evalkit.rundir.costs import with_list_cost
 from evalkit.rundir.identity import protocol_view, saved_settings
 from evalkit.rundir.layout import read_finished
@@ -145,10 +152,12 @@ class Comparison(Leaderboard):
 
 def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, sizes: str | Path | None = None,
             n_boot: int = N_BOOT, seed: int = 0, alpha: float = 0.05,
-            labels: Mapping[Path, str] | None = None, plots: bool = True) -> Comparison:
+            labels: Mapping[Path, str] | None = None, plots: bool = True,
+            until_decided: Sequence[Mapping[str, Any]] | None = None) -> Comparison:
     """Compare finished runs of one benchmark; with `out`, also write the report there (its plots too,
     unless plots=False). `labels`: a name for a run directory's model other than its PROVIDER/MODEL
-    (a matrix's model labels)."""
+    (a matrix's model labels). `until_decided`: the pairs' decisions as an `--until-decided` matrix
+    made them (multi/deciding.py's entries); else read from the runs' "sample" blocks."""
     if len(run_dirs) < 2:
         raise EvalkitError("compare needs at least two run directories")
     damage: list[str] = []
@@ -192,11 +201,50 @@ def compare(run_dirs: Sequence[str | Path], *, out: str | Path | None = None, si
         scores = {m.label: m.estimate for m in results if m.estimate is not None}
         correlation = size_correlation(scores, load_sizes(Path(sizes)))
     settings = {k: v for k, v in runs[0].identity.items() if k not in PER_MODEL}
+    decided = decided_pairs(runs, until_decided)
+    if decided is not None and any(r.summary.get("stopped") == "sample" for r in runs):
+        notes.append(SEQUENTIAL_NOTE)
     comparison = Comparison(bench_name, settings, results, {r.label: r for r in runs}, pairs, correlation, notes,
-                            repeats=CommonRepeats(common_k, counts) if common_k >= 2 else None, common=common)
+                            repeats=CommonRepeats(common_k, counts) if common_k >= 2 else None, common=common,
+                            decided=decided)
     if out is not None:
         comparison.write(Path(out), plots)
     return comparison
+
+
+SEQUENTIAL_NOTE = ("the runs stopped once their pairs were decided (--until-decided): the pairwise tests above are "
+                   "fixed-sample tests, which stopping on the results makes optimistic; the until-decided "
+                   "decisions (anytime p-values, Holm over the pairs) are the ones that hold")
+
+
+def decided_pairs(runs: Sequence[LoadedRun], given: Sequence[Mapping[str, Any]] | None = None
+                  ) -> list[DecidedPair] | None:
+    """Each pair's `--until-decided` decision: `given` (a matrix's own), else the latest the runs' "sample"
+    blocks say (the entry with the most items); a pair is named by its two run directories. None: no pair
+    of these runs was run until decided."""
+    label_of = {r.path.name: r.label for r in runs}
+    entries: list[Mapping[str, Any]] = list(given or ())
+    if given is None:
+        for run in runs:
+            block = run.summary.get("sample")
+            if isinstance(block, dict) and block.get("rule") == "until-decided":
+                entries += [{**e, "of": block.get("of")} for e in block.get("pairs") or () if isinstance(e, dict)]
+    found: dict[frozenset[str], DecidedPair] = {}
+    for e in entries:
+        try:
+            a, b = (str(x) for x in e["runs"])
+            if a not in label_of or b not in label_of:
+                continue
+            lo, hi = (float(x) for x in e["interval"])
+            pair = DecidedPair(label_of[a], label_of[b], int(e["items"]), e.get("decided"),
+                               None if e.get("at") is None else int(e["at"]), float(e["difference"]), (lo, hi),
+                               float(e["p_value"]), int(e["of"]))
+        except (KeyError, TypeError, ValueError):
+            continue  # a block this evalkit did not write: left out
+        key = frozenset((a, b))
+        if key not in found or pair.items > found[key].items:
+            found[key] = pair
+    return list(found.values()) or None
 
 
 def _lacking(runs: Sequence[LoadedRun]) -> dict[str, int]:
@@ -238,7 +286,10 @@ def _note_coverage(runs: Sequence[LoadedRun], notes: list[str], lacking: dict[st
         if lacking.get(run.label):
             notes.append(f"{run.label} has no record of {lacking[run.label]:,} queries that other runs have; "
                          "their items are left out for every model")
-        if not run.complete:
+        if run.summary.get("stopped") == "sample":  # a sample by design (--until-ci, --until-decided): not a failure
+            notes.append(f"{run.label}: {sample_line(run.summary) or 'a sample'}; the same command without the "
+                         "flag goes on toward the whole set")
+        elif not run.complete:
             done, n = run.answered
             notes.append(f"{run.label}: the run is incomplete ({run.summary.get('missing', 0)} queries missing, "
                          f"{(run.summary.get('counts') or {}).get('errors', 0)} errors): {done:,} of {n:,} "

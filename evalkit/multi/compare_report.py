@@ -65,6 +65,20 @@ def _pairs(c: Leaderboard) -> list[str]:
     return md_table(head, rows, "ll" + "r" * (len(head) - 3) + "l")
 
 
+def _until_decided(c: Leaderboard) -> list[str]:
+    """Which pairs `--until-decided` decided, by which criterion and at how many items, and which it did not."""
+    if not c.decided:
+        return []
+    rows = [[d.a, d.b, d.verdict, d.items, d.difference, f"[{fmt(d.interval[0])}, {fmt(d.interval[1])}]",
+             pvalue(d.p_value)] for d in c.decided]
+    head = ["A", "B", "decision", "items both answered", "Δ (A − B)", "95% interval (anytime)", "anytime p"]
+    return ["## Until decided", "",
+            "The models were asked one seeded order of the items, and each pair was decided once its sequential "
+            f"paired test rejected (anytime p-values, Holm across the {len(c.decided)} pairs, α = 0.05) or its "
+            "difference's interval was within ±W points (--width); an item counts for a pair once both models "
+            "answered it (docs/stopping.md).", "", *md_table(head, rows, "lll" + "r" * (len(head) - 3)), ""]
+
+
 def _repeats(c: Leaderboard) -> list[str]:
     """Each model's headline on each common repeat, their mean and sd."""
     if c.repeats is None:
@@ -116,7 +130,7 @@ def render_comparison(c: Leaderboard, figures: list[tuple[str, Path]], out: Path
     lines = [f"# {c.benchmark}: {n} models compared", "",
              "Settings: " + " · ".join(f"{k} = {fmt(v)}" for k, v in sorted(c.settings.items())), "",
              "## Leaderboard", "", *_leaderboard(c), "", COST_NOTE, "",
-             f"{said}, Holm-corrected across the {len(c.pairs)} pairs (α = 0.05).", "",
+             f"{said}, Holm-corrected across the {len(c.pairs)} pairs (α = 0.05).", "", *_until_decided(c),
              *([f"**{c.common.method[0].upper()}{c.common.method[1:]}.**", ""] if c.common else []),
              *(["The counts are repeat 0's; the cost covers every repeat asked.", ""] if c.repeats else []),
              "## Pairwise tests", "", *_pairs(c), "", *_repeats(c)]

@@ -36,6 +36,7 @@ from evalkit.engine.endpoints.wiring import EndpointLimiters
 from evalkit.engine.evaluate import RunResult, run_async
 from evalkit.engine.stopping.in_thread import run_blocking
 from evalkit.multi.compare import Comparison, compare
+from evalkit.multi.deciding import Decider, deciders_for
 from evalkit.multi.matrix_display import MatrixDisplay, pair_console
 from evalkit.multi.pairs import Pair, plan_pairs
 from evalkit.multi.suite import BenchEntry, ModelEntry
@@ -73,6 +74,7 @@ class MatrixResult:
     messages: list[str] = field(default_factory=list)
     exit_code: int = 0
     dry_run: dict[str, Any] | None = None  # with dry_run=True: per pair and the total
+    deciders: dict[str, Decider] = field(default_factory=dict)  # --until-decided: bench -> its controller
 
 
 class StartLine:
@@ -136,11 +138,14 @@ def run_matrix(benches: Sequence[Any] = (), models: Sequence[Any] = (), **option
 async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any]] = (),
                            models: Sequence[str | ModelEntry | Mapping[str, Any]] = (), *,
                            suite: str | Path | None = None,
-                           views: Callable[..., Path] | None = None, **options: Any) -> MatrixResult:
+                           views: Callable[..., Path] | None = None, compare_dir: str | Path | None = None,
+                           **options: Any) -> MatrixResult:
     """Run every (benchmark, model) pair; `options` are `evalkit.run`'s (a benchmark's own options go to
     that benchmark's pairs) and override the suite file's values. `views(run_dirs, out=...)` writes a
-    benchmark's site (evalkit.build_view). EvalkitError when a pair cannot start: nothing was sent."""
+    benchmark's site (evalkit.build_view); `compare_dir`: where a one-benchmark matrix's comparison goes
+    (else OUT/compare-<bench>). EvalkitError when a pair cannot start: nothing was sent."""
     pairs, root = plan_pairs(benches, models, suite, options)
+    deciders = deciders_for(pairs, options)  # --until-decided's flags refused before anything else
     env: Mapping[str, str] = options.get("env") or os.environ
     for pair in pairs:  # every pair checked before anything is read, asked or written
         s = resolve_settings(pair.bench, pair.model, pair.options)
@@ -152,21 +157,30 @@ async def run_matrix_async(benches: Sequence[str | BenchEntry | Mapping[str, Any
         raise EvalkitError(f"--out {root}: is a run directory (it holds {held}); a matrix's --out is the folder "
                            "its runs go in: give a new or other folder")
     # a plot process serves one run: the pairs draw their own plots
-    hooks = {k: v for k, v in options.items() if k in HOOKS and k not in (*MATRIX_HOOKS, "plotter")}
+    hooks = {k: v for k, v in options.items() if k in HOOKS and k not in (*MATRIX_HOOKS, "plotter", "stop_rule")}
     if options.get("dry_run"):
-        return await _dry_run(pairs, root, hooks)
-    return await _run(pairs, root, hooks, options, views)
+        return await _dry_run(pairs, root, hooks, deciders)
+    return await _run(pairs, root, hooks, options, views, deciders, compare_dir)
 
 
-async def _dry_run(pairs: list[Pair], root: Path, hooks: dict[str, Any]) -> MatrixResult:
-    runs = await asyncio.gather(*(run_async(p.bench, p.model, **p.options, **hooks, runs_root=root) for p in pairs))
+def _rule_hook(pair: Pair, deciders: Mapping[str, Decider]) -> dict[str, Any]:
+    """The pair's `stop_rule` hook: a view onto its benchmark's controller (--until-decided), else none."""
+    decider = deciders.get(pair.bench)
+    return {"stop_rule": decider.hook(pair.shown)} if decider is not None else {}
+
+
+async def _dry_run(pairs: list[Pair], root: Path, hooks: dict[str, Any],
+                   deciders: Mapping[str, Decider]) -> MatrixResult:
+    runs = await asyncio.gather(*(run_async(p.bench, p.model, **p.options, **hooks, **_rule_hook(p, deciders),
+                                            runs_root=root) for p in pairs))
     results = [PairResult(p.bench, p.model, p.shown, r) for p, r in zip(pairs, runs, strict=True)]
     return MatrixResult(results, root, dry_run=matrix_dry_run([(p.bench, p.shown, r.summary["dry_run"])
                                                                for p, r in zip(pairs, runs, strict=True)]))
 
 
 async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Mapping[str, Any],
-               views: Callable[..., Path] | None) -> MatrixResult:
+               views: Callable[..., Path] | None, deciders: Mapping[str, Decider],
+               compare_dir: str | Path | None = None) -> MatrixResult:
     given: Console | None = hooks.pop("console", None)
     quiet = bool(hooks.get("quiet"))
     display = MatrixDisplay([p.label for p in pairs], given or Console(stderr=True),
@@ -180,8 +194,9 @@ async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Ma
         progress = pair.options.get("progress", True) and not display.live_mode
         try:
             done.result = await run_async(pair.bench, pair.model, **{**pair.options, "progress": progress}, **hooks,
-                                          console=pair_console(pair.label, given, quiet), runs_root=root,
-                                          limiters=limiters, start_gate=gate, watch_progress=display.watch(i))
+                                          **_rule_hook(pair, deciders), console=pair_console(pair.label, given, quiet),
+                                          runs_root=root, limiters=limiters, start_gate=gate,
+                                          watch_progress=display.watch(i))
         except KeyboardInterrupt:  # drained and flushed: resumable
             done.interrupted, done.exit_code = True, 130
         except EvalkitError as e:
@@ -191,6 +206,8 @@ async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Ma
             done.result = None
             errors.append(e)
         gate.finish(done.error)
+        if pair.bench in deciders:  # its pairs get no more of this model's items
+            deciders[pair.bench].finish(pair.shown)
         if done.result is not None:
             done.exit_code = done.result.exit_code
         display.end(i, _state(done))
@@ -210,8 +227,8 @@ async def _run(pairs: list[Pair], root: Path, hooks: dict[str, Any], options: Ma
         raise KeyboardInterrupt
     if line.failed is not None:  # a pair could not start: nothing was sent for any pair
         raise EvalkitError(line.failed)
-    out = MatrixResult(results, root)
-    _compare_each(out, pairs, views, plots=bool(options.get("plots", True)))
+    out = MatrixResult(results, root, deciders=dict(deciders))
+    _compare_each(out, pairs, views, plots=bool(options.get("plots", True)), compare_dir=compare_dir)
     codes = {r.exit_code for r in results}
     out.exit_code = 2 if 2 in codes else 1 if codes - {0} else 0
     return out
@@ -225,6 +242,8 @@ def _state(done: PairResult) -> str:
     summary = done.result.summary
     if summary.get("complete", True):
         return "done"
+    if summary.get("stopped") == "sample":
+        return "decided" if (summary.get("sample") or {}).get("rule") == "until-decided" else "sampled"
     return f"incomplete ({summary.get('missing', 0):,} missing)" if done.exit_code == 1 else "stopped"
 
 
@@ -234,15 +253,19 @@ def _warm_compare() -> None:
         import scipy.special._ufuncs  # noqa: F401
 
 
-def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Path] | None, plots: bool) -> None:
+def _compare_each(out: MatrixResult, pairs: list[Pair], views: Callable[..., Path] | None, plots: bool,
+                  compare_dir: str | Path | None = None) -> None:
     """Per benchmark: the comparison of its finished pairs (two or more) and, with `views`, its site."""
     for bench in dict.fromkeys(p.bench for p in pairs):
         done = [r for r in out.pairs if r.bench == bench and r.result is not None]
         dirs = [r.result.out_dir for r in done if r.result is not None]
         labels = {r.result.out_dir: r.shown for r in done if r.result is not None and r.shown != r.model}
+        decider = out.deciders.get(bench)
         if len(dirs) >= 2:
             try:
-                out.comparisons[bench] = compare(dirs, out=out.out / f"compare-{bench}", labels=labels, plots=plots)
+                where = Path(compare_dir) if compare_dir is not None else out.out / f"compare-{bench}"
+                out.comparisons[bench] = compare(dirs, out=where, labels=labels, plots=plots,
+                                                 until_decided=decider.entries() if decider is not None else None)
             except EvalkitError as e:
                 out.messages.append(f"compare-{bench}: not written: {e}")
         if views is not None and dirs:

@@ -203,6 +203,10 @@ def print_comparison(c: Leaderboard, console: Console, report: str | None = None
     if c.common is not None:
         console.print(f"{c.common.method[0].upper()}{c.common.method[1:]}", style="bold", markup=False,
                       highlight=False)
+    for d in c.decided or ():
+        console.print(f"  until decided: {d.a} vs {d.b}: {d.verdict}: Δ {d.difference:+.2f} "
+                      f"[{fmt(d.interval[0])}, {fmt(d.interval[1])}], anytime p {pvalue(d.p_value)}",
+                      markup=False, highlight=False, soft_wrap=True)
     for t in c.pairs:
         mark = "[green]significant[/green]" if t.significant else "not significant"
         console.print(f"  {t.a} vs {t.b}: Δ {t.diff.estimate:+.2f} {pct_ci(t.diff.lo, t.diff.hi)}, "

@@ -91,6 +91,39 @@ class CommonItems:
         return {"items": self.items, "of": self.of, "queries": self.queries, "method": self.method}
 
 
+@dataclass(frozen=True)
+class DecidedPair:
+    """One pair of an `--until-decided` comparison, as its runs' "sample" blocks say: decided by the
+    sequential test ("test", Holm over the pairs) or by its interval's width ("width") at `at` paired
+    items, or not decided (None) after `items`. Difference and interval in points, A - B."""
+
+    a: str
+    b: str
+    items: int
+    decided: str | None
+    at: int | None
+    difference: float
+    interval: tuple[float, float]
+    p_value: float
+    of: int  # the items of the set
+
+    @property
+    def verdict(self) -> str:
+        """"decided at 180 items (test)", "decided at 412 items (±W)", "not decided at 1,000 items (the whole
+        set)" or "not decided yet (310 items)"."""
+        if self.decided == "test":
+            return f"decided at {self.at:,} items (sequential test, Holm)"
+        if self.decided == "width":
+            return f"decided at {self.at:,} items (interval within ±W)"
+        whole = " (the whole set)" if self.items >= self.of else ""
+        return f"not decided at {self.items:,} items{whole}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "items": self.items, "decided": self.decided, "at": self.at,
+                "difference": self.difference, "interval": list(self.interval), "p_value": self.p_value,
+                "of": self.of, "verdict": self.verdict}
+
+
 @dataclass
 class Leaderboard:
     """A ranked leaderboard of one benchmark, with intervals, paired tests and correlations."""
@@ -105,6 +138,7 @@ class Leaderboard:
     out_dir: Path | None = None
     repeats: CommonRepeats | None = None      # None: repeat 0 only (no run has two repeats in common)
     common: CommonItems | None = None         # None: every run has the same queries (no restriction)
+    decided: list[DecidedPair] | None = None  # --until-decided runs: each pair's sequential decision
 
     @property
     def any_incomplete(self) -> bool:
@@ -141,6 +175,8 @@ class Leaderboard:
             out["repeats"] = self.repeats.to_dict()
         if self.common is not None:
             out["common_items"] = self.common.to_dict()
+        if self.decided is not None:
+            out["until_decided"] = [d.to_dict() for d in self.decided]
         return out
 
     def _base_dict(self) -> dict[str, Any]:
