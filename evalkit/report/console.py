@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evalkit.core.findings import count_line
+from evalkit.core.sample_note import shown_tables
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
 from evalkit.money.shown import costs_line
@@ -103,11 +104,14 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
         console.print(line, style="bold red", markup=False, highlight=False)
     if not failures or failures["answered"]:
         official = title + (" · failed queries count as wrong" if failures else "")
-        shown = [t for t in summary.get("tables") or [] if t.get("console")]
+        shown = [t for t in shown_tables(summary) if t.get("console")]  # a sample's: marked or left out
         if shown:  # the paper's table and the main detail table; everything else is in report.md
             console.print(official, style="bold", markup=False, highlight=False)
             for t in shown:
-                print_table(console, *_paper_table(t, console.width))
+                if t.get("left_out"):
+                    console.print(t["left_out"], style="yellow", markup=False, highlight=False, soft_wrap=True)
+                else:
+                    print_table(console, *_paper_table(t, console.width))
         else:  # a summary written before tables existed
             console.print(_metrics_table(official, summary["metrics"]))
         h = summary.get("headline")
