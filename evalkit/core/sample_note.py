@@ -21,23 +21,26 @@ def sample_of(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     return block if isinstance(block, dict) and block.get("of") else None
 
 
-def _half(sample: Mapping[str, Any], units: str = "%") -> str:
-    h = sample.get("half_width")
+def _points(sample: Mapping[str, Any]) -> float | None:
+    """The interval's half-width in percentage points, whatever the headline's scale (the block's
+    `scale`: 100 for a percentage, 1 for a fraction), as `--until-ci W` is given."""
+    h, scale = sample.get("half_width"), sample.get("scale")
     if not isinstance(h, int | float) or isinstance(h, bool):
-        return ""
-    return f" ±{h:.3g}" + (" points" if units == "%" else "")
+        return None
+    return float(h) * 100.0 / (float(scale) if isinstance(scale, int | float) and scale > 0 else 100.0)
 
 
 def sample_tag(sample: Mapping[str, Any]) -> str:
     """A leaderboard row's mark: "sample 412/2,000 ±2.9" (no ± when the rule gave no interval)."""
-    return f"sample {int(sample.get('items') or 0):,}/{int(sample['of']):,}" + _half(sample, units="")
+    h = _points(sample)
+    return f"sample {int(sample.get('items') or 0):,}/{int(sample['of']):,}" + ("" if h is None else f" ±{h:.1f}")
 
 
-def estimate_note(sample: Mapping[str, Any], units: str = "%") -> str:
-    """A kept table's mark: "estimate from 412 of 2,000 items, ±2.9 points" (the headline's 95 % interval)."""
-    half = _half(sample, units)
+def estimate_note(sample: Mapping[str, Any]) -> str:
+    """A kept table's mark: "estimate from 412 of 2,000 items, ±2.9 points (the headline's 95 % interval)"."""
+    h = _points(sample)
     return (f"estimate from {int(sample.get('items') or 0):,} of {int(sample['of']):,} items"
-            + (f",{half} (the headline's 95 % interval)" if half else ""))
+            + ("" if h is None else f", ±{h:.1f} points (the headline's 95 % interval)"))
 
 
 def left_out_line(table: Mapping[str, Any], sample: Mapping[str, Any]) -> str:
@@ -59,6 +62,6 @@ def shown_tables(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         if t.get("whole_set"):
             out.append({"title": t.get("title"), "console": t.get("console"), "left_out": left_out_line(t, sample)})
             continue
-        mark = estimate_note(sample, str(t.get("units") or "%"))
+        mark = estimate_note(sample)
         out.append({**t, "note": f"{mark}; {t['note']}" if t.get("note") else mark})
     return out

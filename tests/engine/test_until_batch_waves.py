@@ -1,0 +1,99 @@
+"""`--batch` with a stop rule (issue 46, item 3): waves of ⌈5 %⌉ of the run's groups, one batch each,
+the rule asked between waves, and a continuation that submits only groups no wave asked.
+
+Driven through `evalkit.run` against the simulator's batch API (OpenAI's wire): first with a StopRule
+double at the engine's `stop_rule` hook that is done once k groups are answered (the interface the
+engine documents), then with `--until-ci` itself."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from synthetic_data import make_mcq_jsonl
+
+import evalkit
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.server import SimConfig, SimThread
+
+ENV = {"OPENAI_API_KEY": "sk-test"}
+N = 60  # items (each its own variant group): waves of ceil(5 % of 60) = 3 groups
+
+
+class StopAfterGroups:
+    """A StopRule that asks in the given order and is done once `k` groups have a record."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.groups: set[str] = set()
+        self.seen: list[str] = []
+
+    def order(self, queries: Sequence) -> list:
+        return sorted(queries, key=lambda q: q.id, reverse=True)  # any fixed order: the last ids first
+
+    def observe(self, record) -> None:
+        self.groups.add(record.base_id)
+        self.seen.append(record.query_id)
+
+    def done(self) -> bool:
+        return len(self.groups) >= self.k
+
+    def block(self):
+        return None
+
+
+def _run(data: Path, sim: SimThread, out: Path, **kw):
+    return evalkit.run("mcq", "openai/sim-model", data=str(data), base_url=sim.url + "/v1", env=ENV, out=str(out),
+                       progress=False, cache_dir=str(out.parent / "cache"), plots=False, batch=True, **kw)
+
+
+def _batch_sizes(sim: SimThread) -> list[int]:
+    return [len(b.lines) for b in sim.batches.batches.values()]
+
+
+@pytest.fixture
+def data(tmp_path):
+    return make_mcq_jsonl(tmp_path / "ds", N, seed=3)
+
+
+def test_a_stop_rule_under_batch_submits_waves_and_stops_between_them(data, tmp_path):
+    wave = math.ceil(0.05 * N)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        rule = StopAfterGroups(k=7)  # done after the third wave (3 + 3 + 3 >= 7)
+        first = _run(data, sim, tmp_path / "run", stop_rule=lambda job: rule)
+        assert _batch_sizes(sim) == [wave, wave, wave]  # one batch per wave, each of ceil(5 %) groups
+        assert sim.counters.snapshot()["completions"] == 3 * wave
+        recs = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+        asked = sorted(r["query_id"] for r in recs)
+        # the rule's order: the last ids first, whole waves
+        assert asked == sorted(f"q{i:05d}" for i in range(N - 3 * wave, N))
+        assert sorted(rule.seen) == asked and first.summary["missing"] == N - 3 * wave
+
+        # a continuation with a rule that wants more: only new groups, still in waves
+        more = StopAfterGroups(k=13)
+        _run(data, sim, tmp_path / "run", stop_rule=lambda job: more)
+        assert _batch_sizes(sim) == [wave] * 5  # two more waves (9 answered -> 12 -> 15 >= 13)
+        assert sim.batches.counts["lines"] == 5 * wave == sim.counters.snapshot()["completions"]
+        recs = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+        assert len({r["query_id"] for r in recs}) == len(recs) == 5 * wave  # nothing asked twice
+
+        # without a rule: the rest in one batch, as any batch run
+        last = _run(data, sim, tmp_path / "run")
+        assert last.exit_code == 0 and last.summary["missing"] == 0
+        assert _batch_sizes(sim) == [wave] * 5 + [N - 5 * wave]
+        assert sim.counters.snapshot()["completions"] == N
+
+
+def test_no_wait_submits_one_wave_and_the_same_command_goes_on(data, tmp_path):
+    wave = math.ceil(0.05 * N)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        sim.batches.behaviour.frozen = True
+        first = _run(data, sim, tmp_path / "run", stop_rule=lambda job: StopAfterGroups(k=5), wait=False)
+        assert first.exit_code == 1 and _batch_sizes(sim) == [wave]  # one wave submitted, none beyond it
+        sim.batches.behaviour.frozen = False
+        _run(data, sim, tmp_path / "run", stop_rule=lambda job: StopAfterGroups(k=5))
+        assert _batch_sizes(sim) == [wave, wave]  # the first wave collected (not submitted again), one more
+        assert sim.batches.counts["lines"] == 2 * wave
