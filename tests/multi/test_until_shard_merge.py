@@ -1,0 +1,112 @@
+"""`--until-ci` under `--shard K/N`, and `evalkit merge` (issue 46, item 3): each shard stops on its own
+interval; the merge recomputes the merged run's "sample" block from the shards' records (strata shard ×
+category, each in its shard's seeded order, α split over all of them); shards that asked their whole
+part merge into a run with no block.
+
+The expected interval is computed here from the records through the public statistics
+(evalkit.metrics.analysis.confseq and the seeded order of docs/stopping.md), not read back from the code
+under test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from synthetic_data import make_mcq_jsonl
+
+import evalkit
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.model import SimParams
+from evalkit.sim.server import SimConfig, SimThread
+
+ENV = {"OPENAI_API_KEY": "sk-test"}
+N = 360
+W = 20.0  # points
+
+
+def _run(data: Path, sim: SimThread, out: Path, **kw):
+    return evalkit.run("mcq", "openai/sim-model", data=str(data), base_url=sim.url + "/v1", env=ENV, out=str(out),
+                       progress=False, cache_dir=str(out.parent / "cache"), plots=False, **kw)
+
+
+def _in_shard(item_id: str, k: int, n: int) -> bool:
+    """The documented shard rule (docs: `--shard K/N` holds the items whose sha256 mod N is K-1)."""
+    return int.from_bytes(hashlib.sha256(item_id.encode()).digest()[:8], "big") % n == k - 1
+
+
+def _expected_interval(data: Path, shards: dict[int, Path], blocks: dict[int, dict]) -> tuple[float, float]:
+    """The merged interval from the shards' records: one ConfSeq over shard × category, each stratum fed
+    its answered prefix in its shard's seeded order with its shard's bets."""
+    from dataclasses import replace
+
+    from evalkit.engine.until.order import sample_order
+    from evalkit.metrics.analysis.confseq import ConfSeq
+
+    rows = [json.loads(x) for x in data.read_text().splitlines()]
+    sizes, feeds = {}, {}
+    for k, run_dir in shards.items():
+        right = {}
+        for line in (run_dir / "records.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            right[r["base_id"]] = 1.0 if r.get("correct") is True else 0.0
+        mine = [SimpleNamespace(base_id=x["id"], category=x["category"]) for x in rows if _in_shard(x["id"], k, 2)]
+        order = sample_order(mine, blocks[k]["seed"])
+        for category, groups in order.strata.items():
+            name = f"{k}/2 · {category}"
+            sizes[name] = len(groups)
+            prefix = []
+            for g in groups:
+                if g not in right:
+                    break
+                prefix.append(right[g])
+            feeds[name] = prefix
+    cs = ConfSeq(sizes=sizes, alpha=0.05)
+    for name, xs in feeds.items():
+        for x in xs:
+            cs = replace(cs, target=W / 100).update(name, x)
+    lo, hi = cs.interval()
+    return lo * 100, hi * 100
+
+
+@pytest.fixture
+def data(tmp_path):
+    return make_mcq_jsonl(tmp_path / "ds", N, seed=11, image_size=16)
+
+
+def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_path):
+    key = answer_key_for("mcq", {"data": str(data)})
+    with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.7, seed=4))) as sim:
+        shards = {k: tmp_path / f"shard{k}" for k in (1, 2)}
+        results = {k: _run(data, sim, d, shard=f"{k}/2", until_ci=W) for k, d in shards.items()}
+        blocks = {}
+        for k, res in results.items():
+            block = res.summary["sample"]
+            assert res.exit_code == 0 and res.summary["stopped"] == "sample"
+            assert block["half_width"] <= W and block["items"] < block["of"]  # stopped early, on its own interval
+            assert block["of"] == sum(_in_shard(json.loads(x)["id"], k, 2) for x in data.read_text().splitlines())
+            blocks[k] = block
+        merged = evalkit.merge([str(d) for d in shards.values()], tmp_path / "merged", plots=False)
+        block = merged.summary["sample"]
+        assert merged.exit_code == 0 and merged.summary["stopped"] == "sample"
+        assert block["items"] == blocks[1]["items"] + blocks[2]["items"]
+        assert block["of"] == blocks[1]["of"] + blocks[2]["of"] == N
+        assert block["asked"] == blocks[1]["asked"] + blocks[2]["asked"]
+        lo, hi = _expected_interval(data, shards, blocks)
+        assert block["interval"] == pytest.approx([lo, hi], abs=1e-6)
+        assert block["half_width"] == pytest.approx((hi - lo) / 2, abs=1e-6)
+        # alpha over 2 x 3 strata: wider than either shard's own, over twice the items
+        assert block["half_width"] > 0 and len(block["strata"]) == 6
+        first = (tmp_path / "merged" / "report.md").read_text().splitlines()[0]
+        assert first == (f"stopped at {block['items']:,} of {N:,} items: ±{block['half_width']:.1f} points "
+                         f"(95 %; asked ±{W:g})")
+
+        # each shard completed by its own command without the flag: the merged run is whole, no block
+        for k, d in shards.items():
+            assert _run(data, sim, d, shard=f"{k}/2").summary["missing"] == 0
+        whole = evalkit.merge([str(d) for d in shards.values()], tmp_path / "merged", plots=False)
+        assert whole.exit_code == 0 and whole.summary["complete"] and not whole.summary.get("sample")
+        assert not (tmp_path / "merged" / "report.md").read_text().startswith("stopped at")
+        assert sim.counters.snapshot()["completions"] == N  # nothing asked twice
