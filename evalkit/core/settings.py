@@ -192,16 +192,35 @@ class RunConfig:
                               at_least=0)
     group_images: bool = option(True, help="do not send questions on the same image back to back",
                                 role="operational", flag="--no-group-images")
+    until_ci: float | None = option(help="ask the items in a seeded random order stratified by category and stop "
+                                         "once the headline's 95 %% interval is at most +-W points; the same "
+                                         "command with a smaller W, or without the flag, continues the run "
+                                         "(docs/stopping.md)", role="operational", above=0, metavar="W")
+    sample_seed: int = option(0, help="the seed of a sampled run's order (--until-ci, --until-decided; default 0)",
+                              role="operational", metavar="N")
+    until_decided: bool = option(False, help="a matrix (or compare --continue): stop giving a model new items once "
+                                 "every pair it is in is decided (docs/stopping.md)", role="operational")
+    width: float | None = option(help="with --until-decided: a pair whose difference's 95 %% interval is at most "
+                                      "+-W points is decided too", role="operational", above=0, metavar="W")
 
     def __post_init__(self) -> None:
         if self.shard is not None:  # kept as "K/N": the identity's spelling, whatever spaces were typed
             object.__setattr__(self, "shard", str(parse_shard(self.shard)))
         if self.detail == "auto":  # the API's default: the same requests, key and run as no flag
             object.__setattr__(self, "detail", None)
-        problem = (switch_problem(self.reasoning_effort, self.thinking_budget)
+        problem = (switch_problem(self.reasoning_effort, self.thinking_budget) or self._sample_problem()
                    or settings_problem(self.service_tier, self.tier_fallback, self.batch))
         if problem is not None:  # refused before anything is written
             raise EvalkitError(problem)
+
+    def _sample_problem(self) -> str | None:
+        """Why the sampled-run flags cannot go together (one line naming both), or None."""
+        if self.until_ci is not None and self.limit is not None:
+            return ("--limit and --until-ci cannot go together: --until-ci asks a seeded random sample of the whole "
+                    "set and stops on its own (drop --limit)")
+        if self.width is not None and not self.until_decided:
+            return "--width goes with --until-decided (for one run's interval, use --until-ci W)"
+        return None
 
     @property
     def request_timeout(self) -> float:
@@ -226,4 +245,4 @@ class RunConfig:
 MATRIX_HOOKS = ("runs_root", "limiters", "start_gate", "watch_progress")
 #: Keyword arguments of `evalkit.run` that are hooks for embedding code, not settings (`quiet=True`:
 #: print nothing, docs/python.md).
-HOOKS = ("env", "console", "on_record", "plotter", "quiet", *MATRIX_HOOKS)
+HOOKS = ("env", "console", "on_record", "plotter", "quiet", "stop_rule", *MATRIX_HOOKS)

@@ -31,6 +31,8 @@ from evalkit.engine.repeats import mark
 from evalkit.engine.resume import OLDER_REQUESTS, Resume, may_hold_unmarked_v010, sort_records_off_loop
 from evalkit.engine.stopping.shutdown import on_signals
 from evalkit.engine.stopping.write_stop import WriteStop
+from evalkit.engine.until.ci import until_ci_rule
+from evalkit.engine.until.rule import StopRule
 from evalkit.grading.grade import grade, judge_records, make_record
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run
@@ -61,6 +63,7 @@ class Asked:
     older: int = 0  # 0.1.0's answers kept
     reask_plan: DryRunPlan | None = None  # what asking those again would cost
     judge_stopped: str | None = None
+    rule: StopRule | None = None  # a sampled run's (--until-ci, a matrix's --until-decided): summary["sample"]
 
     def over_budget(self) -> bool:
         return self.budget is not None and self.budget.over(self.meter.spent_usd)
@@ -83,6 +86,8 @@ class _Asking:
         self.queries = job.prepared.queries
         self.records: dict[str, Record] = {}
         self.fresh: set[str] = set()
+        self.graded: set[str] = set()  # resumed records graded for the stop rule (not again)
+        self.rule: StopRule | None = None
         self.meter = CostMeter(job.price)
         self.draining: list[int] = []
         self.limiters = job.s.hooks.get("limiters")  # a matrix's: one per endpoint, shared by its pairs
@@ -92,6 +97,7 @@ class _Asking:
         await self._open(existing)
         resume, older, reask_plan, again = await self._sort(existing, damaged)
         already = len(self.records)
+        self._stop_rule()
         ask_s = await self._send(resume.waiting, again, already)
         if self.pool is not None:
             for note in batch_notes(self.pool, sum(q.id not in self.records for q in self.queries)):
@@ -101,12 +107,26 @@ class _Asking:
             self.talk.messages.append(mismatch)
         bench, mode = self.job.prepared.bench, self.cfg.mode
         # records of this run were graded in the sink; only those resumed from disk need it
-        ordered = [self.records[qid] if qid in self.fresh else grade(bench, self.by_id[qid], self.records[qid], mode)
-                   for qid in self.by_id if qid in self.records]
+        ordered = [self.records[qid] if qid in self.fresh or qid in self.graded
+                   else grade(bench, self.by_id[qid], self.records[qid], mode) for qid in self.by_id if qid in self.records]
         judge_stopped = await self._judge(ordered) if self.job.judge_spec else None
         return Asked(self.by_id, self.queries, ordered, [self.records[q] for q in self.fresh], resume, self.runner,
                      self.pool, self.preflight, self.meter, self.budget, already, ask_s, again, len(older),
-                     reask_plan, judge_stopped)
+                     reask_plan, judge_stopped, self.rule)
+
+    def _stop_rule(self) -> None:
+        """A sampled run's rule (the `stop_rule` hook's, else --until-ci's), shown the records resumed."""
+        hook = self.job.s.hooks.get("stop_rule")
+        self.rule = hook(self.job) if hook is not None else until_ci_rule(
+            self.queries, self.job.prepared.bench, self.job.s.bench_dict(), self.rundir.path,
+            width=self.cfg.until_ci, seed=self.cfg.sample_seed)
+        if self.rule is None:
+            return
+        bench, mode = self.job.prepared.bench, self.cfg.mode
+        for qid, rec in self.records.items():
+            self.records[qid] = rec = grade(bench, self.by_id[qid], rec, mode)
+            self.graded.add(qid)
+            self.rule.observe(rec)
 
     async def _open(self, existing: dict[str, Record]) -> None:
         """Cache, budget, image pipeline, signal handlers, preflight and the model's runner."""
@@ -199,7 +219,10 @@ class _Asking:
         # the CLI's plot process imports matplotlib while we ask: started with the first answer not from the
         # cache (answers that all are may show figures the cache folder holds: closing.py)
         plotter = job.s.hooks.get("plotter") if cfg.plots and todo else None
-        if cfg.group_images:
+        rule = self.rule
+        if rule is not None:  # its order (whole variant groups, seeded, by stratum): never regrouped by image
+            todo = rule.order(todo)
+        elif cfg.group_images:
             todo = list(group_by_image(todo, window=cfg.concurrency))
         meter = self.meter
         progress = RunProgress(len(todo), f"{job.prepared.bench.name} · {spec.label}", job.console,
@@ -220,6 +243,8 @@ class _Asking:
             rec = grade(job.prepared.bench, outcome.query, rec, cfg.mode)
             self.records[rec.query_id] = rec
             self.fresh.add(rec.query_id)
+            if rule is not None:
+                rule.observe(rec)
             if rec.error is None or rec.query_id not in waiting:
                 self.rundir.append(rec)
             meter.add(outcome)
@@ -231,7 +256,7 @@ class _Asking:
 
         def stopping() -> bool:
             return (self.budget is not None and self.budget.over(meter.spent_usd)) or bool(self.draining) \
-                or writes.stopped()
+                or writes.stopped() or (rule is not None and rule.done())
 
         start = time.perf_counter()
         with progress, writes:
@@ -239,7 +264,8 @@ class _Asking:
                 # twice as many workers as slots: a query waiting to retry holds a worker, never a slot
                 # (batches: every query waits on its batch at once, and no group waits for its first)
                 await runner.run(todo, sink, workers=waiting_workers(len(todo)) if pool else 2 * cfg.concurrency,
-                                 stop=stopping, group_of=image_group if cfg.group_images and not pool else None)
+                                 stop=stopping,
+                                 group_of=image_group if cfg.group_images and not pool and rule is None else None)
                 if pool is not None and cfg.batch_fallback == "live" and not self.draining:
                     await fallback_live(self._live_runner, [q for q in todo if q.id not in self.records], sink,
                                         workers=2 * cfg.concurrency, stop=stopping, say=self.talk.say,

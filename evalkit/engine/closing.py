@@ -84,6 +84,7 @@ def summary_of(job: Job, asked: Asked, talk: Talk) -> tuple[dict[str, Any], bool
     if asked.over_budget():
         talk.messages.append(stop_line(budget, spent, summary["missing"]))  # type: ignore[arg-type]
         summary["stopped"] = "max_cost"
+    _sample(summary, asked)
     return summary, _data_errors(summary, bench_opts, talk.messages, bench.name, job.prepared)
 
 
@@ -105,8 +106,21 @@ def close(job: Job, asked: Asked, talk: Talk) -> RunResult:
         memo = None if cache_dir is None else cache_dir / FIGURES  # figures drawn before
         draw_plots(rundir, summary, analysis, job.s.hooks.get("plotter"), memo)
     runner = asked.runner
-    code = 0 if summary["complete"] else runner.breaker.exit_code if runner.breaker.tripped else 2 if data_only else 1
+    code = 0 if summary["complete"] or summary.get("stopped") == "sample" else runner.breaker.exit_code if runner.breaker.tripped else 2 if data_only else 1
     return RunResult(summary, asked.ordered, rundir.path, code, talk.messages)
+
+
+def _sample(summary: dict[str, Any], asked: Asked) -> None:
+    """A sampled run's block; stopped "sample" (exit 0, not complete) when its rule was satisfied and
+    nothing else stopped it."""
+    rule = asked.rule
+    block = rule.block() if rule is not None else None
+    if block is None:
+        return
+    summary["sample"] = block
+    if rule is not None and rule.done() and not summary.get("stopped"):
+        summary["stopped"] = "sample"
+        summary["complete"] = False
 
 
 def _data_errors(summary: dict[str, Any], bench_opts: Mapping[str, Any], messages: list[str], bench: str,

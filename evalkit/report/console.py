@@ -12,6 +12,7 @@ from evalkit.core.sample_note import shown_tables
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
 from evalkit.money.shown import costs_line
+from evalkit.report.sample_line import sample_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
 
 if TYPE_CHECKING:
@@ -132,7 +133,10 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
     if summary.get("hint"):
         console.print(f"[yellow]{summary['hint']}[/yellow]")
     data_only = summary.get("data_errors") and not failures and not summary.get("missing")
-    if not summary.get("complete", True) and not data_only:  # a re-run cannot mend data: the banner says so
+    sample = sample_line(summary)
+    if sample:  # a sample is not the whole set: say how far it went, not "incomplete"
+        console.print(sample, style="bold", markup=False, highlight=False, soft_wrap=True)
+    elif not summary.get("complete", True) and not data_only:  # a re-run cannot mend data: the banner says so
         console.print("[red]incomplete: some queries failed or are missing; re-run the same command to resume[/red]")
     used = data_named(summary)
     if used:  # which data, every source: at its commit, or the path with its content's sha256 (whole, one line)

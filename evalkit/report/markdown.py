@@ -11,6 +11,7 @@ from evalkit.core.sample_note import shown_tables
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
 from evalkit.money.shown import COST_NOTE, costs_line
+from evalkit.report.sample_line import sample_line
 from evalkit.report.tables import decimals, fmt, md_table, metric_rows, outcome_keys, pct_ci
 
 if TYPE_CHECKING:
@@ -191,7 +192,9 @@ def _scored(metrics: dict[str, Any], category: str) -> str:
 def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
                   figures: list[tuple[str, str]] | None = None) -> str:
     used = data_named(summary)
-    lines = [f"**Data: {used}.**", ""] if used else []
+    sample = sample_line(summary)  # a sample says so first: its numbers are estimates of the whole set's
+    lines = [sample, ""] if sample else []
+    lines += [f"**Data: {used}.**", ""] if used else []
     lines += [f"# {summary['benchmark']} — {summary['model']}", "",
              f"Mode: **{summary['mode']}** · items {summary['n_items']} · queries {summary['n_queries']}"
              f" · evalkit {summary['evalkit_version']}", ""]
@@ -214,6 +217,9 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     lead = banner(summary)
     if lead:
         lines += [f"> **{lead[0]}**  ", *(f"> {line.strip()}  " for line in lead[1:]), ""]
+    elif sample:
+        lines += ["> **A sample**: the scores below are over the items asked (estimates of the whole set's; the "
+                  "interval above is the headline's); the same command without `--until-ci` completes the set.", ""]
     elif not summary.get("complete", True):
         lines += ["> **Incomplete run**: some queries are missing or failed; re-run the same command to resume.", ""]
     if not failures or failures["answered"]:

@@ -44,7 +44,8 @@ _LEGACY_OPERATIONAL = {"concurrency", "rpm", "tpm", "timeout", "max_attempts", "
                        "shared_budget",  # where the --max-cost ledger is kept, not what is asked
                        "reask_cutoffs", "strict", "api_version", "cache_url", "cache_fallback", "cache_signed_only",
                        "batch_tokens",  # its --max-tokens is the cut-offs' budget, not the run's
-                       "max_line_mb", "max_image_mb"}  # what may be read, not what is asked
+                       "max_line_mb", "max_image_mb",  # what may be read, not what is asked
+                       "until_ci", "sample_seed", "until_decided", "width"}  # a sample grows the same run
 # Protocol defaults that 0.1.0 wrote out (or that a user may have typed): equal to today's defaults.
 _DEFAULTS_FOR_VIEW = {"mode": "official", "rotations": 1, "circular": False, "td_any_category": False,
                       "genvip": False, "prior": False, "translated": False, "skip_missing": False}

@@ -116,6 +116,34 @@ def advance(state: StratumState, x: Any, size: int, alpha: float,
     return low, high, new
 
 
+def advance_one(state: StratumState, x: float, size: int, alpha: float,
+                target: float | None = None) -> StratumState:
+    """`advance` for one outcome of one run, in plain floats: the same sums in the same order, without
+    numpy's per-call cost (a live run feeds its items one at a time, 20,000 of them in a few ms)."""
+    if state.n + 1 > size:
+        raise ValueError(f"stratum of {size} items cannot take more than {size} outcomes")
+    i = float(state.n) + 1.0
+    s_prev = float(state.s)
+    s_cum = s_prev + x
+    mu = (0.5 + s_cum) / (i + 1.0)
+    var_prev = float(state.sq) / i
+    log_term = _log_term(alpha)
+    if target is None:
+        lam = min(math.sqrt(2.0 * log_term / (var_prev * i * math.log1p(i))), MAX_BET)
+    else:
+        lam = min(target / var_prev, MAX_BET)
+    rem = size - i + 1.0
+    a = float(state.a) + lam * (x + s_prev / rem)
+    b = float(state.b) + lam * size / rem
+    v = float(state.v) + (-math.log1p(-lam) - lam) * (x - float(state.mu_hat)) ** 2
+    half = (log_term + v) / b
+    center = a / b
+    low = max(center - half, s_cum / size, float(state.low))
+    high = min(center + half, (s_cum + size - i) / size, float(state.high))
+    return StratumState(n=i, s=s_cum, mu_hat=mu, sq=float(state.sq) + (x - mu) ** 2, a=a, b=b, v=v,
+                        low=min(max(low, 0.0), 1.0), high=min(max(high, 0.0), 1.0))
+
+
 def _scalars(state: StratumState) -> StratumState:
     """The one run of `advance`'s state (arrays of length 1) as plain floats."""
     return StratumState(**{k: float(getattr(state, k)[0]) for k in state.__dataclass_fields__})
@@ -134,12 +162,15 @@ class ConfSeq:
 
     `target` (a half-width, e.g. 0.02 for +-2 points) tunes the bets of the items still to come;
     a continued run with a smaller W is `dataclasses.replace(cs, target=...)` (the sums so far stay).
+    `weights` (stratum -> weight, summing to 1) bound another mean than the items' (N_h / N): a
+    headline that is the unweighted mean over its cells (TDBench's RE, IFBench's Avg) takes 1/H each.
     """
 
     sizes: Mapping[str, int]
     alpha: float = 0.05
     target: float | None = None
     states: Mapping[str, StratumState] | None = None
+    weights: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         if not self.sizes:
@@ -148,6 +179,10 @@ class ConfSeq:
             _check(int(size), self.alpha)
         if self.target is not None and not 0.0 < self.target <= 1.0:
             raise ValueError(f"target half-width must be in (0, 1], got {self.target}")
+        if self.weights is not None and (set(self.weights) != set(self.sizes)
+                                         or any(w < 0 for w in self.weights.values())
+                                         or not math.isclose(sum(self.weights.values()), 1.0, rel_tol=1e-9)):
+            raise ValueError("weights must give every stratum a weight >= 0, summing to 1")
 
     @property
     def _alpha_h(self) -> float:
@@ -160,8 +195,7 @@ class ConfSeq:
             raise ValueError(f"outcome must be in [0, 1], got {x!r} in stratum {stratum!r}")
         states = dict(self.states or {})
         old = states.get(stratum, StratumState())
-        _, _, new = advance(old, [[float(x)]], int(self.sizes[stratum]), self._alpha_h, self.target)
-        states[stratum] = _scalars(new)
+        states[stratum] = advance_one(old, float(x), int(self.sizes[stratum]), self._alpha_h, self.target)
         return replace(self, states=states)
 
     def stratum_interval(self, stratum: str) -> tuple[float, float]:
@@ -172,13 +206,14 @@ class ConfSeq:
         return int(sum(int(st.n) for st in (self.states or {}).values()))
 
     def interval(self) -> tuple[float, float]:
-        """The overall mean's bounds: the strata's bounds weighted by N_h / N."""
+        """The overall mean's bounds: the strata's bounds weighted by N_h / N (or by `weights`)."""
         total = float(sum(self.sizes.values()))
         low = high = 0.0
         for name, size in self.sizes.items():
             lo, hi = self.stratum_interval(name)
-            low += size / total * lo
-            high += size / total * hi
+            w = size / total if self.weights is None else float(self.weights[name])
+            low += w * lo
+            high += w * hi
         return max(0.0, low), min(1.0, high)
 
 
