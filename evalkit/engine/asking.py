@@ -33,6 +33,7 @@ from evalkit.engine.stopping.shutdown import on_signals
 from evalkit.engine.stopping.write_stop import WriteStop
 from evalkit.engine.until.ci import until_ci_rule
 from evalkit.engine.until.rule import StopRule
+from evalkit.engine.until.waves import ask_in_waves
 from evalkit.grading.grade import grade, judge_records, make_record
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run
@@ -263,9 +264,13 @@ class _Asking:
             if todo:
                 # twice as many workers as slots: a query waiting to retry holds a worker, never a slot
                 # (batches: every query waits on its batch at once, and no group waits for its first)
-                await runner.run(todo, sink, workers=waiting_workers(len(todo)) if pool else 2 * cfg.concurrency,
-                                 stop=stopping,
-                                 group_of=image_group if cfg.group_images and not pool and rule is None else None)
+                if pool is not None and rule is not None:  # --batch: waves of 5 %, the rule asked between them
+                    todo = await ask_in_waves(todo, len({q.base_id for q in self.queries}), lambda wave: runner.run(
+                        wave, sink, workers=waiting_workers(len(wave)), stop=stopping), stopping, self.records)
+                else:
+                    await runner.run(todo, sink, workers=waiting_workers(len(todo)) if pool else 2 * cfg.concurrency,
+                                     stop=stopping,
+                                     group_of=image_group if cfg.group_images and not pool and rule is None else None)
                 if pool is not None and cfg.batch_fallback == "live" and not self.draining:
                     await fallback_live(self._live_runner, [q for q in todo if q.id not in self.records], sink,
                                         workers=2 * cfg.concurrency, stop=stopping, say=self.talk.say,

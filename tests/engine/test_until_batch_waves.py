@@ -97,3 +97,48 @@ def test_no_wait_submits_one_wave_and_the_same_command_goes_on(data, tmp_path):
         _run(data, sim, tmp_path / "run", stop_rule=lambda job: StopAfterGroups(k=5))
         assert _batch_sizes(sim) == [wave, wave]  # the first wave collected (not submitted again), one more
         assert sim.batches.counts["lines"] == 2 * wave
+
+
+def _half_width_after(data: Path, right: dict[str, float], groups: int, width: float) -> float:
+    """The --until-ci interval's half-width (points) once the first `groups` groups of the seeded order
+    are answered: each stratum's share of them is a prefix of its own order (docs/stopping.md)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from evalkit.engine.until.order import sample_order
+    from evalkit.metrics.analysis.confseq import ConfSeq
+
+    rows = [json.loads(x) for x in data.read_text().splitlines()]
+    order = sample_order([SimpleNamespace(base_id=x["id"], category=x["category"]) for x in rows], 0)
+    stratum = order.stratum_of()
+    cs = ConfSeq(sizes=order.sizes(), alpha=0.05)
+    for g in order.sequence[:groups]:
+        cs = replace(cs, target=width / 100).update(stratum[g], right[g])
+    lo, hi = cs.interval()
+    return (hi - lo) / 2 * 100
+
+
+def test_until_ci_under_batch_checks_its_interval_between_waves(tmp_path):
+    from evalkit.sim.model import SimParams
+
+    n, width = 400, 20.0
+    wave = math.ceil(0.05 * n)
+    data = make_mcq_jsonl(tmp_path / "ds", n, seed=8, image_size=32)
+    key = answer_key_for("mcq", {"data": str(data)})
+    with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.75, seed=2))) as sim:
+        res = _run(data, sim, tmp_path / "run", until_ci=width)
+        block = res.summary["sample"]
+        sizes = _batch_sizes(sim)
+        assert res.exit_code == 0 and res.summary["stopped"] == "sample"
+        assert sizes == [wave] * len(sizes) and block["asked"] == block["items"] == wave * len(sizes) < n
+        recs = {json.loads(x)["base_id"]: 1.0 if json.loads(x)["correct"] is True else 0.0
+                for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()}
+        # done after the last wave, and not after the one before: no wave more, none less
+        assert block["half_width"] == pytest.approx(_half_width_after(data, recs, block["items"], width), abs=1e-6)
+        assert block["half_width"] <= width < _half_width_after(data, recs, block["items"] - wave, width)
+
+        # a smaller W continues in waves from there: only groups not asked before
+        more = _run(data, sim, tmp_path / "run", until_ci=width / 2)
+        sizes = _batch_sizes(sim)
+        assert sizes == [wave] * len(sizes) and more.summary["sample"]["asked"] == wave * len(sizes)
+        assert sim.batches.counts["lines"] == sim.counters.snapshot()["completions"] == wave * len(sizes)

@@ -73,7 +73,7 @@ def _expected_interval(data: Path, shards: dict[int, Path], blocks: dict[int, di
 
 @pytest.fixture
 def data(tmp_path):
-    return make_mcq_jsonl(tmp_path / "ds", N, seed=11, image_size=16)
+    return make_mcq_jsonl(tmp_path / "ds", N, seed=11, image_size=32)
 
 
 def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_path):

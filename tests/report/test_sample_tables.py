@@ -39,7 +39,7 @@ def _sections(report: str) -> dict[str, str]:
 
 
 def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path):
-    data = make_mcq_jsonl(tmp_path / "ds", 300, seed=2, image_size=16)
+    data = make_mcq_jsonl(tmp_path / "ds", 300, seed=2, image_size=32)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=1))) as sim:
         res = _run("mcq", data, sim, tmp_path / "sample", until_ci=25)
