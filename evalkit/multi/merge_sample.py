@@ -4,10 +4,11 @@ the merged run's "sample" block, recomputed from the shards' records.
 Each shard asked its own part in its own seeded order (`sample_order` over that shard's queries with
 the run's `--sample-seed`) and stopped on its own interval. The merged interval is one stratified
 confidence sequence whose strata are shard × category: each stratum replays its answered prefix in
-its shard's order with the bets the shard used (each shard block's `schedule`: the target from the
-item where it began), and α is split over all strata (ConfSeq gives each α/H). That is valid for
-the same reason the shard's own is: each stratum's answers were taken in an order fixed before any
-was seen, and the union bound does not care which stratum was looked at when.
+its shard's order with the bets the shard used (its block's `schedule`), and α is split over all
+strata (ConfSeq gives each α/H). That is valid for the same reason the shard's own is: each
+stratum's answers were taken in an order fixed before any was seen, and the union bound does not
+care which stratum was looked at when. The machinery is the run's own (engine/until/prefix.py,
+value.py): the merge only lays the shards' strata and schedules side by side.
 
 A shard that asked its whole part has no block; its strata are exact. When every shard asked its
 whole part, the merged run is the whole set: no block.
@@ -22,10 +23,12 @@ from typing import Any
 from evalkit.core.record import Record
 from evalkit.core.shard import Shard
 from evalkit.core.types import Query
-from evalkit.engine.until.order import sample_order
-from evalkit.metrics.analysis.confseq import ConfSeq
+from evalkit.engine.until.ci import LEVEL, RULE
+from evalkit.engine.until.order import SampleOrder, sample_order
+from evalkit.engine.until.prefix import AnsweredPrefix, Segment
+from evalkit.engine.until.value import GroupScore, Tables
 
-SEP = " · "  # a merged stratum's name: "<shard K/N> · <category>"
+SEP = " · "  # a merged stratum's name: "<K/N> · <category>"
 
 
 @dataclass(frozen=True)
@@ -36,92 +39,73 @@ class ShardSample:
     block: Mapping[str, Any] | None
 
 
-def group_values(bench: Any, records: Sequence[Record], options: Mapping[str, Any]) -> dict[str, float]:
-    """Each variant group's value in [0, 1]: the mean of the headline's observations of its records
-    (over repeats too: an item counts once). An error record counts as wrong, as the aggregate counts it."""
-    by_group: dict[str, list[Record]] = {}
-    for r in records:
-        by_group.setdefault(r.base_id, []).append(r)
-    out: dict[str, float] = {}
-    for group, recs in by_group.items():
-        table = bench.score_table(recs, dict(options))
-        seen = list(table.observed) if table is not None else []
-        out[group] = sum(seen) / len(seen) if seen else 0.0
-    return out
-
-
-def answered_prefix(groups: Sequence[str], answered: set[str]) -> list[str]:
-    """The groups of a stratum, in its seeded order, up to the first not answered (those beyond wait)."""
+def _segments(block: Mapping[str, Any] | None, names: Mapping[str, str], others: Sequence[str],
+              never: int) -> list[Segment]:
+    """A shard's schedule over the merged strata: its segments name its own strata (by category) and
+    begin `never` for every other shard's (so each stratum follows its own shard's bets only)."""
+    steps = list((block or {}).get("schedule") or []) or [{"target": None, "from": {}}]
     out = []
-    for g in groups:
-        if g not in answered:
-            break
-        out.append(g)
+    for step in steps:
+        start = {**dict.fromkeys(others, never),
+                 **{merged: int((step.get("from") or {}).get(category, 0)) for merged, category in names.items()}}
+        target = step.get("target")
+        out.append(Segment(None if target is None else float(target), start))
     return out
 
 
-def _target_at(schedule: Sequence[Mapping[str, Any]], category: str, i: int) -> float | None:
-    """The bets' target for a stratum's i-th answer (0-based): the last schedule entry begun by then."""
-    target = None
-    for step in schedule:
-        if int((step.get("from") or {}).get(category, 0)) <= i:
-            target = step.get("target")
-    return None if target is None else float(target)
-
-
-def merged_sample(bench: Any, queries: Sequence[Query], records: Mapping[str, Record],
-                  shards: Sequence[ShardSample], options: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The merged run's "sample" block (docs/stopping.md), or None when every shard asked its whole part
-    (or no shard was a sample). `records`: the merged records by query id (errors included)."""
+def merged_sample(bench: Tables, queries: Sequence[Query], records: Mapping[str, Record],
+                  shards: Sequence[ShardSample], options: dict[str, Any]) -> dict[str, Any] | None:
+    """The merged run's "sample" block (docs/stopping.md), or None when no shard was a sample or every
+    group of every shard has an answer. `records`: the merged records by query id (errors included)."""
     blocks = [s.block for s in shards if s.block]
     if not blocks:
         return None
-    first = blocks[0]
-    seed, level = int(first.get("seed") or 0), float(first.get("level") or 0.95)
-    by_group: dict[str, list[Query]] = {}
-    for q in queries:
-        by_group.setdefault(q.base_id, []).append(q)
-    answered = {g for g, qs in by_group.items() if all(q.id in records for q in qs)}
-    values = group_values(bench, [r for r in records.values() if r.base_id in answered], options)
-    sizes: dict[str, int] = {}
-    prefixes: dict[str, list[float]] = {}
-    schedules: dict[str, tuple[str, Sequence[Mapping[str, Any]]]] = {}
-    asked = 0
+    seed = int(blocks[0].get("seed") or 0)
+    strata: dict[str, tuple[str, ...]] = {}
+    category_of: dict[str, str] = {}
+    shard_names: list[dict[str, str]] = []
     for s in shards:
         mine = [q for q in queries if s.shard.holds(q.item_id)]
-        if not mine:
-            continue
-        order = sample_order(mine, seed)
-        asked += sum(1 for g in order.sequence if any(q.id in records for q in by_group[g]))
-        for category, groups in order.strata.items():
+        names = {}
+        for category, groups in (sample_order(mine, seed).strata.items() if mine else ()):
             name = f"{s.shard}{SEP}{category}"
-            sizes[name] = len(groups)
-            prefixes[name] = [values[g] for g in answered_prefix(groups, answered)]
-            schedules[name] = (category, (s.block or {}).get("schedule") or [])
-    if all(len(prefixes[n]) == sizes[n] for n in sizes):
+            strata[name], category_of[name], names[name] = groups, category, category
+        shard_names.append(names)
+    never = len(queries) + 1
+    schedule = [Segment(None, dict.fromkeys(strata, never))]  # every stratum's bets come from its shard's
+    for s, names in zip(shards, shard_names, strict=True):
+        schedule += _segments(s.block, names, [n for n in strata if n not in names], never)
+    merged = SampleOrder(seed, strata, tuple(g for groups in strata.values() for g in groups))
+    value = GroupScore(bench, options)
+    prefix = AnsweredPrefix(merged, queries, value, schedule, alpha=1.0 - LEVEL)
+    for qid in (q.id for q in queries):
+        if qid in records:
+            prefix.observe(records[qid])
+    sizes = merged.sizes()
+    if prefix.items() == sum(sizes.values()):
         return None  # every group of every shard answered: the whole set
-    cs = ConfSeq(sizes=sizes, alpha=1.0 - level)
-    for name, xs in prefixes.items():
-        category, schedule = schedules[name]
-        for i, x in enumerate(xs):
-            cs = replace(cs, target=_target_at(schedule, category, i)).update(name, x)
-    scale = _scale(bench, records, options)
-    lo, hi = cs.interval()
-    n_total = sum(sizes.values())
-    seen = {n: xs for n, xs in prefixes.items() if xs}
-    weight = sum(sizes[n] for n in seen)
-    estimate = sum(sizes[n] / weight * (sum(xs) / len(xs)) for n, xs in seen.items()) if weight else None
+    weights = _weights(sizes, category_of, macro=value.macro)
+    prefix.cs = replace(prefix.cs, weights=weights)
+    low, high = prefix.cs.interval()
+    scale = value.scale
+    estimate = min(high, max(low, prefix.estimate(weights)))
     targets = [float(b["target"]) for b in blocks if isinstance(b.get("target"), int | float)]
-    return {"rule": first.get("rule", "until-ci"), "items": sum(len(xs) for xs in prefixes.values()), "of": n_total,
-            "asked": asked, "seed": seed, "target": min(targets) if targets else None, "level": level,
-            "metric": first.get("metric"), "estimate": None if estimate is None else estimate * scale,
-            "interval": [lo * scale, hi * scale], "half_width": (hi - lo) / 2 * scale,
-            "strata": {n: {"items": len(prefixes[n]), "of": sizes[n]} for n in sizes},
+    return {"rule": RULE, "items": prefix.items(), "of": sum(sizes.values()), "asked": len(prefix.asked),
+            "seed": seed, "target": min(targets) if targets else None, "level": LEVEL,
+            "metric": value.metric or blocks[0].get("metric"), "scale": scale,
+            "estimate": round(estimate * scale, 6), "interval": [round(low * scale, 6), round(high * scale, 6)],
+            "half_width": round((high - low) / 2.0 * scale, 6),
+            "strata": {name: {"items": prefix.pos[name], "of": n} for name, n in sizes.items()},
             "shards": {str(s.shard): dict(s.block) if s.block else None for s in shards}}
 
 
-def _scale(bench: Any, records: Mapping[str, Record], options: Mapping[str, Any]) -> float:
-    """The headline's scale (100 for a percentage, 1 for a fraction), from its score table."""
-    sample = list(records.values())[:1]
-    table = bench.score_table(sample, dict(options)) if sample else None
-    return float(table.scale) if table is not None else 100.0
+def _weights(sizes: Mapping[str, int], category_of: Mapping[str, str], *, macro: bool) -> dict[str, float]:
+    """Each merged stratum's weight in the headline: N_h / N, or for a macro mean over categories
+    (TDBench's RE, IFBench's Avg) 1/C per category, split over the shards by their share of it."""
+    total = sum(sizes.values())
+    if not macro:
+        return {name: n / total for name, n in sizes.items()}
+    per_category: dict[str, int] = {}
+    for name, n in sizes.items():
+        per_category[category_of[name]] = per_category.get(category_of[name], 0) + n
+    return {name: n / per_category[category_of[name]] / len(per_category) for name, n in sizes.items()}
