@@ -49,10 +49,11 @@ def left_out_line(table: Mapping[str, Any], sample: Mapping[str, Any]) -> str:
             f"{int(sample['of']):,} items and {table['whole_set']}")
 
 
-def shown_tables(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def shown_tables(summary: Mapping[str, Any], *, marked: bool = True) -> list[dict[str, Any]]:
     """summary["tables"] as a report shows them: unchanged for a whole run; for a sample each kept
-    table's note starts with its mark, and a table that needs every item becomes
-    {"title", "left_out": line} (readers print the line instead of the table)."""
+    table's note starts with its mark (unless `marked` is False: the console says it once, above
+    them), and a table that needs every item becomes {"title", "left_out": line} (readers print the
+    line instead of the table)."""
     tables = [t for t in summary.get("tables") or [] if isinstance(t, dict)]
     sample = sample_of(summary)
     if sample is None:
@@ -63,5 +64,5 @@ def shown_tables(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             out.append({"title": t.get("title"), "console": t.get("console"), "left_out": left_out_line(t, sample)})
             continue
         mark = estimate_note(sample)
-        out.append({**t, "note": f"{mark}; {t['note']}" if t.get("note") else mark})
+        out.append({**t, "note": f"{mark}; {t['note']}" if t.get("note") else mark} if marked else t)
     return out

@@ -27,6 +27,7 @@ from evalkit.ask.store.seal import CacheSeal
 from evalkit.benchmarks.prepare import Prepared, prepare
 from evalkit.core.record import Record
 from evalkit.core.settings import RunConfig
+from evalkit.core.types import Query
 from evalkit.engine.location import FILE_HASHES, data_of
 from evalkit.engine.repeats import add_repeats, first_repeat, saved_repeats, with_repeats
 from evalkit.engine.resume import (
@@ -37,6 +38,7 @@ from evalkit.engine.resume import (
     spec_of_identity,
 )
 from evalkit.engine.run_data import index_places
+from evalkit.engine.until.reread import sample_again
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.fit_store import fits_kept_in
@@ -119,6 +121,7 @@ async def _rereport(run_dir: Path, judge: str | None, judge_base_url: str | None
             summary["requests"] = OLDER_REQUESTS
             summary["older_requests"] = {"queries": len(older)}
         _keep_run_facts(summary, rundir, config, ordered)
+        _keep_sample(summary, rundir, queries, bench, bench_opts, ordered)
         publish(rundir, summary, bench, first, bench_opts)
     return summary
 
@@ -134,6 +137,20 @@ def _keep_run_facts(summary: dict[str, Any], rundir: RunDir, config: dict[str, A
             summary["lint"] = lint
         if isinstance(this_run := before.get("this_run"), dict):
             summary["this_run"] = this_run
+
+
+def _keep_sample(summary: dict[str, Any], rundir: RunDir, queries: list[Query], bench: Any,
+                 options: dict[str, Any], ordered: list[Record]) -> None:
+    """A sampled run stays a sample: its block replayed from the records (engine/until/reread.py)."""
+    try:
+        before = rundir.read_summary()
+    except Exception:  # no summary, or an unreadable one: nothing to keep
+        return
+    block, stopped = sample_again(before, queries, bench, options, ordered)
+    if block is not None:
+        summary["sample"] = block
+    if stopped is not None:
+        summary["stopped"], summary["complete"] = stopped, False
 
 
 def _check_data(run_dir: Path, saved: dict[str, Any], prepared: Prepared, images: str | None,
