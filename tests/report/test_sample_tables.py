@@ -11,15 +11,59 @@ import json
 import re
 from pathlib import Path
 
-from cli_under_test import run_main
-from synthetic_data import make_mcq_jsonl, tdbench_set
-
 import evalkit
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
 ENV = {"OPENAI_API_KEY": "sk-test"}
+
+
+def _mcq_set(folder: Path, n: int, seed: int) -> Path:
+    """n four-option questions in evalkit's JSONL form, three categories, a small image each."""
+    import random
+
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng, rows = random.Random(seed), []
+    for i in range(n):
+        Image.new("RGB", (16, 16), (i % 256, i // 256 % 256, seed % 256)).save(folder / f"{i}.png")
+        rows.append({"id": f"q{i:05d}", "image": f"{i}.png", "question": f"Question {i}: which colour dominates?",
+                     "options": dict(zip("ABCD", ("red", "green", "blue", "grey"), strict=True)),
+                     "answer": "ABCD"[rng.randrange(4)], "category": f"cat{i % 3}"})
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _tdbench_set(folder: Path, n: int) -> Path:
+    """n TDBench problems in the generated form (four categories, a white square top-left to find)."""
+    from PIL import Image, ImageDraw
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cats = ["Object Presence", "Spatial Relationship", "Object Localization", "Attribute Recognition"]
+    rows = []
+    for i in range(n):
+        img = Image.new("RGB", (32, 32), (i % 256, 40, 90))
+        ImageDraw.Draw(img).rectangle((0, 0, 5, 5), fill=(255, 255, 255))
+        img.save(folder / f"{i}.png")
+        rows.append({"id": str(i), "image": f"{i}.png", "category": cats[i % 4],
+                     "question": f"Which side is the white square on? (#{i})",
+                     "options": ["<dir:top-left>", "<dir:top-right>", "<dir:bottom-left>", "<dir:bottom-right>"],
+                     "answer": "A"})
+    path = folder / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _cli(args: list[str], capsys) -> tuple[int, str]:
+    """`evalkit ARGS` in this process: its exit code and what it printed."""
+    from evalkit.cli import main
+
+    capsys.readouterr()
+    code = main(args)
+    return code, capsys.readouterr().out
 
 
 def _run(bench: str, data: Path, sim: SimThread, out: Path, **kw):
@@ -38,8 +82,9 @@ def _sections(report: str) -> dict[str, str]:
     return {p.split("\n", 1)[0]: p.split("\n", 1)[1] if "\n" in p else "" for p in parts[1:]}
 
 
-def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path):
-    data = make_mcq_jsonl(tmp_path / "ds", 300, seed=2, image_size=32)
+def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    data = _mcq_set(tmp_path / "ds", 300, 2)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=1))) as sim:
         res = _run("mcq", data, sim, tmp_path / "sample", until_ci=25)
@@ -55,11 +100,11 @@ def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path):
 
     # evalkit report RUN writes the report again from the records: the marks stay
     (tmp_path / "sample" / "report.md").unlink()
-    done = run_main(["report", str(tmp_path / "sample")], env=ENV, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    code, out = _cli(["report", str(tmp_path / "sample")], capsys)
+    assert code == 0, out
     again = _sections((tmp_path / "sample" / "report.md").read_text())
     assert all(mark in again[title] for title in paper)
-    assert f"tables: {mark}" in done.stdout  # the console says it above its tables
+    assert f"tables: {mark}" in out  # the console says it above its tables
 
     # the view: the tables' notes and the leaderboard's row
     index = evalkit.build_view([tmp_path / "sample", tmp_path / "whole"], out=tmp_path / "site")
@@ -69,9 +114,9 @@ def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path):
     assert mark in site and tag in site
 
     # compare: the sampled run's row says so, the whole run's does not
-    done = run_main(["compare", str(tmp_path / "sample"), str(tmp_path / "whole"), "--out", str(tmp_path / "cmp"),
-                     "--n-boot", "200"], env=ENV, cwd=tmp_path)
-    assert done.returncode in (0, 1), done.stderr
+    code, out = _cli(["compare", str(tmp_path / "sample"), str(tmp_path / "whole"), "--out", str(tmp_path / "cmp"),
+                      "--n-boot", "200"], capsys)
+    assert code in (0, 1), out
     rows = [line for line in (tmp_path / "cmp" / "report.md").read_text().splitlines() if line.startswith("| ")]
     sampled = [r for r in rows if tag in r]
     assert len(sampled) == 1 and whole.summary["n_queries"] == 300
@@ -80,7 +125,7 @@ def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path):
 
 
 def test_a_sampled_tdbench_run_leaves_out_the_tables_that_need_every_item(tmp_path):
-    data = tdbench_set(tmp_path / "ds", 240, seed=3, size=32, pairs=False, grounding=False)
+    data = _tdbench_set(tmp_path / "ds", 240)
     key = answer_key_for("tdbench", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key)) as sim:
         res = _run("tdbench", data, sim, tmp_path / "run", until_ci=25)
