@@ -144,3 +144,28 @@ def test_a_sampled_tdbench_run_leaves_out_the_tables_that_need_every_item(tmp_pa
     assert all(_mark(block) in sections[title] for title in kept)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["sample"] == block
+
+
+def test_the_matrix_marks_each_sampled_row(tmp_path, capsys, monkeypatch):
+    data = _mcq_set(tmp_path / "ds", 240, 4)
+    key = answer_key_for("mcq", {"data": str(data)})
+    with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=3))) as sim:
+        monkeypatch.setenv("VLLM_BASE_URL", sim.url)
+        code, out = _cli(["run", "mcq", "--model", "vllm/sim-model", "--model", "vllm/other-model", "--data", str(data),
+                          "--until-ci", "25", "--out", str(tmp_path / "m"), "--cache-dir", str(tmp_path / "cache"),
+                          "--no-progress", "--no-plots"], capsys)
+    assert code == 0, out
+    blocks = {}
+    for run_dir in (tmp_path / "m").iterdir():
+        summary = run_dir / "summary.json"
+        if summary.is_file() and not run_dir.name.startswith("compare"):
+            s = json.loads(summary.read_text())
+            blocks[s["model"]] = s["sample"]
+    assert sorted(blocks) == ["vllm/other-model", "vllm/sim-model"]
+    text = " ".join(out.split())
+    board = (tmp_path / "m" / "compare-mcq" / "report.md").read_text()
+    for model, block in blocks.items():
+        assert block["items"] < block["of"] == 240
+        tag = f"sample {block['items']:,}/240 ±{block['half_width']:.1f}"
+        assert f"{model}: " in text and tag in text  # the matrix's line per pair
+        assert any(model in row and tag in row for row in board.splitlines() if row.startswith("| "))
