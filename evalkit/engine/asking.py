@@ -33,7 +33,7 @@ from evalkit.engine.stopping.shutdown import on_signals
 from evalkit.engine.stopping.write_stop import WriteStop
 from evalkit.engine.until.ci import until_ci_rule
 from evalkit.engine.until.rule import StopRule
-from evalkit.engine.until.waves import ask_in_waves
+from evalkit.engine.until.waves import waves
 from evalkit.grading.grade import grade, judge_records, make_record
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import CostMeter, DryRunPlan, plan_dry_run
@@ -261,20 +261,18 @@ class _Asking:
 
         start = time.perf_counter()
         with progress, writes:
-            if todo:
+            if todo and pool is not None and rule is not None:  # a sample in batches: waves, the rule between
+                todo = await self._waves(todo, sink, stopping)
+            elif todo:
                 # twice as many workers as slots: a query waiting to retry holds a worker, never a slot
                 # (batches: every query waits on its batch at once, and no group waits for its first)
-                if pool is not None and rule is not None:  # --batch: waves of 5 %, the rule asked between them
-                    todo = await ask_in_waves(todo, len({q.base_id for q in self.queries}), lambda wave: runner.run(
-                        wave, sink, workers=waiting_workers(len(wave)), stop=stopping), stopping, self.records)
-                else:
-                    await runner.run(todo, sink, workers=waiting_workers(len(todo)) if pool else 2 * cfg.concurrency,
-                                     stop=stopping,
-                                     group_of=image_group if cfg.group_images and not pool and rule is None else None)
-                if pool is not None and cfg.batch_fallback == "live" and not self.draining:
-                    await fallback_live(self._live_runner, [q for q in todo if q.id not in self.records], sink,
-                                        workers=2 * cfg.concurrency, stop=stopping, say=self.talk.say,
-                                        timeout_s=cfg.batch_timeout)
+                await runner.run(todo, sink, workers=waiting_workers(len(todo)) if pool else 2 * cfg.concurrency,
+                                 stop=stopping,
+                                 group_of=image_group if cfg.group_images and not pool and rule is None else None)
+            if todo and pool is not None and cfg.batch_fallback == "live" and not self.draining:
+                await fallback_live(self._live_runner, [q for q in todo if q.id not in self.records], sink,
+                                    workers=2 * cfg.concurrency, stop=stopping, say=self.talk.say,
+                                    timeout_s=cfg.batch_timeout)
         ask_s = time.perf_counter() - start
         write_error = writes.error()
         if write_error is not None:  # the records are closed: what could not be written is counted in it
@@ -282,6 +280,19 @@ class _Asking:
         if self.draining:  # every reply that arrived is recorded (the stack flushes them): stop as Ctrl-C does
             raise KeyboardInterrupt
         return ask_s
+
+    async def _waves(self, todo: list[Query], sink: Callable[[Outcome], None], stop: Callable[[], bool]) -> list[Query]:
+        """--batch with a stop rule: one wave at a time until the rule is done or a wave is left unanswered
+        (--no-wait, the batch timeout: the same command collects it); the queries sent."""
+        sent: list[Query] = []
+        for wave in waves(todo, len({q.base_id for q in self.queries})):
+            if stop():
+                break
+            sent += wave
+            await self.runner.run(wave, sink, workers=waiting_workers(len(wave)), stop=stop)
+            if any(q.id not in self.records for q in wave):
+                break
+        return sent
 
     async def _live_runner(self) -> Runner:
         """--batch-fallback live: a live runner for what the batches did not answer in time."""

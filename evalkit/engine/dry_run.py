@@ -44,6 +44,10 @@ async def dry_run(rundir: RunDir, queries: list[Query], spec: ProviderSpec, env:
     if cfg.service_tier is not None:  # priced at the tier asked for (what --max-cost reserves too)
         d["service_tier"] = cfg.service_tier
     d.update(spent_so_far(cfg, env, price, existing.values(), d["notes"]))
+    if cfg.until_ci is not None:  # the sample's length depends on its answers: the whole set is the ceiling
+        d["notes"].append(f"--until-ci {cfg.until_ci:g}: priced for every query not yet answered; the sample stops "
+                          f"asking once the headline's 95 % interval is ±{cfg.until_ci:g} points, usually earlier "
+                          "(`evalkit plan` estimates where)")
     if cfg.batch:
         batch = price.batch() if price is not None else None
         d["batch"] = True

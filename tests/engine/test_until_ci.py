@@ -1,0 +1,191 @@
+"""`--until-ci W` end to end against the simulator (issue 46, items 1 and 3 for one run): the run asks a
+seeded sample stratified by category, stops once the headline's 95 % interval is +-W, says so (summary.json's
+"sample" block, report.md's first line, the console), and the same command with a smaller W, or without the
+flag, continues in the same run directory with no answer asked twice.
+
+Through the public surface only (the `evalkit` command, `evalkit.run`, the simulator's names), so this file
+runs unchanged on evalkit 0.3.0, where every test fails: the flag is unknown there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from cli_under_test import run_cli
+from PIL import Image
+
+import evalkit
+from evalkit.sim.from_bench import answer_key_for
+from evalkit.sim.model import SimParams
+from evalkit.sim.server import SimConfig, SimThread
+
+N = 2000
+SHARES = {"ocr": 0.5, "chart": 0.3, "scene": 0.2}
+COLOURS = {"A": "red", "B": "green", "C": "blue", "D": "yellow"}
+
+
+def _category(i: int) -> str:
+    return "ocr" if i % 10 < 5 else "chart" if i % 10 < 8 else "scene"
+
+
+def _data(folder: Path, n: int) -> Path:
+    """n four-option questions in three categories (50/30/20 %) over four tiny images (hashed once)."""
+    (folder / "images").mkdir(parents=True)
+    for k, rgb in enumerate(((200, 30, 30), (30, 200, 30), (30, 30, 200), (200, 200, 30))):
+        Image.new("RGB", (16, 16), rgb).save(folder / f"images/i{k}.png")
+    rows = [{"id": f"q{i:05d}", "image": f"images/i{i % 4}.png", "question": f"Q{i}: which colour?",
+             "options": COLOURS, "answer": "ABCD"[(i * 7) % 4], "category": _category(i)} for i in range(n)]
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return _data(tmp_path_factory.mktemp("until_ci"), N)
+
+
+@pytest.fixture(scope="module")
+def sim(data):
+    # about 93 % of the questions known, the rest guessed: accuracy near 0.95
+    key = answer_key_for("mcq", {"data": str(data)})
+    with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.93, seed=3))) as server:
+        yield server
+
+
+def _cli(sim, data: Path, out: Path, *flags: str):
+    return run_cli(["run", "mcq", "--model", "vllm/sim-model", "--base-url", sim.url, "--data", str(data),
+                    "--out", str(out), "--cache-dir", str(out.parent / "cache"), "--no-progress", *flags])
+
+
+def _api(sim, data: Path, out: Path, **options):
+    return evalkit.run("mcq", "vllm/sim-model", base_url=sim.url, data=str(data), out=str(out),
+                       cache_dir=str(out.parent / "cache"), quiet=True, plots=False, **options)
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines() if line]
+
+
+def _per_key(sim) -> dict[str, int]:
+    return sim.counters.snapshot()["per_key"]
+
+
+def _asked_twice(sim, before: dict[str, int]) -> int:
+    """Requests answered more than once since `before` (the server is shared by this file's tests)."""
+    return sum(n - before.get(key, 0) > 1 for key, n in _per_key(sim).items())
+
+
+def test_until_ci_stops_early_and_the_same_command_without_it_completes_the_set(tmp_path, sim, data):
+    out = tmp_path / "run"
+    before, keys = sim.counters.snapshot()["requests"], _per_key(sim)
+    done = _cli(sim, data, out, "--until-ci", "3")
+    sent = sim.counters.snapshot()["requests"] - before
+    assert done.returncode == 0, done.stderr
+    assert 0 < sent < N  # stopped early
+    summary = _summary(out)
+    block = summary["sample"]
+    assert summary["stopped"] == "sample" and summary["complete"] is False
+    assert block["rule"] == "until-ci" and block["of"] == N and block["items"] < N and block["seed"] == 0
+    assert block["asked"] == sent and block["items"] <= block["asked"]
+    assert block["target"] == 3.0 and block["level"] == 0.95 and block["metric"] == "accuracy"
+    assert block["half_width"] <= 3.0
+    low, high = block["interval"]
+    assert low <= block["estimate"] <= high and high - low == pytest.approx(2 * block["half_width"], abs=1e-5)
+    assert sum(s["items"] for s in block["strata"].values()) == block["items"]
+    assert {k: s["of"] for k, s in block["strata"].items()} == {k: int(v * N) for k, v in SHARES.items()}
+    assert block["schedule"] == [{"target": 0.03, "from": {}}]
+    first = (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
+    assert first == f"stopped at {block['items']:,} of {N:,} items: ±{block['half_width']:.1f} points (95 %; asked ±3)"
+    assert first in done.stdout + done.stderr  # the console says it too
+
+    # the order is stratified: the groups asked in each category are within one of its share
+    asked = Counter(r["category"] for r in _records(out))
+    assert sum(asked.values()) == sent
+    for name, share in SHARES.items():
+        assert abs(asked[name] - share * sent) <= 1, (name, asked, sent)
+
+    again = _cli(sim, data, out)  # the same command without --until-ci: toward the whole set
+    assert again.returncode == 0, again.stderr
+    assert sim.counters.snapshot()["requests"] - before == N  # exactly the queries not asked before
+    assert _asked_twice(sim, keys) == 0
+    summary = _summary(out)
+    assert "sample" not in summary and summary["complete"] is True and summary.get("stopped") is None
+    assert summary["this_run"]["sent"] == N - sent and len(_records(out)) == N
+    assert not (out / "report.md").read_text(encoding="utf-8").startswith("stopped at")
+
+
+def test_a_smaller_width_asks_only_new_items_and_replays_the_bets(tmp_path, sim, data):
+    out = tmp_path / "run"
+    before, keys = sim.counters.snapshot()["requests"], _per_key(sim)
+    wide = _api(sim, data, out, until_ci=3)  # the Python API returns the summary with the block
+    first = wide.summary["sample"]
+    assert wide.exit_code == 0 and first["half_width"] <= 3.0 and first["items"] < N
+    narrow = _api(sim, data, out, until_ci=2)
+    block = narrow.summary["sample"]
+    sent = sim.counters.snapshot()["requests"] - before
+    assert narrow.exit_code == 0 and narrow.summary["stopped"] == "sample"
+    assert narrow.summary["this_run"]["sent"] == sent - wide.summary["this_run"]["sent"] > 0  # only new items
+    assert _asked_twice(sim, keys) == 0 and block["asked"] == sent < N
+    assert block["half_width"] <= 2.0
+    assert first["items"] < block["items"] < N
+    # the schedule: the first run's bets as they were, then the new target from where they stopped
+    assert block["schedule"] == [{"target": 0.03, "from": {}},
+                                 {"target": 0.02, "from": {k: s["items"] for k, s in first["strata"].items()}}]
+    low, high = block["interval"]
+    assert low <= block["estimate"] <= high
+    # the same command again: nothing to ask, the same interval (the sequence is recomputed from the records)
+    same = _api(sim, data, out, until_ci=2)
+    assert same.summary["this_run"]["sent"] == 0 and same.summary["sample"] == block
+
+
+def test_limit_with_until_ci_is_refused_in_one_line(tmp_path, sim, data):
+    done = _cli(sim, data, tmp_path / "run", "--limit", "10", "--until-ci", "3")
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--limit" in lines[0] and "--until-ci" in lines[0], done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_repeats_count_each_group_once(tmp_path, sim, data):
+    out = tmp_path / "run"
+    done = _api(sim, data, out, until_ci=5, repeats=2)
+    block = done.summary["sample"]
+    assert done.exit_code == 0 and block["of"] == N  # groups, not queries (2 x N)
+    records = _records(out)
+    per_item = Counter(r["item_id"] for r in records)
+    assert block["asked"] == len(per_item) < N
+    assert sum(n == 2 for n in per_item.values()) >= block["items"]  # a group in the interval has both repeats
+    assert block["half_width"] <= 5.0
+
+
+def test_each_shard_stops_on_its_own_groups(tmp_path, sim, data):
+    out = tmp_path / "shard"
+    done = _api(sim, data, out, until_ci=4, shard="1/2")
+    block = done.summary["sample"]
+    assert done.exit_code == 0 and done.summary["stopped"] == "sample"
+    assert block["of"] == done.summary["n_items"] < N  # the shard's groups
+    assert block["half_width"] <= 4.0 and block["asked"] < block["of"]
+
+
+def test_batch_sends_the_sample_in_waves_and_checks_between_them(tmp_path):
+    data = _data(tmp_path / "small", 200)
+    out = tmp_path / "run"
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as server:
+        done = evalkit.run("mcq", "openai/sim-model", base_url=server.url + "/v1", data=str(data), out=str(out),
+                           cache_dir=str(tmp_path / "cache"), env={"OPENAI_API_KEY": "sk-test"}, batch=True,
+                           until_ci=20, quiet=True, plots=False)
+        lines = server.batches.counts["lines"]
+    block = done.summary["sample"]
+    assert done.exit_code == 0 and done.summary["stopped"] == "sample"
+    batches = done.summary["batches"]["batches"]
+    assert len(batches) >= 2 and all(b["requests"] == 10 for b in batches)  # waves of 5 % of 200 items
+    assert lines == block["asked"] == 10 * len(batches) < 200
+    assert block["half_width"] <= 20.0
