@@ -16,6 +16,10 @@ a second answer to the very same request (the same request key) that differs fro
 a shard or across shards (0.3 kept whichever line came last). The same answer twice (an honest
 overlap) passes.
 
+Shards run with `--until-ci` each stopped on their own interval: the merged run's "sample" block is
+recomputed from their records over shard × category strata (multi/merge_sample.py), and a merge of
+shards that all stopped so is a sample (exit 0, `stopped: "sample"`), not an incomplete run.
+
 Refused (exit 2, nothing written): a directory that is not a shard, shards of different runs (the
 differing identity fields named), a shard given twice, a shard missing (named; `partial` merges
 what exists). A merge of an incomplete shard, or a partial one, is written, marked, and exits 1.
