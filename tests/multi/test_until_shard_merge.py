@@ -54,36 +54,46 @@ def _in_shard(item_id: str, k: int, n: int) -> bool:
     return int.from_bytes(hashlib.sha256(item_id.encode()).digest()[:8], "big") % n == k - 1
 
 
-def _expected_interval(data: Path, shards: dict[int, Path], blocks: dict[int, dict]) -> tuple[float, float]:
-    """The merged interval from the shards' records: one ConfSeq over shard × category, each stratum fed
-    its answered prefix in its shard's seeded order with its shard's bets."""
+def _expected_interval(data: Path, shards: dict[int, Path], blocks: dict[int, dict], *, width: float,
+                       members: int = 1, macro: bool = False) -> tuple[float, float]:
+    """The merged interval (points) from the shards' records: one ConfSeq over shard × category, each
+    stratum fed its answered prefix in its shard's seeded order with its shard's bets. A group is
+    answered once its `members` queries all have a record; its value is 1 when every one is right (the
+    headline's per-group value here: plain accuracy, or TDBench's RE). Weights N_h / N, or for a macro
+    headline (the mean over categories) 1/C per category shared by the shards by size."""
     from dataclasses import replace
 
     from evalkit.engine.until.order import sample_order
     from evalkit.metrics.analysis.confseq import ConfSeq
 
     rows = [json.loads(x) for x in data.read_text().splitlines()]
-    sizes, feeds = {}, {}
+    sizes, feeds, category_of = {}, {}, {}
     for k, run_dir in shards.items():
-        right = {}
+        seen: dict[str, list[bool]] = {}
         for line in (run_dir / "records.jsonl").read_text().splitlines():
             r = json.loads(line)
-            right[r["base_id"]] = 1.0 if r.get("correct") is True else 0.0
+            seen.setdefault(r["base_id"], []).append(r.get("correct") is True)
+        right = {g: float(all(v)) for g, v in seen.items() if len(v) == members}
         mine = [SimpleNamespace(base_id=x["id"], category=x["category"]) for x in rows if _in_shard(x["id"], k, 2)]
         order = sample_order(mine, blocks[k]["seed"])
         for category, groups in order.strata.items():
             name = f"{k}/2 · {category}"
-            sizes[name] = len(groups)
+            sizes[name], category_of[name] = len(groups), category
             prefix = []
             for g in groups:
                 if g not in right:
                     break
                 prefix.append(right[g])
             feeds[name] = prefix
-    cs = ConfSeq(sizes=sizes, alpha=0.05)
+    if macro:
+        per_category = {c: sum(n for m, n in sizes.items() if category_of[m] == c) for c in set(category_of.values())}
+        weights = {m: n / per_category[category_of[m]] / len(per_category) for m, n in sizes.items()}
+    else:
+        weights = {m: n / sum(sizes.values()) for m, n in sizes.items()}
+    cs = ConfSeq(sizes=sizes, alpha=0.05, weights=weights)
     for name, xs in feeds.items():
         for x in xs:
-            cs = replace(cs, target=W / 100).update(name, x)
+            cs = replace(cs, target=width / 100).update(name, x)
     lo, hi = cs.interval()
     return lo * 100, hi * 100
 
@@ -111,7 +121,7 @@ def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_pat
         assert block["items"] == blocks[1]["items"] + blocks[2]["items"]
         assert block["of"] == blocks[1]["of"] + blocks[2]["of"] == N
         assert block["asked"] == blocks[1]["asked"] + blocks[2]["asked"]
-        lo, hi = _expected_interval(data, shards, blocks)
+        lo, hi = _expected_interval(data, shards, blocks, width=W)
         assert block["interval"] == pytest.approx([lo, hi], abs=1e-6)
         assert block["half_width"] == pytest.approx((hi - lo) / 2, abs=1e-6)
         # alpha over 2 x 3 strata: wider than either shard's own, over twice the items
@@ -127,3 +137,42 @@ def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_pat
         assert whole.exit_code == 0 and whole.summary["complete"] and not whole.summary.get("sample")
         assert not (tmp_path / "merged" / "report.md").read_text().startswith("stopped at")
         assert sim.counters.snapshot()["completions"] == N  # nothing asked twice
+
+
+def _tdbench_set(folder: Path, n: int) -> Path:
+    """n TDBench problems in the generated form (four categories of unequal sizes, a white square top-left
+    to find)."""
+    from PIL import Image, ImageDraw
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cats = ["Object Presence", "Spatial Relationship", "Object Localization", "Attribute Recognition"]
+    rows = []
+    for i in range(n):
+        img = Image.new("RGB", (32, 32), (i % 256, 40, 90))
+        ImageDraw.Draw(img).rectangle((0, 0, 5, 5), fill=(255, 255, 255))
+        img.save(folder / f"{i}.png")
+        rows.append({"id": str(i), "image": f"{i}.png", "category": cats[min(i % 5, 3)],  # the last 2/5
+                     "question": f"Which side is the white square on? (#{i})",
+                     "options": ["<dir:top-left>", "<dir:top-right>", "<dir:bottom-left>", "<dir:bottom-right>"],
+                     "answer": "A"})
+    path = folder / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_macro_headline_weighs_each_category_equally_across_shards(tmp_path):
+    """TDBench's RE is the mean over categories: the merged strata share each category's 1/C by size."""
+    data = _tdbench_set(tmp_path / "ds", 300)
+    key = answer_key_for("tdbench", {"data": str(data)})
+    with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=4))) as sim:
+        shards = {k: tmp_path / f"shard{k}" for k in (1, 2)}
+        out = {k: evalkit.run("tdbench", "openai/sim-model", data=str(data), base_url=sim.url + "/v1", env=ENV,
+                              out=str(d), progress=False, cache_dir=str(tmp_path / "cache"), plots=False,
+                              shard=f"{k}/2", until_ci=30) for k, d in shards.items()}
+        merged = evalkit.merge([str(d) for d in shards.values()], tmp_path / "merged", plots=False)
+    blocks = {k: r.summary["sample"] for k, r in out.items()}
+    block = merged.summary["sample"]
+    assert all(b["items"] < b["of"] for b in blocks.values()) and block["items"] == sum(b["items"] for b in
+                                                                                        blocks.values())
+    lo, hi = _expected_interval(data, shards, blocks, width=30, members=4, macro=True)
+    assert [v * 100 for v in block["interval"]] == pytest.approx([lo, hi], abs=1e-4)  # RE is a fraction: scale 1
