@@ -104,7 +104,10 @@ def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path, capsy
     assert code == 0, out
     again = _sections((tmp_path / "sample" / "report.md").read_text())
     assert all(mark in again[title] for title in paper)
-    assert f"tables: {mark}" in out  # the console says it above its tables
+    assert f"tables: {mark}" in out
+    # the block replayed from the records is the run's own, and the run is still a sample
+    after = json.loads((tmp_path / "sample" / "summary.json").read_text())
+    assert after["sample"] == block and after["stopped"] == "sample"  # the console says it above its tables
 
     # the view: the tables' notes and the leaderboard's row
     index = evalkit.build_view([tmp_path / "sample", tmp_path / "whole"], out=tmp_path / "site")
