@@ -40,7 +40,7 @@ def cmd_matrix(args: argparse.Namespace, console: Console) -> int:
 def print_matrix(result: Any, console: Console) -> None:
     """A line per pair (its headline, what was answered, its cost, how it ended, its run directory),
     what each pair said, then each benchmark's comparison and site."""
-    from evalkit.core.sample_note import sample_of, sample_tag
+    from evalkit.metrics.analysis.sample_note import sample_of, sample_tag
     from evalkit.report.console import print_comparison
     from evalkit.report.tables import fmt, pct_ci
 

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from evalkit.core.findings import count_line
-from evalkit.core.sample_note import estimate_note, sample_of, shown_tables
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
+from evalkit.metrics.analysis.sample_note import estimate_note, sample_of, shown_tables
 from evalkit.money.shown import costs_line
 from evalkit.report.sample_line import sample_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from evalkit.core.sample_note import sample_of, sample_tag, shown_tables
 from evalkit.grading.failures import banner
+from evalkit.metrics.analysis.sample_note import sample_of, sample_tag, shown_tables
 from evalkit.money.shown import run_costs
 from evalkit.report.markdown import throughput_line
 from evalkit.view.runs import ViewRun

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.record import Record
-from evalkit.core.sample_note import sample_of, sample_tag
 from evalkit.metrics.analysis.result import ModelResult
+from evalkit.metrics.analysis.sample_note import sample_of, sample_tag
 from evalkit.metrics.analysis.significance import PairTest
 
 
