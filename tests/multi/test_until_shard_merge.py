@@ -130,6 +130,10 @@ def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_pat
         assert first == (f"stopped at {block['items']:,} of {N:,} items: ±{block['half_width']:.1f} points "
                          f"(95 %; asked ±{W:g})")
 
+        # a partial merge is an incomplete run, not a sample of the whole set
+        partial = evalkit.merge([str(shards[1])], tmp_path / "partial", partial=True, plots=False)
+        assert partial.exit_code == 1 and not partial.summary.get("sample")
+
         # each shard completed by its own command without the flag: the merged run is whole, no block
         for k, d in shards.items():
             assert _run(data, sim, d, shard=f"{k}/2").summary["missing"] == 0
