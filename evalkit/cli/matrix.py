@@ -55,8 +55,9 @@ def print_matrix(result: Any, console: Console) -> None:
             f"{h.get('metric', 'score')} {fmt(h.get('value'))}"
         n = s.get("n_queries", 0)
         sample = sample_of(s)  # a run that stopped once its answer was known: marked, never the whole set
-        fields = [score, sample_tag(sample) if sample else f"{n - s.get('missing', 0):,}/{n:,} answered", f"{(s.get('counts') or {}).get('errors', 0):,} "
-                  "errors", costs_line(s), _ended(p), str(p.result.out_dir)]
+        share = sample_tag(sample) if sample else f"{n - s.get('missing', 0):,}/{n:,} answered"
+        fields = [score, share, f"{(s.get('counts') or {}).get('errors', 0):,} errors", costs_line(s), _ended(p),
+                  str(p.result.out_dir)]
         console.print(f"{p.label}: " + " · ".join(fields), markup=False, highlight=False, soft_wrap=True)
     for p in result.pairs:
         for message in p.result.messages if p.result is not None else []:
