@@ -78,8 +78,6 @@ def _ended(p: Any) -> str:
         return "stopped"
     if p.result.summary.get("complete", True):
         return "complete"
-    if p.result.summary.get("stopped") == "sample":  # its rule was satisfied: not the whole set, by design
-        return "sample"
     return "incomplete" if p.exit_code == 1 else "stopped"
 
 
