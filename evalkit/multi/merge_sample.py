@@ -42,15 +42,20 @@ class ShardSample:
 def _segments(block: Mapping[str, Any] | None, names: Mapping[str, str], others: Sequence[str],
               never: int) -> list[Segment]:
     """A shard's schedule over the merged strata: its segments name its own strata (by category) and
-    begin `never` for every other shard's (so each stratum follows its own shard's bets only)."""
-    steps = list((block or {}).get("schedule") or []) or [{"target": None, "from": {}}]
-    out = []
-    for step in steps:
-        start = {**dict.fromkeys(others, never),
-                 **{merged: int((step.get("from") or {}).get(category, 0)) for merged, category in names.items()}}
-        target = step.get("target")
-        out.append(Segment(None if target is None else float(target), start))
-    return out
+    begin `never` for every other shard's (so each stratum follows its own shard's bets only). A
+    schedule that does not read as evalkit wrote it gives the untuned bets: any bets fixed before the
+    answers keep the interval valid, the shard's own only make it as narrow as the shard's was."""
+    untuned = [Segment(None, {**dict.fromkeys(others, never), **dict.fromkeys(names, 0)})]
+    try:
+        out = []
+        for step in list((block or {}).get("schedule") or []):
+            start = {**dict.fromkeys(others, never),
+                     **{merged: int((step.get("from") or {}).get(category, 0)) for merged, category in names.items()}}
+            target = step.get("target")
+            out.append(Segment(None if target is None else min(1.0, max(1e-9, float(target))), start))
+        return out or untuned
+    except (AttributeError, TypeError, ValueError):
+        return untuned
 
 
 def merged_sample(bench: Tables, queries: Sequence[Query], records: Mapping[str, Record],
@@ -60,14 +65,14 @@ def merged_sample(bench: Tables, queries: Sequence[Query], records: Mapping[str,
     blocks = [s.block for s in shards if s.block]
     if not blocks:
         return None
-    seed = int(blocks[0].get("seed") or 0)
+    seed = _seed(blocks[0], 0)
     strata: dict[str, tuple[str, ...]] = {}
     category_of: dict[str, str] = {}
     shard_names: list[dict[str, str]] = []
     for s in shards:
         mine = [q for q in queries if s.shard.holds(q.item_id)]
         names = {}
-        for category, groups in (sample_order(mine, seed).strata.items() if mine else ()):
+        for category, groups in (sample_order(mine, _seed(s.block, seed)).strata.items() if mine else ()):
             name = f"{s.shard}{SEP}{category}"
             strata[name], category_of[name], names[name] = groups, category, category
         shard_names.append(names)
@@ -97,6 +102,12 @@ def merged_sample(bench: Tables, queries: Sequence[Query], records: Mapping[str,
             "half_width": round((high - low) / 2.0 * scale, 6),
             "strata": {name: {"items": prefix.pos[name], "of": n} for name, n in sizes.items()},
             "shards": {str(s.shard): dict(s.block) if s.block else None for s in shards}}
+
+
+def _seed(block: Mapping[str, Any] | None, default: int) -> int:
+    """The seed of a shard's order (its block's; a whole shard's order does not matter: all of it is seen)."""
+    seed = (block or {}).get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else default
 
 
 def _weights(sizes: Mapping[str, int], category_of: Mapping[str, str], *, macro: bool) -> dict[str, float]:
