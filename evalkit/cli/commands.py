@@ -66,7 +66,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     summary = asyncio.run(rereport(Path(args.run_dir), judge=args.judge, judge_base_url=args.judge_base_url,
                                    cache_dir=_cache_dir(args.cache_dir)))
     print_summary(summary, console, args.run_dir)
-    return 0 if summary.get("complete") or summary.get("stopped") == "sample" else 1  # a sample stopped by design
+    return 0 if summary.get("complete") or summary.get("stopped") == "sample" else 1  # a sample is done as asked
 
 
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:

@@ -38,7 +38,8 @@ from evalkit.engine.resume import (
     spec_of_identity,
 )
 from evalkit.engine.run_data import index_places
-from evalkit.engine.until.reread import sample_again
+from evalkit.engine.until.ci import UntilCI
+from evalkit.engine.until.value import GroupScore, Tables
 from evalkit.grading.grade import grade, judge_records, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.metrics.fit_store import fits_kept_in
@@ -139,18 +140,30 @@ def _keep_run_facts(summary: dict[str, Any], rundir: RunDir, config: dict[str, A
             summary["this_run"] = this_run
 
 
-def _keep_sample(summary: dict[str, Any], rundir: RunDir, queries: list[Query], bench: Any,
-                 options: dict[str, Any], ordered: list[Record]) -> None:
-    """A sampled run stays a sample: its block replayed from the records (engine/until/reread.py)."""
-    try:
+def _keep_sample(summary: dict[str, Any], rundir: RunDir, queries: list[Query], bench: Tables,
+                 bench_opts: dict[str, Any], ordered: list[Record]) -> None:
+    """A sampled run (--until-ci) stays one: its block recomputed from the records, its bets replayed as the
+    run's summary.json recorded them (a re-graded answer moves the interval as it would have in the run)."""
+    with contextlib.suppress(Exception):
         before = rundir.read_summary()
-    except Exception:  # no summary, or an unreadable one: nothing to keep
-        return
-    block, stopped = sample_again(before, queries, bench, options, ordered)
-    if block is not None:
-        summary["sample"] = block
-    if stopped is not None:
-        summary["stopped"], summary["complete"] = stopped, False
+        block = before.get("sample")
+        if not isinstance(block, dict):
+            return
+        if block.get("rule") != "until-ci" or "shards" in block:  # a merge's (shard x category strata: multi/
+            summary["sample"] = block  # merge_sample.py) or a matrix's: kept as written, never shown as whole
+            if before.get("stopped") == "sample" and not summary.get("stopped"):
+                summary["stopped"], summary["complete"] = "sample", False
+            return
+        target = block.get("target")
+        rule = UntilCI(queries, GroupScore(bench, bench_opts), seed=int(block.get("seed") or 0), previous=block,
+                       width=float(target) if isinstance(target, (int, float)) else None)
+        for rec in ordered:
+            rule.observe(rec)
+        again = rule.block()
+        if again is not None:
+            summary["sample"] = again
+            if before.get("stopped") == "sample" and rule.done() and not summary.get("stopped"):
+                summary["stopped"], summary["complete"] = "sample", False
 
 
 def _check_data(run_dir: Path, saved: dict[str, Any], prepared: Prepared, images: str | None,

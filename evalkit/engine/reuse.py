@@ -11,7 +11,7 @@ run of the same command says what a full evaluation would say, sets `this_run` (
 cost row), and returns. Any difference (a record edited, a setting, the data, the version, a plot
 removed) takes the full path, which writes a new stamp.
 
-Only the plainest runs are stamped: no failed, judged, batched, budgeted, sharded, repeated or re-asked
+Only the plainest runs are stamped: no failed, judged, batched, budgeted, sharded, repeated, sampled or re-asked
 query, no record outside the run, no line said after the results; anything else always takes the full
 path. Nor is a --dry-run or --reask-cutoffs ever reused (a matrix's pair is, like any run).
 
@@ -87,6 +87,7 @@ def stampable(job: Job, result: RunResult, *, said_before: int, plain: bool) -> 
     were said before the asking); `plain`: nothing judged, batched, budgeted, re-asked or outside."""
     cfg = job.s.config
     return (plain and result.exit_code == 0 and bool(result.summary.get("complete"))
+            and "sample" not in result.summary  # a sample (--until-ci) is never the last full evaluation
             and len(result.messages) == said_before and not cfg.batch and not cfg.shard and cfg.repeats == 1
             and job.judge_spec is None and job.cutoff_budget is None and job.where.note is None
             and not job.where.rundir.data_changed and not job.where.rundir.v010_config

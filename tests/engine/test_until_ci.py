@@ -112,6 +112,11 @@ def test_until_ci_stops_early_and_the_same_command_without_it_completes_the_set(
     for name, share in SHARES.items():
         assert abs(asked[name] - share * sent) <= 1, (name, asked, sent)
 
+    reported = run_cli(["report", str(out)])  # `evalkit report` recomputes the block from the records
+    assert reported.returncode == 0, reported.stderr
+    assert _summary(out)["sample"] == block and _summary(out)["stopped"] == "sample"
+    assert (out / "report.md").read_text(encoding="utf-8").splitlines()[0] == first
+
     again = _cli(sim, data, out)  # the same command without --until-ci: toward the whole set
     assert again.returncode == 0, again.stderr
     assert sim.counters.snapshot()["requests"] - before == N  # exactly the queries not asked before
@@ -189,3 +194,11 @@ def test_batch_sends_the_sample_in_waves_and_checks_between_them(tmp_path):
     assert len(batches) >= 2 and all(b["requests"] == 10 for b in batches)  # waves of 5 % of 200 items
     assert lines == block["asked"] == 10 * len(batches) < 200
     assert block["half_width"] <= 20.0
+
+
+def test_a_dry_run_prices_the_whole_set_and_says_the_sample_may_stop_earlier(tmp_path, sim, data):
+    before = sim.counters.snapshot()["requests"]
+    plan = _api(sim, data, tmp_path / "run", until_ci=3, dry_run=True).summary["dry_run"]
+    assert sim.counters.snapshot()["requests"] == before  # nothing sent
+    assert plan["to_send"] == N
+    assert any("--until-ci 3" in note and "earlier" in note for note in plan["notes"]), plan["notes"]
