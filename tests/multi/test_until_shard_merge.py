@@ -130,6 +130,14 @@ def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_pat
         assert first == (f"stopped at {block['items']:,} of {N:,} items: ±{block['half_width']:.1f} points "
                          f"(95 %; asked ±{W:g})")
 
+        # evalkit report of the merged run keeps its block (its strata are the shards' x categories)
+        from evalkit.cli import main
+
+        assert main(["report", str(tmp_path / "merged")]) == 0
+        again = json.loads((tmp_path / "merged" / "summary.json").read_text())
+        assert again["sample"] == block and again["stopped"] == "sample"
+        assert (tmp_path / "merged" / "report.md").read_text().splitlines()[0] == first
+
         # a partial merge is an incomplete run, not a sample of the whole set
         partial = evalkit.merge([str(shards[1])], tmp_path / "partial", partial=True, plots=False)
         assert partial.exit_code == 1 and not partial.summary.get("sample")
