@@ -267,7 +267,10 @@ class RGBThBench(Benchmark):
                *(columns[g][f"{m} significant above"] for g in groups for m in ("QAcc", "SAcc"))]
         paper = ReportTable("RGB-Th-Bench Table 3: QAcc and SAcc per prompt group (%)", head, [row, sig],
                             note="a group's score is the mean of its skills' scores (the paper's definition); "
-                                 "pooled figures are in summary.json", console=True)
+                                 "pooled figures are in summary.json", console=True,
+                            whole_set="its \"significant above\" row is a fixed-n test against chance, which a run "
+                                      "that stopped on its own answers does not meet (the skills table below "
+                                      "holds the estimates)")
         per = metrics.get("per_skill") or {}
         rows = [[skill, v["prompt_group"], v["QAcc"], v["SAcc"], v["questions"], v["groups"]]
                 for skill, v in per.items()]

@@ -18,6 +18,9 @@ UNITS = "0–1"  # fractions, three decimals as the paper prints them (evalkit.r
 PARAMS = ("theta", "r", "g", "A_adj")
 MEAN_ROW = "mean"  # the unweighted mean over categories, as the paper averages
 HEADS = ("θ", "r", "g", "A_adj")  # the paper's names of PARAMS
+# why θ, r, g tables are left out of a sampled run (ReportTable.whole_set)
+PER_CATEGORY_SOLUTION = ("the paper solves θ, r, g from each category's whole histogram of right rotations "
+                         "(on a sample, whether a category has a solution at all is chance)")
 
 
 def rotations(metrics: dict[str, Any]) -> list[str]:
@@ -45,7 +48,7 @@ def table_3(metrics: dict[str, Any], label: str) -> ReportTable:
     return ReportTable("TDBench Table 3: RE, MA, VE and reliability", ("model", "RE", "MA", "VE", *HEADS),
                        [[label, metrics.get("RE"), metrics.get("MA"), metrics.get("VE"),
                          *(rel.get(p) for p in PARAMS)]], console=True, units=UNITS,
-                       note="category means; VE over the rotations; " + how)
+                       note="category means; VE over the rotations; " + how, whole_set=PER_CATEGORY_SOLUTION)
 
 
 def categories_table(metrics: dict[str, Any]) -> ReportTable:
@@ -82,6 +85,7 @@ def reliability_table(metrics: dict[str, Any]) -> ReportTable | None:
                  *(pooled.get(p) for p in PARAMS), pooled.get("note") or ""])
     head = ("category", "RE", "VE", *HEADS, *(f"ML {g}" for g in HEADS), "note")
     return ReportTable("TDBench reliability per category (θ, r, g, A_adj)", head, rows, units=UNITS, groups=[MEAN_ROW],
+                       whole_set=PER_CATEGORY_SOLUTION,
                        note="θ share of questions known, r accuracy when known, g lucky-guess accuracy, A_adj = θ·r. "
                             "The paper's columns: moment solution per category, its mean row over the solvable "
                             "ones; ML: maximum likelihood per category, its mean row pooled over all problems")
@@ -100,7 +104,8 @@ def rotational_eval_table(metrics: dict[str, Any]) -> ReportTable | None:
     if isinstance(grounding, dict) and grounding:
         rows.append(["grounding file (its Average)", *(grounding.get(k) for k in keys)])
     return ReportTable("TDBench as VLMEvalKit reports it (RotationalEval)", ("category", *keys), rows, units=UNITS,
-                       groups=["Average"],
+                       groups=["Average"], whole_set="VLMEvalKit's table counts the whole file's questions "
+                                                     "(total_questions, hit_all, miss_all)",
                        note="only problems answered at every rotation count; Average is the unweighted mean of "
                             "the multiple-choice categories above it, the grounding file is scored apart")
 

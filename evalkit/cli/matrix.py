@@ -40,6 +40,7 @@ def cmd_matrix(args: argparse.Namespace, console: Console) -> int:
 def print_matrix(result: Any, console: Console) -> None:
     """A line per pair (its headline, what was answered, its cost, how it ended, its run directory),
     what each pair said, then each benchmark's comparison and site."""
+    from evalkit.metrics.analysis.sample_note import sample_of, sample_tag
     from evalkit.report.console import print_comparison
     from evalkit.report.tables import fmt, pct_ci
 
@@ -53,8 +54,10 @@ def print_matrix(result: Any, console: Console) -> None:
         score = f"{h['metric']} {fmt(h.get('value'))} {pct_ci(*h['ci95'])}" if h.get("ci95") else \
             f"{h.get('metric', 'score')} {fmt(h.get('value'))}"
         n = s.get("n_queries", 0)
-        fields = [score, f"{n - s.get('missing', 0):,}/{n:,} answered", f"{(s.get('counts') or {}).get('errors', 0):,} "
-                  "errors", costs_line(s), _ended(p), str(p.result.out_dir)]
+        sample = sample_of(s)  # a run that stopped once its answer was known: marked, never the whole set
+        share = sample_tag(sample) if sample else f"{n - s.get('missing', 0):,}/{n:,} answered"
+        fields = [score, share, f"{(s.get('counts') or {}).get('errors', 0):,} errors", costs_line(s), _ended(p),
+                  str(p.result.out_dir)]
         console.print(f"{p.label}: " + " · ".join(fields), markup=False, highlight=False, soft_wrap=True)
     for p in result.pairs:
         for message in p.result.messages if p.result is not None else []:

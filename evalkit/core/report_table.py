@@ -21,13 +21,19 @@ class ReportTable:
     units: str = "%"  # what the numbers are ("%", "0–1", ...)
     groups: list[str] = field(default_factory=list)  # row labels that are group rows (bold in reports)
     decimals: int | None = None  # digits after the point as the paper prints them (None: by units)
+    # why the table needs every item of the set: a sampled run (summary "sample") leaves it out and
+    # says so. None: its numbers are means over items, which a sample estimates (and is marked so)
+    whole_set: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {"title": self.title, "head": list(self.head), "rows": self.rows, "note": self.note,
                "console": self.console, "units": self.units, "groups": self.groups}
-        return out if self.decimals is None else {**out, "decimals": self.decimals}
+        if self.decimals is not None:
+            out["decimals"] = self.decimals
+        return out if self.whole_set is None else {**out, "whole_set": self.whole_set}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> ReportTable:
         return ReportTable(d["title"], tuple(d["head"]), d["rows"], d.get("note"), bool(d.get("console")),
-                           d.get("units", "%"), list(d.get("groups") or []), d.get("decimals"))
+                           d.get("units", "%"), list(d.get("groups") or []), d.get("decimals"),
+                           d.get("whole_set"))

@@ -147,7 +147,12 @@ def _keep_sample(summary: dict[str, Any], rundir: RunDir, queries: list[Query], 
     with contextlib.suppress(Exception):
         before = rundir.read_summary()
         block = before.get("sample")
-        if not isinstance(block, dict) or block.get("rule") != "until-ci":
+        if not isinstance(block, dict):
+            return
+        if block.get("rule") != "until-ci" or "shards" in block:  # a merge's (shard x category strata: multi/
+            summary["sample"] = block  # merge_sample.py) or a matrix's: kept as written, never shown as whole
+            if before.get("stopped") == "sample" and not summary.get("stopped"):
+                summary["stopped"], summary["complete"] = "sample", False
             return
         target = block.get("target")
         rule = UntilCI(queries, GroupScore(bench, bench_opts), seed=int(block.get("seed") or 0), previous=block,

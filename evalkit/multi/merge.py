@@ -16,6 +16,10 @@ a second answer to the very same request (the same request key) that differs fro
 a shard or across shards (0.3 kept whichever line came last). The same answer twice (an honest
 overlap) passes.
 
+Shards run with `--until-ci` each stopped on their own interval: the merged run's "sample" block is
+recomputed from their records over shard × category strata (multi/merge_sample.py), and a merge of
+shards that all stopped so is a sample (exit 0, `stopped: "sample"`), not an incomplete run.
+
 Refused (exit 2, nothing written): a directory that is not a shard, shards of different runs (the
 differing identity fields named), a shard given twice, a shard missing (named; `partial` merges
 what exists). A merge of an incomplete shard, or a partial one, is written, marked, and exits 1.
@@ -49,6 +53,7 @@ from evalkit.grading.grade import grade, summarize
 from evalkit.images.pipeline import ImagePipeline
 from evalkit.money.costs import cost_fields
 from evalkit.money.pricing import Price
+from evalkit.multi.merge_sample import ShardSample, merged_sample
 from evalkit.report.outputs import publish
 from evalkit.rundir.identity import saved_settings
 from evalkit.rundir.layout import SUMMARY, RunDir
@@ -231,11 +236,32 @@ def _merge(plan: MergePlan, rundir: RunDir, plots: bool, say: Callable[[str], No
                                                       "missing": left[s.shard.k]} for s in plan.shards],
                         "missing_shards": list(plan.missing),
                         "incomplete_shards": [k for k, n in left.items() if n]}
-    messages = _notes(plan, left, len(by_id) - len(answered))
+    sampled = _sample(summary, plan, bench, queries, ordered, bench_opts)
+    messages = _notes(plan, {k: 0 if k in sampled else n for k, n in left.items()}, len(by_id) - len(answered))
     for m in messages:
         say(m)
     publish(rundir, summary, bench, first_records, bench_opts, figures=plots)
-    return RunResult(summary, ordered, rundir.path, 0 if summary["complete"] else 1, messages)
+    done = summary["complete"] or (summary.get("stopped") == "sample" and not messages)
+    return RunResult(summary, ordered, rundir.path, 0 if done else 1, messages)
+
+
+def _sample(summary: dict[str, Any], plan: MergePlan, bench: Any, queries: Sequence[Query],
+            ordered: Sequence[Record], options: Mapping[str, Any]) -> set[int]:
+    """Shards that stopped on their own interval (--until-ci): the merged "sample" block recomputed
+    from their records (multi/merge_sample.py); the shards (by K) that stopped so, whose unasked
+    queries are the sample's design, not missing answers."""
+    if plan.missing:  # a partial merge is incomplete, not a sample of the whole set
+        return set()
+    blocks = {s.shard.k: s.json(SUMMARY).get("sample") or None for s in plan.shards}
+    block = merged_sample(bench, queries, {r.query_id: r for r in ordered},
+                          [ShardSample(s.shard, blocks[s.shard.k]) for s in plan.shards], options)
+    if block is None:
+        return set()
+    summary["sample"] = block
+    stopped = {s.shard.k for s in plan.shards if blocks[s.shard.k] and s.json(SUMMARY).get("stopped") == "sample"}
+    if len(stopped) == sum(1 for b in blocks.values() if b):
+        summary["stopped"] = "sample"
+    return stopped
 
 
 def _data_of(shard: ShardRun, config: Mapping[str, Any]) -> Any:

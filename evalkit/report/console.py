@@ -10,6 +10,7 @@ from rich.table import Table
 from evalkit.core.findings import count_line
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
+from evalkit.metrics.analysis.sample_note import estimate_note, sample_of, shown_tables
 from evalkit.money.shown import costs_line
 from evalkit.report.sample_line import sample_interval, sample_line
 from evalkit.report.tables import count_rows, decimals, fmt, metric_rows, outcome_keys, pct_ci, pvalue
@@ -104,11 +105,18 @@ def print_summary(summary: dict[str, Any], console: Console, out_dir: str | None
         console.print(line, style="bold red", markup=False, highlight=False)
     if not failures or failures["answered"]:
         official = title + (" · failed queries count as wrong" if failures else "")
-        shown = [t for t in summary.get("tables") or [] if t.get("console")]
+        shown = [t for t in shown_tables(summary, marked=False) if t.get("console")]  # a sample's: some left out
         if shown:  # the paper's table and the main detail table; everything else is in report.md
             console.print(official, style="bold", markup=False, highlight=False)
+            sample = sample_of(summary)
+            if sample is not None:  # a sample's tables are estimates: said once, above them
+                console.print(f"tables: {estimate_note(sample)}", style="yellow", markup=False, highlight=False,
+                              soft_wrap=True)
             for t in shown:
-                print_table(console, *_paper_table(t, console.width))
+                if t.get("left_out"):
+                    console.print(t["left_out"], style="yellow", markup=False, highlight=False, soft_wrap=True)
+                else:
+                    print_table(console, *_paper_table(t, console.width))
         else:  # a summary written before tables existed
             console.print(_metrics_table(official, summary["metrics"]))
         h = summary.get("headline")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.findings import SEVERITIES
 from evalkit.data.source import data_named
 from evalkit.grading.failures import banner
+from evalkit.metrics.analysis.sample_note import shown_tables
 from evalkit.money.shown import COST_NOTE, costs_line
 from evalkit.report.sample_line import sample_interval, sample_line
 from evalkit.report.tables import decimals, fmt, md_table, metric_rows, outcome_keys, pct_ci
@@ -226,7 +227,10 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
         lines += ["> **Incomplete run**: some queries are missing or failed; re-run the same command to resume.", ""]
     if not failures or failures["answered"]:
         wrong = " (failed queries count as wrong)" if failures else ""
-        for t in summary.get("tables") or []:
+        for t in shown_tables(summary):  # a sample's: marked as estimates, or left out (analysis/sample_note.py)
+            if t.get("left_out"):
+                lines += [f"_{t['left_out']}._", ""]
+                continue
             lines += [f"## {t['title']}{wrong}", "", *md_table(t["head"], _bold(t), digits=decimals(t)), ""]
             lines += [f"_{t['note']}_", ""] if t.get("note") else []
         lines += ["## Official metrics" + wrong, "", *_headline(summary),

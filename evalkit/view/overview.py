@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalkit.grading.failures import banner
+from evalkit.metrics.analysis.sample_note import sample_of, sample_tag, shown_tables
 from evalkit.money.shown import run_costs
 from evalkit.report.markdown import throughput_line
 from evalkit.view.runs import ViewRun
@@ -55,6 +56,9 @@ def leaderboard(runs: Sequence[ViewRun]) -> list[dict[str, Any]]:
 def incomplete(summary: dict[str, Any]) -> str | None:
     """The leaderboard's mark of a run that is not complete ("incomplete: 228 of 1,624 answered"), None
     for a complete one: its headline is over what it answered, beside runs that answered everything."""
+    sample = sample_of(summary)
+    if sample is not None:  # a run that stopped once its answer was known: never shown as the whole set
+        return sample_tag(sample)
     if summary.get("complete", True):
         return None
     counts = summary.get("counts") or {}
@@ -68,8 +72,12 @@ def merged_tables(runs: Sequence[ViewRun]) -> list[dict[str, Any]]:
     (under its label); any other (per category, say) gets a column per run where the runs differ."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for r in runs:
-        for t in r.summary.get("tables") or []:
-            if not isinstance(t, dict) or not isinstance(t.get("rows"), list):
+        sample = sample_of(r.summary)
+        label = f"{r.label} ({sample_tag(sample)})" if sample else r.label
+        for t in shown_tables(r.summary):  # a sample's: marked as estimates, or left out with a line
+            if t.get("left_out"):
+                t = {"title": t["title"], "head": [], "rows": [], "note": t["left_out"]}
+            if not isinstance(t.get("rows"), list):
                 continue
             head = list(t.get("head") or [])
             key = (str(t.get("title", "")), json.dumps(head, default=str))
@@ -79,11 +87,11 @@ def merged_tables(runs: Sequence[ViewRun]) -> list[dict[str, Any]]:
                                    "groups": list(t.get("groups") or []), "models": [], "rest": None, "runs": []}
             mine = [row for row in t["rows"] if row and row[0] == r.model]
             if mine:
-                g["models"] += [[r.label, *row[1:]] for row in mine]
+                g["models"] += [[label, *row[1:]] for row in mine]
                 if g["rest"] is None:  # e.g. the "questions" row under the models: the same for every run
                     g["rest"] = [row for row in t["rows"] if not (row and row[0] == r.model)]
             else:
-                g["runs"].append((r.label, t["rows"]))
+                g["runs"].append((label, t["rows"]))
     out = []
     for g in groups.values():
         entry = {k: g[k] for k in ("title", "head", "note", "groups")}

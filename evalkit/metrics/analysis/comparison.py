@@ -12,6 +12,7 @@ from typing import Any
 
 from evalkit.core.record import Record
 from evalkit.metrics.analysis.result import ModelResult
+from evalkit.metrics.analysis.sample_note import sample_of, sample_tag
 from evalkit.metrics.analysis.significance import PairTest
 
 
@@ -44,7 +45,11 @@ class LoadedRun:
 
     def marker(self) -> str:
         """The leaderboard's word on how much of the run there is: "1,624 of 1,624", or
-        "228 of 1,624 · incomplete"."""
+        "228 of 1,624 · incomplete", or for a run that stopped once its answer was known
+        "sample 412/2,000 ±2.9" (a sample is never shown as the whole set)."""
+        sample = sample_of(self.summary)
+        if sample is not None:
+            return sample_tag(sample)
         done, n = self.answered
         return f"{done:,} of {n:,}" + ("" if self.complete else " · incomplete")
 
@@ -202,7 +207,9 @@ def _coverage(run: LoadedRun) -> dict[str, Any]:
     always said): whether the run is complete, and how many of its queries were answered (`answered`
     beside it counts the records compared)."""
     done, n = run.answered
-    return {"complete": run.complete, "run_answered": done, "n_queries": n}
+    sample = sample_of(run.summary)
+    return {"complete": run.complete, "run_answered": done, "n_queries": n,
+            **({"sample": sample_tag(sample)} if sample else {})}
 
 
 def _pair_dict(t: PairTest) -> dict[str, Any]:

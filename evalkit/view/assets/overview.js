@@ -21,7 +21,7 @@
       out.push(h("h2", { text: "Official tables" }));
       o.tables.forEach(function (t) {
         out.push(h("h3", { text: t.title + (t.of && !single ? " \u2014 " + t.of : "") }));
-        out.push(table(t.head, t.rows));
+        if (t.head.length) out.push(table(t.head, t.rows));  /* a sample's table left out: its note says why */
         if (t.note) out.push(h("p", { class: "muted", text: t.note }));
       });
     }
