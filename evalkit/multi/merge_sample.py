@@ -2,13 +2,14 @@
 the merged run's "sample" block, recomputed from the shards' records.
 
 Each shard asked its own part in its own seeded order (`sample_order` over that shard's queries with
-the run's `--sample-seed`) and stopped on its own interval. The merged interval is one stratified
-confidence sequence whose strata are shard × category: each stratum replays its answered prefix in
-its shard's order with the bets the shard used (its block's `schedule`), and α is split over all
-strata (ConfSeq gives each α/H). That is valid for the same reason the shard's own is: each
+the run's `--sample-seed`, a random permutation of its part) and stopped on its own interval. The
+merged interval is one stratified confidence sequence whose strata are the shards (for a macro
+headline: shard × category, as a run's own streams are by category): each replays its answered
+prefix in its shard's order with the bets the shard used (its block's `schedule`), and α is split
+over the strata (ConfSeq gives each α/H). That is valid for the same reason the shard's own is: each
 stratum's answers were taken in an order fixed before any was seen, and the union bound does not
 care which stratum was looked at when. The machinery is the run's own (engine/until/prefix.py,
-value.py): the merge only lays the shards' strata and schedules side by side.
+value.py): the merge only lays the shards' streams and schedules side by side.
 
 A shard that asked its whole part has no block; its strata are exact. When every shard asked its
 whole part, the merged run is the whole set: no block.
@@ -17,14 +18,14 @@ whole part, the merged run is the whole set: no block.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from evalkit.core.record import Record
 from evalkit.core.shard import Shard
 from evalkit.core.types import Query
 from evalkit.engine.until.ci import LEVEL, RULE
-from evalkit.engine.until.order import SampleOrder, sample_order
+from evalkit.engine.until.order import sample_order
 from evalkit.engine.until.prefix import AnsweredPrefix, Segment
 from evalkit.engine.until.value import GroupScore, Tables
 
@@ -39,18 +40,21 @@ class ShardSample:
     block: Mapping[str, Any] | None
 
 
-def _segments(block: Mapping[str, Any] | None, names: Mapping[str, str], others: Sequence[str],
+def _segments(block: Mapping[str, Any] | None, own: Mapping[str, str | None], others: Sequence[str],
               never: int) -> list[Segment]:
-    """A shard's schedule over the merged strata: its segments name its own strata (by category) and
-    begin `never` for every other shard's (so each stratum follows its own shard's bets only). A
-    schedule that does not read as evalkit wrote it gives the untuned bets: any bets fixed before the
-    answers keep the interval valid, the shard's own only make it as narrow as the shard's was."""
-    untuned = [Segment(None, {**dict.fromkeys(others, never), **dict.fromkeys(names, 0)})]
+    """A shard's schedule over the merged streams. `own`: its streams, each with the category it is of
+    (None: the shard's whole order, which began where the categories' counts sum to). Every other
+    shard's stream begins `never` (so each stream follows its own shard's bets only). A schedule that
+    does not read as evalkit wrote it gives the untuned bets: any bets fixed before the answers keep the
+    interval valid, the shard's own only make it as narrow as the shard's was."""
+    untuned = [Segment(None, {**dict.fromkeys(others, never), **dict.fromkeys(own, 0)})]
     try:
         out = []
         for step in list((block or {}).get("schedule") or []):
+            began = {str(k): int(v) for k, v in (step.get("from") or {}).items()}
             start = {**dict.fromkeys(others, never),
-                     **{merged: int((step.get("from") or {}).get(category, 0)) for merged, category in names.items()}}
+                     **{name: sum(began.values()) if category is None else began.get(category, 0)
+                        for name, category in own.items()}}
             target = step.get("target")
             out.append(Segment(None if target is None else min(1.0, max(1e-9, float(target))), start))
         return out or untuned
@@ -66,36 +70,50 @@ def merged_sample(bench: Tables, queries: Sequence[Query], records: Mapping[str,
     if not blocks:
         return None
     seed = _seed(blocks[0], 0)
-    strata: dict[str, tuple[str, ...]] = {}
+    value = GroupScore(bench, options)
+    groups_of: dict[str, list[Record]] = {}
+    members: dict[str, int] = {}
+    for q in queries:
+        members[q.base_id] = members.get(q.base_id, 0) + 1
+        if q.id in records:
+            groups_of.setdefault(q.base_id, []).append(records[q.id])
+    values = {g: value(recs) for g, recs in groups_of.items() if len(recs) == members[g]}  # complete groups
+    # each shard's order is a random permutation of its part: its whole order is one stream (a plain
+    # mean), or, for a macro headline, each of its categories is (engine/until/prefix.py)
+    streams: dict[str, tuple[str, ...]] = {}
+    stream_category: dict[str, str] = {}
     category_of: dict[str, str] = {}
-    shard_names: list[dict[str, str]] = []
+    owned: list[dict[str, str | None]] = []
     for s in shards:
         mine = [q for q in queries if s.shard.holds(q.item_id)]
-        names = {}
-        for category, groups in (sample_order(mine, _seed(s.block, seed)).strata.items() if mine else ()):
-            name = f"{s.shard}{SEP}{category}"
-            strata[name], category_of[name], names[name] = groups, category, category
-        shard_names.append(names)
+        order = sample_order(mine, _seed(s.block, seed)) if mine else None
+        own: dict[str, str | None] = {}
+        if order is not None:
+            category_of.update(order.stratum_of())
+            if value.macro:
+                for category, groups in order.strata.items():
+                    name = f"{s.shard}{SEP}{category}"
+                    streams[name], stream_category[name], own[name] = groups, category, category
+            else:
+                streams[str(s.shard)], own[str(s.shard)] = order.sequence, None
+        owned.append(own)
     never = len(queries) + 1
-    schedule = [Segment(None, dict.fromkeys(strata, never))]  # every stratum's bets come from its shard's
-    for s, names in zip(shards, shard_names, strict=True):
-        schedule += _segments(s.block, names, [n for n in strata if n not in names], never)
-    merged = SampleOrder(seed, strata, tuple(g for groups in strata.values() for g in groups))
-    value = GroupScore(bench, options)
-    prefix = AnsweredPrefix(merged, queries, value, schedule, alpha=1.0 - LEVEL)
-    for qid in (q.id for q in queries):
-        if qid in records:
-            prefix.observe(records[qid])
-    sizes = merged.sizes()
+    schedule = [Segment(None, dict.fromkeys(streams, never))]  # every stream's bets come from its shard's
+    for s, own in zip(shards, owned, strict=True):
+        schedule += _segments(s.block, own, [n for n in streams if n not in own], never)
+    sizes = {name: len(groups) for name, groups in streams.items()}
+    weights = _weights(sizes, stream_category) if value.macro else None
+    prefix = AnsweredPrefix(streams, category_of, schedule, 1.0 - LEVEL, weights=weights)
+    for group in (g for groups in streams.values() for g in groups):
+        if group in values:
+            prefix.add(group, values[group])
     if prefix.items() == sum(sizes.values()):
         return None  # every group of every shard answered: the whole set
-    weights = _weights(sizes, category_of, macro=value.macro)
-    prefix.cs = replace(prefix.cs, weights=weights)
-    low, high = prefix.cs.interval()
+    low, high = prefix.interval()
     scale = value.scale
-    estimate = min(high, max(low, prefix.estimate(weights)))
+    estimate = min(high, max(low, prefix.estimate()))
     targets = [float(b["target"]) for b in blocks if isinstance(b.get("target"), int | float)]
-    return {"rule": RULE, "items": prefix.items(), "of": sum(sizes.values()), "asked": len(prefix.asked),
+    return {"rule": RULE, "items": prefix.items(), "of": sum(sizes.values()), "asked": len(groups_of),
             "seed": seed, "target": min(targets) if targets else None, "level": LEVEL,
             "metric": value.metric or blocks[0].get("metric"), "scale": scale,
             "estimate": round(estimate * scale, 6), "interval": [round(low * scale, 6), round(high * scale, 6)],
@@ -110,12 +128,9 @@ def _seed(block: Mapping[str, Any] | None, default: int) -> int:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else default
 
 
-def _weights(sizes: Mapping[str, int], category_of: Mapping[str, str], *, macro: bool) -> dict[str, float]:
-    """Each merged stratum's weight in the headline: N_h / N, or for a macro mean over categories
-    (TDBench's RE, IFBench's Avg) 1/C per category, split over the shards by their share of it."""
-    total = sum(sizes.values())
-    if not macro:
-        return {name: n / total for name, n in sizes.items()}
+def _weights(sizes: Mapping[str, int], category_of: Mapping[str, str]) -> dict[str, float]:
+    """A macro mean over categories (TDBench's RE, IFBench's Avg): 1/C per category, split over the
+    shards' streams of it by their share of its groups."""
     per_category: dict[str, int] = {}
     for name, n in sizes.items():
         per_category[category_of[name]] = per_category.get(category_of[name], 0) + n

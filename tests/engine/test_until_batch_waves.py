@@ -118,7 +118,7 @@ def test_no_wait_submits_one_wave_and_the_same_command_goes_on(data, tmp_path):
 
 def _half_width_after(data: Path, right: dict[str, float], groups: int, width: float) -> float:
     """The --until-ci interval's half-width (points) once the first `groups` groups of the seeded order
-    are answered: each stratum's share of them is a prefix of its own order (docs/stopping.md)."""
+    are answered: one sequence over the whole order, every prefix a simple random sample (docs/stopping.md)."""
     from dataclasses import replace
     from types import SimpleNamespace
 
@@ -127,10 +127,9 @@ def _half_width_after(data: Path, right: dict[str, float], groups: int, width: f
 
     rows = [json.loads(x) for x in data.read_text().splitlines()]
     order = sample_order([SimpleNamespace(base_id=x["id"], category=x["category"]) for x in rows], 0)
-    stratum = order.stratum_of()
-    cs = ConfSeq(sizes=order.sizes(), alpha=0.05)
+    cs = ConfSeq(sizes={"": len(order.sequence)}, alpha=0.05)
     for g in order.sequence[:groups]:
-        cs = replace(cs, target=width / 100).update(stratum[g], right[g])
+        cs = replace(cs, target=width / 100).update("", right[g])
     lo, hi = cs.interval()
     return (hi - lo) / 2 * 100
 
