@@ -192,7 +192,7 @@ class RunConfig:
                               at_least=0)
     group_images: bool = option(True, help="do not send questions on the same image back to back",
                                 role="operational", flag="--no-group-images")
-    until_ci: float | None = option(help="ask the items in a seeded random order stratified by category and stop "
+    until_ci: float | None = option(help="ask the items in a seeded random order (whole variant groups) and stop "
                                          "once the headline's 95 %% interval is at most +-W points; the same "
                                          "command with a smaller W, or without the flag, continues the run "
                                          "(docs/stopping.md)", role="operational", above=0, metavar="W")

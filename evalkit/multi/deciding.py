@@ -4,7 +4,7 @@ A matrix gives each benchmark one `Decider`, shared by that benchmark's model ru
 rule (`DecidingRule`, through the engine's `stop_rule` hook) is a view onto it. Why one object: a
 pair's evidence is the items *both* models answered, so no run can decide alone.
 
-- One order: every model asks the groups in the seeded stratified order (engine/until/order.py).
+- One order: every model asks the groups in the seeded random order (engine/until/order.py).
 - A group counts for a pair once both models have it, in the order's sequence only: each model's
   *answered prefix* of the sequence (a group joins once every one of its queries has a record; an
   error counts as wrong), and a pair is fed up to the shorter of its two prefixes. Groups answered

@@ -41,7 +41,7 @@ class SampleOrder:
 
 
 def sample_order(queries: Sequence[Query], seed: int = 0) -> SampleOrder:
-    """The seeded stratified order of the groups of `queries`. A group's category is its first query's
+    """The seeded random order of the groups of `queries`. A group's category is its first query's
     (the empty category is a stratum like any other)."""
     category: dict[str, str] = {}
     for q in queries:

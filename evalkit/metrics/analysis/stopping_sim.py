@@ -4,9 +4,10 @@ Why simulate: a time-uniform interval has no closed-form sample size, and the me
 is what a user pays for; `evalkit plan` and bench/stopping.py quote it, and the coverage tests check
 the rule's intervals with the same code (tests/metrics/confseq_harness.py), so all three agree.
 
-`until_ci`: a realised population of N items at accuracy p (each stratum at p), asked in a random order
-stratified by category (each stratum's items interleaved in proportion to its size as a sampled run
-places them, the order within a stratum uniformly random), the stratified confidence sequence of confseq.py with bets tuned to W,
+`until_ci`: a realised population of N items at accuracy p, asked in a uniformly random order (one
+stratum: what a sampled run does, engine/until/order.py; several strata, each interleaved in
+proportion to its size and at alpha/H, is the stratified form a merge of shards uses), the
+confidence sequence of confseq.py with bets tuned to W,
 a look after every item from the first look on; the run stops once the half-width is at most W.
 Vectorised over runs with numpy, in blocks, dropping runs as they stop.
 
