@@ -141,3 +141,18 @@ def tdbench_set(folder: Path, n: int, *, seed: int = 0, size: int = 64, unique_t
     path = folder / "set.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
+
+
+def tiny_mcq_set(folder: Path, n: int, seed: int) -> Path:
+    """n four-option questions in evalkit's JSONL form, three categories (cat0..cat2 in turn), a 16-px
+    image each: many items cheaply, for the sampled-run tests."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng, rows = random.Random(seed), []
+    for i in range(n):
+        Image.new("RGB", (16, 16), (i % 256, i // 256 % 256, seed % 256)).save(folder / f"{i}.png")
+        rows.append({"id": f"q{i:05d}", "image": f"{i}.png", "question": f"Question {i}: which colour dominates?",
+                     "options": dict(zip("ABCD", ("red", "green", "blue", "grey"), strict=True)),
+                     "answer": "ABCD"[rng.randrange(4)], "category": f"cat{i % 3}"})
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path

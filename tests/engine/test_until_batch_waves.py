@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from synthetic_data import tiny_mcq_set
 
 import evalkit
 from evalkit.sim.from_bench import answer_key_for
@@ -21,22 +22,6 @@ from evalkit.sim.server import SimConfig, SimThread
 ENV = {"OPENAI_API_KEY": "sk-test"}
 
 
-def _mcq_set(folder: Path, n: int, seed: int) -> Path:
-    """n four-option questions in evalkit's JSONL form, three categories, a small image each."""
-    import random
-
-    from PIL import Image
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng, rows = random.Random(seed), []
-    for i in range(n):
-        Image.new("RGB", (16, 16), (i % 256, i // 256 % 256, seed % 256)).save(folder / f"{i}.png")
-        rows.append({"id": f"q{i:05d}", "image": f"{i}.png", "question": f"Question {i}: which colour dominates?",
-                     "options": dict(zip("ABCD", ("red", "green", "blue", "grey"), strict=True)),
-                     "answer": "ABCD"[rng.randrange(4)], "category": f"cat{i % 3}"})
-    path = folder / "data.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 N = 60  # items (each its own variant group): waves of ceil(5 % of 60) = 3 groups
 
 
@@ -73,7 +58,7 @@ def _batch_sizes(sim: SimThread) -> list[int]:
 
 @pytest.fixture
 def data(tmp_path):
-    return _mcq_set(tmp_path / "ds", N, 3)
+    return tiny_mcq_set(tmp_path / "ds", N, 3)
 
 
 def test_a_stop_rule_under_batch_submits_waves_and_stops_between_them(data, tmp_path):
@@ -139,7 +124,7 @@ def test_until_ci_under_batch_checks_its_interval_between_waves(tmp_path):
 
     n, width = 400, 20.0
     wave = math.ceil(0.05 * n)
-    data = _mcq_set(tmp_path / "ds", n, 8)
+    data = tiny_mcq_set(tmp_path / "ds", n, 8)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.75, seed=2))) as sim:
         res = _run(data, sim, tmp_path / "run", until_ci=width)

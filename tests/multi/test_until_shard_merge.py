@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from synthetic_data import tiny_mcq_set
 
 import evalkit
 from evalkit.sim.from_bench import answer_key_for
@@ -24,22 +25,6 @@ from evalkit.sim.server import SimConfig, SimThread
 ENV = {"OPENAI_API_KEY": "sk-test"}
 
 
-def _mcq_set(folder: Path, n: int, seed: int) -> Path:
-    """n four-option questions in evalkit's JSONL form, three categories, a small image each."""
-    import random
-
-    from PIL import Image
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng, rows = random.Random(seed), []
-    for i in range(n):
-        Image.new("RGB", (16, 16), (i % 256, i // 256 % 256, seed % 256)).save(folder / f"{i}.png")
-        rows.append({"id": f"q{i:05d}", "image": f"{i}.png", "question": f"Question {i}: which colour dominates?",
-                     "options": dict(zip("ABCD", ("red", "green", "blue", "grey"), strict=True)),
-                     "answer": "ABCD"[rng.randrange(4)], "category": f"cat{i % 3}"})
-    path = folder / "data.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 N = 360
 W = 20.0  # points
 
@@ -103,7 +88,7 @@ def _expected_interval(data: Path, shards: dict[int, Path], blocks: dict[int, di
 
 @pytest.fixture
 def data(tmp_path):
-    return _mcq_set(tmp_path / "ds", N, 11)
+    return tiny_mcq_set(tmp_path / "ds", N, 11)
 
 
 def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_path):

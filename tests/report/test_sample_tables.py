@@ -11,30 +11,14 @@ import json
 import re
 from pathlib import Path
 
+from synthetic_data import tiny_mcq_set
+
 import evalkit
 from evalkit.sim.from_bench import answer_key_for
 from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
 ENV = {"OPENAI_API_KEY": "sk-test"}
-
-
-def _mcq_set(folder: Path, n: int, seed: int) -> Path:
-    """n four-option questions in evalkit's JSONL form, three categories, a small image each."""
-    import random
-
-    from PIL import Image
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng, rows = random.Random(seed), []
-    for i in range(n):
-        Image.new("RGB", (16, 16), (i % 256, i // 256 % 256, seed % 256)).save(folder / f"{i}.png")
-        rows.append({"id": f"q{i:05d}", "image": f"{i}.png", "question": f"Question {i}: which colour dominates?",
-                     "options": dict(zip("ABCD", ("red", "green", "blue", "grey"), strict=True)),
-                     "answer": "ABCD"[rng.randrange(4)], "category": f"cat{i % 3}"})
-    path = folder / "data.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def _tdbench_set(folder: Path, n: int) -> Path:
@@ -84,7 +68,7 @@ def _sections(report: str) -> dict[str, str]:
 
 def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    data = _mcq_set(tmp_path / "ds", 300, 2)
+    data = tiny_mcq_set(tmp_path / "ds", 300, 2)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=1))) as sim:
         res = _run("mcq", data, sim, tmp_path / "sample", until_ci=25)
@@ -150,7 +134,7 @@ def test_a_sampled_tdbench_run_leaves_out_the_tables_that_need_every_item(tmp_pa
 
 
 def test_the_matrix_marks_each_sampled_row(tmp_path, capsys, monkeypatch):
-    data = _mcq_set(tmp_path / "ds", 240, 4)
+    data = tiny_mcq_set(tmp_path / "ds", 240, 4)
     key = answer_key_for("mcq", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=3))) as sim:
         monkeypatch.setenv("VLLM_BASE_URL", sim.url)
