@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalkit.benchmarks import get_benchmark
+from evalkit.benchmarks.answer_schema import apply_structured
 from evalkit.benchmarks.base import Benchmark
 from evalkit.benchmarks.readers.saved_index import Indexing, indexing, indexing_of
 from evalkit.core.errors import EvalkitError
@@ -147,6 +148,8 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
     if opts.get("limit"):
         items = items[: int(opts["limit"])]
     queries = apply_generation(list(bench.expand(items, opts)), opts)
+    if opts.get("structured"):  # --structured (robust mode): each answer's schema, in its request
+        queries = apply_structured(queries, bench.answer_schema)
     if not queries:  # a score over nothing reads like a score: 0.1.0 reported "Avg 0.00" on 0 items
         skipped = getattr(bench, "skipped", None)
         why = f"all {len(skipped)} were skipped (image files missing)" if skipped else "it holds no items"
