@@ -76,6 +76,9 @@ def test_boxes_are_read_from_the_structured_answer_and_the_key_changes(key, tmp_
 
 
 def test_a_drifting_model_loses_no_box_with_the_flag(key, tmp_path):
+    plan = evalkit.run("tdbench", "openai/gpt-4o", env=KEY, data="sample", mode="robust", td_set="grounding",
+                       structured=True, dry_run=True, no_cache=True, progress=False)  # what the flag will send
+    assert plan.summary["dry_run"]["to_send"] == 12 and plan.summary["config"]["structured"] is True
     with SimThread(SimConfig(answer_key=key, params=SimParams(drift=0.5))) as sim:
         on = _run(sim, tmp_path / "on", structured=True)
         off = _run(sim, tmp_path / "off")
