@@ -73,6 +73,9 @@ def test_boxes_are_read_from_the_structured_answer_and_the_key_changes(key, tmp_
     assert on.summary["structured"] == {"queries": 12, "read": 12}
     report = (tmp_path / "on" / "report.md").read_text()
     assert "Structured outputs: on" in report and "Structured outputs" not in (tmp_path / "off" / "report.md").read_text()
+    site = evalkit.build_view([str(tmp_path / "on")], out=str(tmp_path / "site")).parent
+    meta = (site / "data" / "meta.js").read_text()
+    assert '"structured":"on: 12 queries asked for a JSON answer in the benchmark\'s schema, 12 read from it"' in meta
 
 
 def test_a_drifting_model_loses_no_box_with_the_flag(key, tmp_path):
