@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from evalkit.benchmarks.answer_schema import default_schema, read_structured
 from evalkit.benchmarks.lenient import STRICT, LenientLoad, Sink
 from evalkit.core.findings import Finding
 from evalkit.core.record import Parsed, Record
 from evalkit.core.report_table import ReportTable
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Query, Transform
+from evalkit.grading.answer_schema import default_schema, read_structured
 from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 from evalkit.metrics.analysis.scoretable import ScoreTable
 
@@ -121,7 +121,7 @@ class Benchmark:
         raise NotImplementedError
 
     def answer_schema(self, query: Query) -> dict[str, Any] | None:
-        """The JSON schema of this query's answer for `--structured` (benchmarks/answer_schema.py): a box,
+        """The JSON schema of this query's answer for `--structured` (grading/answer_schema.py): a box,
         a letter among its options, Yes/No; None for an open answer (nothing is sent)."""
         return default_schema(query)
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalkit.benchmarks import get_benchmark
-from evalkit.benchmarks.answer_schema import apply_structured
 from evalkit.benchmarks.base import Benchmark
 from evalkit.benchmarks.readers.saved_index import Indexing, indexing, indexing_of
 from evalkit.core.errors import EvalkitError
@@ -23,6 +22,7 @@ from evalkit.core.types import Item, Query
 from evalkit.data.request import DataRequest, Progress, Resolved
 from evalkit.data.resolve import resolve_source
 from evalkit.data.source import DataSource
+from evalkit.grading.answer_schema import apply_structured
 
 
 class Prepared(NamedTuple):

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from evalkit.sim.machinery.answer_forms import FORM_WORDS, answer_form
+from evalkit.sim.answer_forms import FORM_WORDS, answer_form
 from evalkit.sim.machinery.image_cost import image_details, media_resolution
 
 HEARD_MAX = 10_000
