@@ -5,7 +5,8 @@ at all, so a request without `--structured` is the same bytes as before) to the 
 runner is unchanged. What each API documents (and the date it was read) is in docs/providers.md.
 
 - OpenAI, Azure OpenAI, OpenAI-compatible servers (vLLM, SGLang), OpenRouter: Chat Completions'
-  `response_format: {"type": "json_schema", "json_schema": {name, schema, strict: true}}`.
+  `response_format: {"type": "json_schema", "json_schema": {name, schema, strict: true}}`; on the Responses
+  route, `text.format` (`responses_fields`).
 - Gemini (google/, vertex/): `response_mime_type: application/json` and `response_schema`, the OpenAPI
   subset Gemini's `Schema` takes (upper-case types; no `additionalProperties`).
 - Anthropic (anthropic/, Claude on Bedrock and Vertex AI): one tool whose `input_schema` is the schema,
@@ -40,6 +41,15 @@ def openai_fields(params: GenParams) -> dict[str, Any]:
         return {}
     return {"response_format": {"type": "json_schema",
                                 "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True}}}
+
+
+def responses_fields(params: GenParams) -> dict[str, Any]:
+    """The Responses API's `text.format` (`{"type": "json_schema", name, schema, strict}`), or {}: for the
+    Responses route (`/v1/responses`), where Chat Completions' `response_format` is not taken."""
+    schema = params.schema()
+    if schema is None:
+        return {}
+    return {"text": {"format": {"type": "json_schema", "name": SCHEMA_NAME, "schema": schema, "strict": True}}}
 
 
 def _gemini_schema(schema: Any) -> Any:

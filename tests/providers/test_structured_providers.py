@@ -23,6 +23,7 @@ AWS = {"AWS_ACCESS_KEY_ID": "AKIASTRUCTUREDTEST01", "AWS_SECRET_ACCESS_KEY": "st
 CASES = {
     "openai": ("openai/gpt-4o", lambda url: ({"base_url": url + "/v1"}, {"OPENAI_API_KEY": "sk-structured"})),
     "vllm": ("vllm/sim-model", lambda url: ({"base_url": url + "/v1"}, {})),
+    "azure": ("azure/my-gpt4o", lambda url: ({}, {"AZURE_OPENAI_API_KEY": "structured", "AZURE_OPENAI_ENDPOINT": url})),
     "anthropic": ("anthropic/claude-haiku-4-5",
                   lambda url: ({}, {"ANTHROPIC_API_KEY": "sk-ant-structured", "ANTHROPIC_BASE_URL": url})),
     "google": ("google/gemini-2.5-flash", lambda url: ({}, {"GEMINI_API_KEY": "structured", "GEMINI_BASE_URL": url})),
@@ -46,7 +47,7 @@ def _letters_schema(schema: dict) -> list[str]:
 
 def _schema_sent(case: str, form: dict) -> dict:
     """The schema a body carried, checked to be in the provider's own form."""
-    if case in ("openai", "vllm"):
+    if case in ("openai", "vllm", "azure"):
         fmt = form["response_format"]
         assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True and fmt["json_schema"]["name"]
         assert set(form) == {"response_format"}
