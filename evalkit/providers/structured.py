@@ -130,7 +130,8 @@ def is_claude(provider: str, model: str) -> bool:
     if record is None:
         return False
     vendor = record.model_vendor(model) if record.model_vendor is not None else None
-    return provider == "anthropic" or vendor == "anthropic"
+    served = find(vendor) if vendor is not None else None  # the vendor's own record: whose API shape it is
+    return record.wire == "messages" or (served is not None and served.wire == "messages")
 
 
 def check_structured(model: str, structured: bool, effort: str | None, budget: int | None,
