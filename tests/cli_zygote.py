@@ -3,7 +3,7 @@
 Each `evalkit` child of the suite used to start a fresh interpreter and import the CLI, the engine
 and a provider SDK before doing any work: ~1.4 s of CPU for a small run, ~3.5 s through the
 anthropic SDK (which builds its pydantic types at import), about half the suite's CPU in all. The
-zygote imports them once per test worker and forks one child per command. A child is still a real
+zygote imports them once per test run (its workers share it) and forks one child per command. A child is still a real
 process of its own (its own pid, environment, working directory, file-size limit, stdout and stderr,
 exit status and signals): only the interpreter start and the imports are shared. Start-up itself is
 covered where it is the behaviour (tests/cli/test_light_start.py, tests/cli/test_packaging.py).
