@@ -9,7 +9,7 @@ exit status and signals): only the interpreter start and the imports are shared.
 covered where it is the behaviour (tests/cli/test_light_start.py, tests/cli/test_packaging.py).
 
 Protocol, one Unix-socket connection per command: the client sends one JSON line (argv, env, cwd,
-out/err file paths, max_file_bytes); the zygote answers {"pid": N} at once and {"status": S} (a
+out/err file paths, max_file_bytes, a prelude); the zygote answers {"pid": N} at once and {"status": S} (a
 waitpid status) when the child has ended.
 """
 
@@ -128,6 +128,8 @@ def _child(main, request: dict, fds: list[int]) -> None:
             limit = request["max_file_bytes"]
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         random.seed()  # not the zygote's sequence, shared by every child
+        if request.get("prelude"):  # run_cli's prelude: code run before the command, as the cold child runs it
+            exec(compile(request["prelude"], "<prelude>", "exec"), {"__name__": "__prelude__"})
         sys.argv = ["-c", *request["argv"]]
         try:
             result = main(request["argv"])
@@ -192,10 +194,10 @@ class Zygote:
         return self.pid is not None and _running(self.pid)
 
     def _launch(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None,
-                max_file_bytes: int | None, out: int, err: int) -> tuple[socket.socket, Any, int]:
+                max_file_bytes: int | None, out: int, err: int, prelude: str = "") -> tuple[socket.socket, Any, int]:
         """Fork `evalkit ARGV` writing to the file descriptors out and err: (connection, its reader, pid)."""
         request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd or os.getcwd()),
-                   "max_file_bytes": max_file_bytes}
+                   "max_file_bytes": max_file_bytes, "prelude": prelude}
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(self.path)
         socket.send_fds(conn, [b"."], [out, err])
@@ -204,10 +206,10 @@ class Zygote:
         return conn, replies, json.loads(replies.readline())["pid"]
 
     def run(self, cmd: list[str], argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None,
-            timeout: float, max_file_bytes: int | None) -> subprocess.CompletedProcess[str]:
+            timeout: float, max_file_bytes: int | None, prelude: str = "") -> subprocess.CompletedProcess[str]:
         """Like subprocess.run(cmd, capture_output=True, text=True, timeout=...) for `evalkit ARGV`."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            conn, replies, pid = self._launch(argv, env, cwd, max_file_bytes, out.fileno(), err.fileno())
+            conn, replies, pid = self._launch(argv, env, cwd, max_file_bytes, out.fileno(), err.fileno(), prelude)
             with conn, replies:
                 conn.settimeout(timeout)
                 try:
