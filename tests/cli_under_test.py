@@ -27,8 +27,9 @@ from cli_zygote import zygote_for
 REPO = Path(__file__).resolve().parents[1]
 # `python -c` puts the working directory first on sys.path: drop it, or a child started in a checkout
 # would import that checkout's evalkit instead of the one under test
-_MAIN = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
-         "from evalkit.cli import main; sys.exit(main(sys.argv[1:]))")
+_PATH = "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
+_CALL = "from evalkit.cli import main; sys.exit(main(sys.argv[1:]))"
+_MAIN = _PATH + _CALL
 
 
 def checkout_under_test() -> Path:
@@ -48,11 +49,13 @@ def _argv(args: Sequence[str], plots: bool) -> list[str]:
 
 def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120.0,
             cwd: str | Path | None = None, max_file_bytes: int | None = None,
-            plots: bool = False, without: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+            plots: bool = False, without: Sequence[str] = (), prelude: str = "") -> subprocess.CompletedProcess[str]:
     """`evalkit ARGS` in a child process; stdout and stderr captured as text. `env` adds to os.environ
     (matplotlib, if a plot is drawn, without a display), less the variables whose names start with one
     of `without` (a user's shell without the developer's keys). `max_file_bytes`: no file the child
-    writes may grow past it (RLIMIT_FSIZE): a disk that fills up, on any machine and without root."""
+    writes may grow past it (RLIMIT_FSIZE): a disk that fills up, on any machine and without root.
+    `prelude`: Python code the child runs before the command (a fault injected from outside evalkit,
+    e.g. tests/ask/test_batch_kill.py's death between creating a batch and recording it)."""
 
     def limit_files() -> None:
         if max_file_bytes is not None:
@@ -60,9 +63,10 @@ def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeou
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
 
     child_env = _child_env(env, without)
-    cmd = [sys.executable, "-c", _MAIN, *_argv(args, plots)]
+    cmd = [sys.executable, "-c", f"{_PATH}{prelude}\n{_CALL}" if prelude else _MAIN, *_argv(args, plots)]
     if _warm_start(env):
-        return zygote_for(checkout_under_test()).run(cmd, cmd[3:], child_env, cwd, timeout, max_file_bytes)
+        return zygote_for(checkout_under_test()).run(cmd, cmd[3:], child_env, cwd, timeout, max_file_bytes,
+                                                     prelude)
     return subprocess.run(cmd, capture_output=True, text=True, env=child_env, timeout=timeout, cwd=cwd,
                           preexec_fn=limit_files)
 

@@ -3,13 +3,13 @@
 Each `evalkit` child of the suite used to start a fresh interpreter and import the CLI, the engine
 and a provider SDK before doing any work: ~1.4 s of CPU for a small run, ~3.5 s through the
 anthropic SDK (which builds its pydantic types at import), about half the suite's CPU in all. The
-zygote imports them once per test worker and forks one child per command. A child is still a real
+zygote imports them once per test run (its workers share it) and forks one child per command. A child is still a real
 process of its own (its own pid, environment, working directory, file-size limit, stdout and stderr,
 exit status and signals): only the interpreter start and the imports are shared. Start-up itself is
 covered where it is the behaviour (tests/cli/test_light_start.py, tests/cli/test_packaging.py).
 
 Protocol, one Unix-socket connection per command: the client sends one JSON line (argv, env, cwd,
-out/err file paths, max_file_bytes); the zygote answers {"pid": N} at once and {"status": S} (a
+out/err file paths, max_file_bytes, a prelude); the zygote answers {"pid": N} at once and {"status": S} (a
 waitpid status) when the child has ended.
 """
 
@@ -49,18 +49,29 @@ def _preload() -> None:
             importlib.import_module(name)
 
 
-def _serve(path: str) -> None:
-    """The zygote's loop: accept a command, fork it, report its end. Runs single-threaded (fork-safe)."""
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _serve(path: str, watched: int) -> None:
+    """The zygote's loop: accept a command, fork it, report its end, until the process `watched` (the test
+    worker, or the test run's controller for a zygote its workers share) is gone. Runs single-threaded
+    (fork-safe)."""
     _preload()
     from evalkit.cli import main
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(64)
-    parent = os.getppid()
     print("ready", flush=True)
     waiting: dict[int, socket.socket] = {}
-    while os.getppid() == parent:  # the test worker is gone: so is the zygote
+    while _running(watched):
         ready, _, _ = select.select([server], [], [], 0.02)
         if ready:
             conn, _ = server.accept()
@@ -88,6 +99,10 @@ def _serve(path: str) -> None:
                 with contextlib.suppress(OSError):
                     conn.sendall(json.dumps({"status": status}).encode() + b"\n")
                 conn.close()
+    folder = os.path.dirname(path)  # what the test run left of it: its socket (and a shared one's lock)
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.unlink(f"{folder}.lock")
 
 
 def _child(main, request: dict, fds: list[int]) -> None:
@@ -113,6 +128,8 @@ def _child(main, request: dict, fds: list[int]) -> None:
             limit = request["max_file_bytes"]
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         random.seed()  # not the zygote's sequence, shared by every child
+        if request.get("prelude"):  # run_cli's prelude: code run before the command, as the cold child runs it
+            exec(compile(request["prelude"], "<prelude>", "exec"), {"__name__": "__prelude__"})
         sys.argv = ["-c", *request["argv"]]
         try:
             result = main(request["argv"])
@@ -138,29 +155,49 @@ def _child(main, request: dict, fds: list[int]) -> None:
 
 
 class Zygote:
-    """The client side: one zygote per test worker, started on first use."""
+    """The client side: a zygote started on first use, by this test worker for itself (`folder` None: it
+    ends with the worker), or for every worker of the test run (in `folder`: it ends with the run's
+    controller, `watched`), or one such zygote another worker started (`pid`: no process of ours)."""
 
-    def __init__(self, checkout: Path) -> None:
-        self._dir = tempfile.mkdtemp(prefix="evalkit-zygote-")
+    def __init__(self, checkout: Path, folder: str | None = None, watched: int | None = None,
+                 pid: int | None = None) -> None:
+        self._owned = folder is None
+        self._dir = folder or tempfile.mkdtemp(prefix="evalkit-zygote-")
         self.path = os.path.join(self._dir, "sock")
+        self._proc: subprocess.Popen[str] | None = None
+        self.pid = pid
+        if pid is not None:
+            return
         env = {**os.environ, "PYTHONPATH": str(checkout)}
         code = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
                 f"sys.path.insert(0, {str(Path(__file__).parent)!r}); import cli_zygote; "
-                "cli_zygote._serve(sys.argv[1])")
-        self._proc = subprocess.Popen([sys.executable, "-c", code, self.path], stdout=subprocess.PIPE,
-                                      stdin=subprocess.DEVNULL, env=env, text=True)
+                "cli_zygote._serve(sys.argv[1], int(sys.argv[2]))")
+        # a shared zygote outlives the worker that started it: it holds none of that worker's pipes (a
+        # controller reading a worker's stderr to its end would wait for it), its own errors go to a file
+        err = None if self._owned else open(os.path.join(self._dir, "zygote.err"), "w")  # noqa: SIM115
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-c", code, self.path, str(watched or os.getpid())],
+                                          stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=err, env=env,
+                                          text=True)
+        finally:
+            if err is not None:
+                err.close()
+        self.pid = self._proc.pid
         if self._proc.stdout is None or self._proc.stdout.readline().strip() != "ready":
             raise RuntimeError("the CLI zygote did not start")
-        atexit.register(self.close)
+        if self._owned:
+            atexit.register(self.close)
 
     def alive(self) -> bool:
-        return self._proc.poll() is None
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self.pid is not None and _running(self.pid)
 
     def _launch(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None,
-                max_file_bytes: int | None, out: int, err: int) -> tuple[socket.socket, Any, int]:
+                max_file_bytes: int | None, out: int, err: int, prelude: str = "") -> tuple[socket.socket, Any, int]:
         """Fork `evalkit ARGV` writing to the file descriptors out and err: (connection, its reader, pid)."""
         request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd or os.getcwd()),
-                   "max_file_bytes": max_file_bytes}
+                   "max_file_bytes": max_file_bytes, "prelude": prelude}
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(self.path)
         socket.send_fds(conn, [b"."], [out, err])
@@ -169,10 +206,10 @@ class Zygote:
         return conn, replies, json.loads(replies.readline())["pid"]
 
     def run(self, cmd: list[str], argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None,
-            timeout: float, max_file_bytes: int | None) -> subprocess.CompletedProcess[str]:
+            timeout: float, max_file_bytes: int | None, prelude: str = "") -> subprocess.CompletedProcess[str]:
         """Like subprocess.run(cmd, capture_output=True, text=True, timeout=...) for `evalkit ARGV`."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            conn, replies, pid = self._launch(argv, env, cwd, max_file_bytes, out.fileno(), err.fileno())
+            conn, replies, pid = self._launch(argv, env, cwd, max_file_bytes, out.fileno(), err.fileno(), prelude)
             with conn, replies:
                 conn.settimeout(timeout)
                 try:
@@ -198,6 +235,9 @@ class Zygote:
         return WarmProcess(cmd, pid, conn, replies, open(out_r), open(err_r))
 
     def close(self) -> None:
+        """End a zygote of this worker's own (a shared one ends with the test run's controller)."""
+        if self._proc is None or not self._owned:
+            return
         if self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
@@ -279,9 +319,33 @@ _zygotes: dict[Path, Zygote] = {}
 
 
 def zygote_for(checkout: Path) -> Zygote:
-    """This worker's zygote for `checkout` (started, or restarted if it died)."""
+    """This worker's zygote for `checkout` (started, or restarted if it died): under pytest-xdist, one for
+    every worker of the test run. Each zygote imports all of evalkit and the SDKs (6-7 s of CPU): three
+    workers sharing one pay that once, not three times."""
     with _lock:
         z = _zygotes.get(checkout)
         if z is None or not z.alive():
-            z = _zygotes[checkout] = Zygote(checkout)
+            run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same in every worker of one test run
+            z = _zygotes[checkout] = _shared(checkout, run) if run else Zygote(checkout)
+        return z
+
+
+def _shared(checkout: Path, run: str) -> Zygote:
+    """The test run's zygote for `checkout`: the running one, or one started now (by whichever worker asks
+    first, under a file lock) that ends when the run's controller (this worker's parent) does."""
+    import fcntl
+    import hashlib
+
+    key = hashlib.sha256(f"{run}\0{checkout}".encode()).hexdigest()[:16]
+    folder = os.path.join(tempfile.gettempdir(), f"evalkit-zygote-{key}")
+    with open(f"{folder}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(Path(folder, "pid").read_text())
+            if _running(pid):
+                return Zygote(checkout, folder, pid=pid)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.mkdir(folder)
+        z = Zygote(checkout, folder, watched=os.getppid())
+        Path(folder, "pid").write_text(str(z.pid))
         return z

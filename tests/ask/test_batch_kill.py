@@ -5,12 +5,11 @@ Through the CLI and the real SDKs against the simulated batch APIs."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 
 import pytest
-from cli_under_test import checkout_under_test, run_cli, start_cli
+from cli_under_test import run_cli, start_cli
 from sim_providers import base_url, key_env, plain_providers
 from synthetic_data import make_mcq_jsonl
 
@@ -22,8 +21,9 @@ from evalkit.sim.server import SimConfig, SimThread
 BATCHED = [f"{p}/sim-model" for p in plain_providers() if RECORDS[p].batch is not None]  # the registry's batch APIs
 ENV = {k: v for m in BATCHED for k, v in key_env(m.partition("/")[0], "sk-test").items()}
 N = 6
-# Loaded by the child at start-up (a sitecustomize first on PYTHONPATH): the process dies as a kill would the
-# moment the provider has accepted a batch and evalkit is about to record its id, and never anywhere else.
+# run_cli's prelude, run by the child before the command: the process dies as a kill would the moment the
+# provider has accepted a batch and evalkit is about to record its id, and never anywhere else. (A prelude,
+# not a sitecustomize on PYTHONPATH: the child is forked warm, not started cold with the SDKs imported again.)
 DIE_AFTER_SUBMIT = '''
 import os
 
@@ -36,14 +36,6 @@ def _die(self, tag, batch_id):
 
 BatchJournal.submitted = _die
 '''
-
-
-def die_after_submit(tmp_path) -> dict[str, str]:  # noqa: ANN001
-    """The environment that makes an `evalkit` child die between creating a batch and recording it."""
-    hook = tmp_path / "die-after-submit"
-    hook.mkdir(exist_ok=True)
-    (hook / "sitecustomize.py").write_text(DIE_AFTER_SUBMIT, encoding="utf-8")
-    return {**ENV, "PYTHONPATH": f"{hook}{os.pathsep}{checkout_under_test()}"}
 
 
 def _args(model: str, sim: SimThread, tmp_path, *extra: str) -> list[str]:
@@ -99,7 +91,7 @@ def test_a_run_killed_while_its_batch_is_pending_is_completed_by_the_same_comman
 def test_a_kill_between_creating_a_batch_and_recording_it_never_submits_twice(model, tmp_path):
     with SimThread(_setup(model, tmp_path)) as sim:
         sim.batches.behaviour.frozen = True
-        died = run_cli(_args(model, sim, tmp_path, "--batch"), env=die_after_submit(tmp_path), cwd=tmp_path)
+        died = run_cli(_args(model, sim, tmp_path, "--batch"), env=ENV, cwd=tmp_path, prelude=DIE_AFTER_SUBMIT)
         assert died.returncode == 137 and sim.batches.counts["batches"] == 1
         events = [json.loads(x)["event"] for x in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
         assert events == ["intent"]  # the provider has the batch; the run directory does not know its id

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pytest
 from cli_under_test import run_cli, start_cli
 from synthetic_data import make_mcq_jsonl
-from test_batch_kill import die_after_submit
+from test_batch_kill import DIE_AFTER_SUBMIT
 from test_batch_pool import FakeBatches, _ask, _pool
 
 from evalkit.ask.batch.journal import JOURNAL, BatchJournal, read_events
@@ -91,7 +91,7 @@ def _a_killed_then_b_submitted(sim: SimThread, tmp_path) -> tuple[str, str]:  # 
     """A dies between creating its batch and recording it; B then submits its own (with --no-wait).
     Both batches are in progress. Returns (A's batch id, B's)."""
     sim.batches.behaviour.frozen = True
-    died = run_cli(_args(sim, tmp_path, "a"), env=die_after_submit(tmp_path), cwd=tmp_path)
+    died = run_cli(_args(sim, tmp_path, "a"), env=ENV, cwd=tmp_path, prelude=DIE_AFTER_SUBMIT)
     assert died.returncode == 137, died.stdout + died.stderr
     assert [e["event"] for e in _events(tmp_path, "a")] == ["intent"]
     b = run_cli(_args(sim, tmp_path, "b", "--no-wait"), env=ENV, cwd=tmp_path)

@@ -1,8 +1,8 @@
 """The installed package holds no test hook: nothing a variable in the user's environment can turn on
 to make evalkit crash or misbehave. The batch tests used to kill a run through
 `EVALKIT_TEST_DIE_AFTER_SUBMIT` (an `os._exit(137)` in evalkit/ask/batch/pool.py); they now inject
-the kill from outside (tests/ask/test_batch_kill.py: a sitecustomize that patches the journal's record of
-a created batch), and that test still shows a kill between creating a batch and recording it never
+the kill from outside (tests/ask/test_batch_kill.py: code the child runs before the command patches the
+journal's record of a created batch), and that test still shows a kill between creating a batch and recording it never
 submits twice.
 """
 
