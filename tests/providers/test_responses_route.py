@@ -176,3 +176,15 @@ def test_a_chat_request_for_a_responses_only_model_is_one_line_naming_the_flag(d
     assert routes and set(routes) == {"/v1/chat/completions"}  # the first request confirms it, then stops
     lines = [x for x in out.splitlines() if "--api responses" in x]
     assert len(lines) == 1 and "only supported in v1/responses" in lines[0]
+
+
+def test_an_openai_compatible_server_gets_the_same_request_with_the_flag_and_chat_without(data, tmp_path):
+    with SimThread(_config(data)) as sim:
+        flagged = _cli(sim, data, tmp_path, "openai-compatible/sim-model", "--api", "responses", out="resp")
+        plain = _cli(sim, data, tmp_path, "openai-compatible/sim-model", out="chat")
+        routes = _model_routes(sim)
+    assert flagged.returncode == 0 and plain.returncode == 0, flagged.stderr + plain.stderr
+    assert routes == ["/v1/responses"] * N + ["/v1/chat/completions"] * N  # another route: asked again, not cached
+    identity = json.loads((tmp_path / "resp" / "config.json").read_text())["identity"]
+    assert identity["api"] == "responses"
+    assert "api" not in json.loads((tmp_path / "chat" / "config.json").read_text())["identity"]

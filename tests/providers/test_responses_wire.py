@@ -1,0 +1,104 @@
+"""The Responses API's request and reply mapping (issue 47, item 1) and its place in the request key
+(item 2): what is sent for a question, each reply outcome read exactly as its Chat Completions twin, the
+route's default per model, and a chat key that does not move."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evalkit.ask.request_key import request_key
+from evalkit.core.errors import EvalkitError, ProviderError
+from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, TextPart
+from evalkit.providers.api_route import api_setting, default_timeout, route_for, route_hint
+from evalkit.providers.openai.format import response_from_openai
+from evalkit.providers.openai.responses import responses_body, response_from_responses
+
+MESSAGES = (Message("system", (TextPart("Answer with a letter."),)),
+            Message("user", (ImagePart(ImageRef("path", "a.png")), TextPart("Which colour? A. red B. blue"))))
+
+
+def _chat(content: Any, finish: str = "stop", refusal: str | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if refusal is not None:
+        msg["refusal"] = refusal
+    return {"model": "o3-pro-2025-06-10", "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 40, "prompt_tokens_details": {"cached_tokens": 64},
+                      "completion_tokens_details": {"reasoning_tokens": 30}}}
+
+
+def _resp(parts: list[dict[str, Any]] | None, status: str = "completed", reason: str | None = None) -> dict[str, Any]:
+    output: list[dict[str, Any]] = [{"type": "reasoning", "id": "rs_1", "summary": []}]
+    if parts is not None:
+        output.append({"type": "message", "id": "msg_1", "role": "assistant", "content": parts})
+    return {"object": "response", "model": "o3-pro-2025-06-10", "status": status, "output": output,
+            "incomplete_details": {"reason": reason} if reason else None,
+            "usage": {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 64}, "output_tokens": 40,
+                      "output_tokens_details": {"reasoning_tokens": 30}}}
+
+
+def _outcome(read: Any, reply: dict[str, Any]) -> tuple:
+    try:
+        r = read(reply)
+    except ProviderError as e:
+        return ("error", e.kind, e.message)
+    return (r.text, r.finish_reason, r.usage, r.served_by, r.reasoning)
+
+
+@pytest.mark.parametrize(("chat", "responses"), [
+    (_chat("B"), _resp([{"type": "output_text", "text": "B", "annotations": []}])),
+    (_chat("The ans", "length"), _resp([{"type": "output_text", "text": "The ans"}], "incomplete", "max_output_tokens")),
+    (_chat("", "length"), _resp(None, "incomplete", "max_output_tokens")),  # cut off while reasoning
+    (_chat("", "content_filter"), _resp(None, "incomplete", "content_filter")),
+    (_chat("", refusal="I can't help with that."),
+     _resp([{"type": "refusal", "refusal": "I can't help with that."}])),
+    (_chat(None), _resp([])),  # a message with no text: an empty answer, as chat's null content
+])
+def test_each_reply_outcome_is_read_exactly_as_its_chat_completions_twin(chat, responses):
+    assert _outcome(response_from_responses, responses) == _outcome(response_from_openai, chat)
+
+
+def test_a_reply_without_any_message_or_a_failed_one_is_a_transient_error():
+    with pytest.raises(ProviderError, match="malformed reply: no message in output") as no_message:
+        response_from_responses(_resp(None))
+    with pytest.raises(ProviderError, match="response failed: server overloaded") as failed:
+        response_from_responses({**_resp(None), "status": "failed", "error": {"message": "server overloaded"}})
+    assert no_message.value.kind == failed.value.kind == "transient"
+
+
+def test_the_request_body():
+    params = GenParams(max_tokens=300, temperature=0.0, seed=5, stop=("\n",), detail="low", api="responses",
+                       extra=(("reasoning", {"summary": "auto"}),))
+    body = responses_body("o3-pro", MESSAGES, ["data:image/png;base64,AAAA"], params, send_temperature=False,
+                          reasoning={"reasoning_effort": "high"})
+    assert body == {
+        "model": "o3-pro", "instructions": "Answer with a letter.", "max_output_tokens": 300, "store": False,
+        "input": [{"role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "low"},
+            {"type": "input_text", "text": "Which colour? A. red B. blue"}]}],
+        "reasoning": {"effort": "high", "summary": "auto"}}  # no seed, no stop, no temperature (o-series)
+    stopped = response_from_responses(_resp([{"type": "output_text", "text": "B\nbecause"}]), stop=["\n"])
+    assert stopped.text == "B"
+
+
+def test_the_route_per_model_and_what_enters_the_key():
+    assert [route_for("openai", m, None) for m in ("o3-pro", "o3-pro-2025-06-10", "o1-pro", "gpt-5-pro",
+                                                   "gpt-5.2-pro", "gpt-4o", "o3", "gpt-5")] == \
+        ["responses"] * 5 + ["chat"] * 3
+    assert route_for("azure", "o3-pro", None) == "responses" and route_for("openai-compatible", "o3-pro", None) == "chat"
+    assert api_setting("openai", "gpt-4o", "chat") is None and api_setting("openai", "gpt-4o", "responses") == "responses"
+    assert default_timeout("openai", "o3-pro", "responses") == 900.0 and default_timeout("openai", "gpt-4o", "responses") is None
+    with pytest.raises(EvalkitError, match="--api responses is for openai/, openai-compatible/, azure/ models, not "
+                                           "--model anthropic/claude-sonnet-4-5"):
+        route_for("anthropic", "claude-sonnet-4-5", "responses")
+    assert route_hint("HTTP 404: This model is only supported in v1/responses and not in v1/chat/completions.") \
+        .endswith("run it with --api responses")
+
+    def key(params: GenParams) -> str:
+        return request_key(provider="openai", model="gpt-4o", endpoint="", params=params, messages=MESSAGES,
+                           source_hash=lambda ref: "f" * 64)
+
+    chat = key(GenParams())
+    assert chat == key(GenParams(api=None)) and "api" not in GenParams().to_dict()
+    assert key(GenParams(api="responses")) != chat and GenParams(api="responses").to_dict()["api"] == "responses"
