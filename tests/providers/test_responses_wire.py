@@ -13,7 +13,7 @@ from evalkit.core.errors import EvalkitError, ProviderError
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Message, TextPart
 from evalkit.providers.api_route import api_setting, default_timeout, route_for, route_hint
 from evalkit.providers.openai.format import response_from_openai
-from evalkit.providers.openai.responses import responses_body, response_from_responses
+from evalkit.providers.openai.responses import response_from_responses, responses_body
 
 MESSAGES = (Message("system", (TextPart("Answer with a letter."),)),
             Message("user", (ImagePart(ImageRef("path", "a.png")), TextPart("Which colour? A. red B. blue"))))
