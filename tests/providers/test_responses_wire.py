@@ -102,3 +102,30 @@ def test_the_route_per_model_and_what_enters_the_key():
     chat = key(GenParams())
     assert chat == key(GenParams(api=None)) and "api" not in GenParams().to_dict()
     assert key(GenParams(api="responses")) != chat and GenParams(api="responses").to_dict()["api"] == "responses"
+
+
+def test_the_simulator_counts_a_responses_request_as_its_chat_twin(tmp_path):
+    """The same question and image at `detail: low` on both routes: the same input tokens, the detail heard."""
+    import base64
+    import io
+
+    openai = pytest.importorskip("openai")
+    from PIL import Image
+
+    from evalkit.sim import SimConfig, SimThread
+
+    buf = io.BytesIO()
+    Image.new("RGB", (1200, 900), (10, 120, 200)).save(buf, format="PNG")
+    url = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    with SimThread(SimConfig()) as sim:
+        client = openai.OpenAI(base_url=sim.url + "/v1", api_key="k", max_retries=0)
+        chat = client.chat.completions.create(model="gpt-4o", max_completion_tokens=50, messages=[
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+                                         {"type": "text", "text": "Which colour?"}]}])
+        resp = client.responses.create(model="gpt-4o", max_output_tokens=50, store=False, input=[
+            {"role": "user", "content": [{"type": "input_image", "image_url": url, "detail": "low"},
+                                         {"type": "input_text", "text": "Which colour?"}]}])
+        heard = [h.image_detail for h in sim.heard if h.method == "POST"]
+    assert resp.usage.input_tokens == chat.usage.prompt_tokens > 85  # 85: a low-detail image on gpt-4o
+    assert resp.output_text == chat.choices[0].message.content
+    assert heard == [("low",), ("low",)]
