@@ -186,3 +186,15 @@ def test_an_openai_compatible_server_gets_the_same_request_with_the_flag_and_cha
     identity = json.loads((tmp_path / "resp" / "config.json").read_text())["identity"]
     assert identity["api"] == "responses"
     assert "api" not in json.loads((tmp_path / "chat" / "config.json").read_text())["identity"]
+
+
+def test_a_responses_run_and_a_chat_run_compare_with_the_route_noted(data, tmp_path):
+    with SimThread(_config(data)) as sim:
+        pro = _cli(sim, data, tmp_path, "openai/o3-pro", out="pro")
+        chat = _cli(sim, data, tmp_path, "openai/gpt-4o", out="chat")
+    assert pro.returncode == chat.returncode == 0, pro.stderr + chat.stderr
+    compared = run_cli(["compare", str(tmp_path / "pro"), str(tmp_path / "chat"), "--out", str(tmp_path / "cmp")],
+                       cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    assert "api differs between models: openai/o3-pro: responses, openai/gpt-4o: None" in report
