@@ -198,3 +198,19 @@ def test_a_responses_run_and_a_chat_run_compare_with_the_route_noted(data, tmp_p
     assert compared.returncode == 0, compared.stderr
     report = (tmp_path / "cmp" / "report.md").read_text()
     assert "api differs between models: openai/o3-pro: responses, openai/gpt-4o: None" in report
+
+
+def test_a_service_tier_is_sent_and_read_back_as_on_chat_completions(data, tmp_path):
+    seen = {}
+    with SimThread(_config(data)) as sim:
+        for route in ("chat", "responses"):
+            result = evalkit.run("mcq", "openai/o3", data=str(data), base_url=sim.url + "/v1", api=route,
+                                 env={"OPENAI_API_KEY": KEY}, out=str(tmp_path / route), service_tier="flex",
+                                 cache_dir=str(tmp_path / "cache"), progress=False, plots=False, quiet=True)
+            assert result.exit_code == 0, result.messages
+            seen[route] = ([r["served_tier"] for r in _records(tmp_path / route)], result.summary["service_tier"],
+                           result.summary["usage"]["cost_usd"])
+        routes = _model_routes(sim)
+    assert routes == ["/v1/chat/completions"] * N + ["/v1/responses"] * N  # another route: not the chat answers
+    assert seen["chat"] == seen["responses"]
+    assert seen["responses"][:2] == (["flex"] * N, {"requested": "flex", "served": {"flex": N}})
