@@ -104,6 +104,10 @@ def test_a_pro_model_answers_over_responses_by_default_and_the_sdk_is_answered_a
         chat = _cli(sim, data, tmp_path, "openai/gpt-4o", out="chat")
         assert chat.returncode == 0, chat.stderr
         assert _model_routes(sim)[N + 1:] == ["/v1/chat/completions"] * N  # (after the SDK's one)
+        # `--api chat` is the same run with the same keys and identity: nothing sent
+        same = _cli(sim, data, tmp_path, "openai/gpt-4o", "--api", "chat", out="chat")
+        assert same.returncode == 0 and len(_model_routes(sim)) == 2 * N + 1, same.stderr
+        assert "api" not in json.loads((tmp_path / "chat" / "config.json").read_text())["identity"]
     assert _nowhere(tmp_path, KEY) == []
 
 
