@@ -129,3 +129,12 @@ def test_the_simulator_counts_a_responses_request_as_its_chat_twin(tmp_path):
     assert resp.usage.input_tokens == chat.usage.prompt_tokens > 85  # 85: a low-detail image on gpt-4o
     assert resp.output_text == chat.choices[0].message.content
     assert heard == [("low",), ("low",)]
+
+
+def test_a_batch_line_refused_on_chat_for_a_responses_only_model_names_the_flag():
+    from evalkit.providers.openai.batch import openai_line_result
+
+    cid, answer = openai_line_result({"custom_id": "q1", "response": {"status_code": 404, "body": {"error": {
+        "message": "This model is only supported in v1/responses and not in v1/chat/completions."}}}})
+    assert cid == "q1" and answer.error == "permanent"
+    assert answer.error_message.endswith("run it with --api responses")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.errors import ProviderError, classify_status
 from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Response
+from evalkit.providers.api_route import route_hint
 from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
 from evalkit.providers.openai.format import response_from_openai
 from evalkit.providers.openai.responses import is_responses_body, response_from_responses
@@ -54,7 +55,7 @@ def openai_line_result(d: Any) -> tuple[str, Response] | None:
         words = body.get("error", {}).get("message", "") if isinstance(body, dict) and isinstance(
             body.get("error"), dict) else ""
         return d["custom_id"], Response(error=classify_status(status),
-                                        error_message=f"HTTP {status} in batch" + (f": {words}" if words else ""))
+                                        error_message=route_hint(f"HTTP {status} in batch" + (f": {words}" if words else "")))
     code = err.get("code") if isinstance(err, dict) else None
     message = err.get("message") if isinstance(err, dict) else None
     kind = "transient" if code in (None, "batch_expired", "batch_cancelled", "server_error") else "permanent"
