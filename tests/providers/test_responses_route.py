@@ -218,3 +218,11 @@ def test_a_service_tier_is_sent_and_read_back_as_on_chat_completions(data, tmp_p
     assert routes == ["/v1/chat/completions"] * N + ["/v1/responses"] * N  # another route: not the chat answers
     assert seen["chat"] == seen["responses"]
     assert seen["responses"][:2] == (["flex"] * N, {"requested": "flex", "served": {"flex": N}})
+
+
+def test_api_responses_for_a_provider_without_it_is_one_line_before_anything_is_sent(data, tmp_path):
+    done = run_cli(["run", "mcq", "--model", "anthropic/claude-sonnet-4-5", "--api", "responses", "--data", str(data),
+                    "--out", str(tmp_path / "run"), "--no-progress"], env={"ANTHROPIC_API_KEY": KEY}, cwd=tmp_path)
+    assert done.returncode == 2 and not (tmp_path / "run").exists()
+    assert done.stderr.strip().splitlines()[-1] == ("evalkit: error: --api responses is for openai/, openai-compatible/, "
+                                                   "azure/ models, not --model anthropic/claude-sonnet-4-5")
