@@ -21,6 +21,7 @@ from evalkit.core.findings import Finding
 from evalkit.core.record import Parsed, Record
 from evalkit.core.report_table import ReportTable
 from evalkit.core.types import GenParams, ImagePart, ImageRef, Item, Message, Query, Transform
+from evalkit.grading.answer_schema import default_schema, read_structured
 from evalkit.grading.extract import JudgeRequest, parse_judge_reply
 from evalkit.metrics.analysis.scoretable import ScoreTable
 
@@ -118,6 +119,15 @@ class Benchmark:
     def parse(self, query: Query, text: str, mode: str) -> Parsed:
         """Rule parsing of one response ("official" or "robust" mode). Never a guess."""
         raise NotImplementedError
+
+    def answer_schema(self, query: Query) -> dict[str, Any] | None:
+        """The JSON schema of this query's answer for `--structured` (grading/answer_schema.py): a box,
+        a letter among its options, Yes/No; None for an open answer (nothing is sent)."""
+        return default_schema(query)
+
+    def parse_structured(self, query: Query, text: str) -> Parsed | None:
+        """A `--structured` reply's answer (robust mode), read before the rules; None: read by the rules."""
+        return read_structured(query, text, lambda q, value: self.parse(q, value, "robust"))
 
     def judge_request(self, query: Query, text: str, mode: str = "official") -> JudgeRequest | None:
         """The LLM-extractor prompt for an answer the rules could not parse (None: no judge)."""

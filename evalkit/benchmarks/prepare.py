@@ -22,6 +22,7 @@ from evalkit.core.types import Item, Query
 from evalkit.data.request import DataRequest, Progress, Resolved
 from evalkit.data.resolve import resolve_source
 from evalkit.data.source import DataSource
+from evalkit.grading.answer_schema import apply_structured
 
 
 class Prepared(NamedTuple):
@@ -149,6 +150,8 @@ def prepare(bench_name: str, options: Mapping[str, Any], env: Mapping[str, str] 
     if opts.get("limit"):
         items = items[: int(opts["limit"])]
     queries = apply_generation(list(bench.expand(items, opts)), opts)
+    if opts.get("structured"):  # --structured (robust mode): each answer's schema, in its request
+        queries = apply_structured(queries, bench.answer_schema)
     if not queries:  # a score over nothing reads like a score: 0.1.0 reported "Avg 0.00" on 0 items
         skipped = getattr(bench, "skipped", None)
         why = f"all {len(skipped)} were skipped (image files missing)" if skipped else "it holds no items"

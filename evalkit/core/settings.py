@@ -158,6 +158,9 @@ class RunConfig:
                                   "Completions); default: the model's own (its record names the models that "
                                   "exist only on Responses, e.g. o3-pro), else chat (docs/providers.md)",
                              role="generation", choices=API_ROUTES)
+    structured: bool = option(False, help="robust mode: ask for the answer as JSON in the benchmark's schema (a "
+                              "letter among the options, Yes/No, a box), sent each provider's way; the rules "
+                              "read other replies (docs/providers.md)", role="generation")
     progress: bool = option(True, help="no live progress bar", role="operational", flag="--no-progress")
     plots: bool = option(True, help="draw no plots (summary.json and report.md only)", role="operational",
                          flag="--no-plots")
@@ -214,9 +217,17 @@ class RunConfig:
         if self.detail == "auto":  # the API's default: the same requests, key and run as no flag
             object.__setattr__(self, "detail", None)
         problem = (switch_problem(self.reasoning_effort, self.thinking_budget) or self._sample_problem()
+                   or self._structured_problem()
                    or settings_problem(self.service_tier, self.tier_fallback, self.batch))
         if problem is not None:  # refused before anything is written
             raise EvalkitError(problem)
+
+    def _structured_problem(self) -> str | None:
+        """Why --structured cannot be used here (one line naming both flags), or None."""
+        if self.structured and self.mode == "official":
+            return ("--structured and --mode official cannot go together: official mode sends what the paper "
+                    "sent (use --mode robust)")
+        return None
 
     def _sample_problem(self) -> str | None:
         """Why the sampled-run flags cannot go together (one line naming both), or None."""

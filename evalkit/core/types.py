@@ -165,6 +165,9 @@ class GenParams:
     service_tier: the service tier this request asks for (--service-tier; providers/tiers.py), set by the
     runner as it sends; a delivery setting like --batch (same model, same answers), so never in to_dict(),
     the cache key or the run identity.
+    answer_schema: the JSON schema of the answer (`--structured`; issue 47, item 3), as canonical JSON text so
+    the value stays hashable; each provider sends it its own way (providers/structured.py). It changes what
+    is asked, so it is in the key when set, and absent otherwise, as the switch above.
     """
 
     temperature: float = 0.0
@@ -180,6 +183,7 @@ class GenParams:
     media_resolution: str | None = None
     service_tier: str | None = None
     api: str | None = None
+    answer_schema: str | None = None
 
     @staticmethod
     def with_extra(extra: dict[str, Any] | None = None, **kw: Any) -> GenParams:
@@ -188,13 +192,21 @@ class GenParams:
     def extra_dict(self) -> dict[str, Any]:
         return dict(self.extra)
 
+    def schema(self) -> dict[str, Any] | None:
+        """The answer's JSON schema as a dict (a fresh one each call), or None without `--structured`."""
+        import json
+
+        return json.loads(self.answer_schema) if self.answer_schema is not None else None
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         del d["repeat"]  # not a request parameter (see the class docstring)
         del d["service_tier"]  # a delivery setting, never in the key (see the class docstring)
-        for name in ("reasoning_effort", "thinking_budget", "detail", "media_resolution", "api"):
+        for name in ("reasoning_effort", "thinking_budget", "detail", "media_resolution", "api", "answer_schema"):
             if d[name] is None:
                 del d[name]  # absent unless set: the cache keys and generation_sent of earlier runs stand
+        if self.answer_schema is not None:
+            d["answer_schema"] = self.schema()
         d["extra"] = self.extra_dict()
         d["stop"] = list(self.stop) if self.stop else None
         return d

@@ -71,7 +71,11 @@ def grade(bench: BenchmarkRules, query: Query, record: Record, mode: str) -> Rec
         return record
     if mode == "robust" and record.cut_off:  # no final answer, and thinking is never read as one
         return replace(record, parsed=None, parse_method="cutoff", correct=False, refusal=False)
-    parsed = bench.parse(query, record.response, mode)
+    structured = getattr(bench, "parse_structured", None)  # --structured: its JSON answer first, then the rules
+    parsed = structured(query, record.response) if structured is not None and mode == "robust" and \
+        query.params.answer_schema is not None else None
+    if parsed is None:
+        parsed = bench.parse(query, record.response, mode)
     return _apply(bench, query, record, parsed)
 
 
@@ -218,7 +222,17 @@ def summarize(bench: BenchmarkRules, records: Sequence[Record], *, model: str, m
         "cache": {"hits": sum(1 for r in records if r.cached), "misses": sum(1 for r in records if not r.cached)},
         "config": config,
         "evalkit_version": __version__,
+        **structured_block(records, queries),
     }
+
+
+def structured_block(records: Sequence[Record], queries: Mapping[str, Query] | None) -> dict[str, Any]:
+    """summary.json's "structured" (`--structured`): how many queries asked for a structured answer and how many
+    answers were read from it; nothing when none asked (the summaries of earlier runs stand)."""
+    asked = sum(1 for q in (queries or {}).values() if q.params.answer_schema is not None)
+    if not asked:
+        return {}
+    return {"structured": {"queries": asked, "read": sum(1 for r in records if r.parse_method == "structured")}}
 
 
 def cutoff_advice(cut: Sequence[Record], config: Mapping[str, Any]) -> str:

@@ -89,6 +89,16 @@ def _counts(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _structured(summary: dict[str, Any]) -> list[str]:
+    """The line saying `--structured` was on: what asked for a JSON answer, and how many were read from it."""
+    block = summary.get("structured")
+    if not isinstance(block, dict):
+        return []
+    return [f"Structured outputs: on (`--structured`): {block.get('queries')} queries asked for their answer as "
+            f"JSON in the benchmark's schema; {block.get('read')} answers were read from it, the rest by the rules.",
+            ""]
+
+
 def _parsing(summary: dict[str, Any]) -> list[str]:
     lines = ["## Parsing", ""]
     modes = summary.get("parser_modes")
@@ -201,6 +211,7 @@ def render_report(summary: dict[str, Any], analysis: ModelResult | None = None,
     lines += [f"# {summary['benchmark']} — {summary['model']}", "",
              f"Mode: **{summary['mode']}** · items {summary['n_items']} · queries {summary['n_queries']}"
              f" · evalkit {summary['evalkit_version']}", ""]
+    lines += _structured(summary)
     if summary.get("official_source"):
         lines += [f"Official mode follows {summary['official_source']}."
                   + (" Deliberate deviations:" if summary.get("deviations") else ""), ""]

@@ -282,7 +282,11 @@ class AnthropicDialect:
         elif isinstance(req, AnthropicRequest) and req.thinking and content:
             blocks.append({"type": "thinking", "thinking": "Looking at the image and the options.",
                            "signature": SIGNATURE})
-        if content:
+        if content and req.answer_tool is not None:  # a forced tool (--structured): the answer is its input
+            blocks.append({"type": "tool_use", "id": "toolu_" + state.next_id().removeprefix("chatcmpl-"),
+                           "name": req.answer_tool, "input": json.loads(content)})
+            stop_reason = "max_tokens" if finish == "length" else "tool_use"
+        elif content:
             blocks.append({"type": "text", "text": content})
         body = self._message(state, req.model, blocks, stop_reason, stop_sequence, {
             "input_tokens": usage.input_tokens - read - created, "output_tokens": usage.output_tokens,

@@ -40,6 +40,10 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--sample-rate", type=float, default=0.0,
                    help="share of sampled requests (temperature > 0 or a seed) answered otherwise: a different answer "
                         "per seed, or per identical request without one (default 0: deterministic)")
+    g.add_argument("--drift", type=float, default=0.0, metavar="SHARE",
+                   help="share of replies worded off the asked format (a letter as 'the second option', a box as "
+                        "prose), which the rules cannot read; never a request asking for a structured answer "
+                        "(--structured) (default 0)")
     g.add_argument("--think-tokens", type=int, default=0, metavar="N",
                    help="requests with reasoning on think about N tokens (N/2 to 3N/2 per question) before answering, "
                         "and are cut off while thinking when their output limit is smaller (default 0: no thinking)")
@@ -137,7 +141,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         seed=args.seed,
     )
     params = SimParams(theta=args.theta, r=args.r, g=args.g, seed=args.seed, style=args.style,
-                       sample_rate=args.sample_rate)
+                       sample_rate=args.sample_rate, drift=getattr(args, "drift", 0.0))
     return SimConfig(
         answer_key=key,
         params=params,

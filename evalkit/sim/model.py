@@ -46,7 +46,9 @@ class SimParams:
     (None: 1 / number of options); style: how the reply is worded (see STYLES); sample_rate: share of
     sampled requests (temperature > 0 or a seed) answered otherwise than the model's own answer.
     The defaults are an exact model (every answer right), which tests rely on; `evalkit sim`'s flags
-    default to a plausible one (evalkit.sim.args.PLAUSIBLE)."""
+    default to a plausible one (evalkit.sim.args.PLAUSIBLE). drift: share of replies worded off the asked
+    format (a letter as "the second option", Yes/No as "Affirmative.", a box as prose with extra numbers),
+    which the rules cannot read; a request carrying an answer schema (`--structured`) is never drifted."""
 
     theta: float = 1.0
     r: float = 1.0
@@ -54,10 +56,13 @@ class SimParams:
     seed: int = 0
     style: str = "letter"
     sample_rate: float = 0.0
+    drift: float = 0.0
 
     def __post_init__(self) -> None:
         if self.style not in STYLES:
             raise ValueError(f"unknown sim style {self.style!r}; expected one of {', '.join(STYLES)}")
+        if not 0.0 <= self.drift <= 1.0:
+            raise ValueError(f"drift must be within 0..1, not {self.drift}")
         if not 0.0 <= self.sample_rate <= 1.0:
             raise ValueError(f"sample rate must be within 0..1, not {self.sample_rate}")
 
@@ -310,8 +315,27 @@ class SimModel:
 
     # -- entry point ---------------------------------------------------------------------
 
-    def reply(self, text: str, fps: list[str], sampling: Sampling | None = None) -> SimReply:
-        """The reply to one request, given only what is in its body (`sampling`: its temperature and seed)."""
+    @staticmethod
+    def off_format(answer: str, options: dict[str, str]) -> str:
+        """An answer worded off the asked format, so the rules cannot read it (SimParams.drift)."""
+        if answer in YES_NO:
+            return "Affirmative." if answer == "Yes" else "Negative."
+        box = [float(x) for x in re.findall(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)", answer)] if answer.startswith("[") else []
+        if len(box) == 4:
+            return (f"The left edge is at {box[0]:g} and the top at {box[1]:g}; the right edge at {box[2]:g} and "
+                    f"the bottom at {box[3]:g}, measured on a 1 by 1 frame.")
+        if answer in options:
+            return f"I'd go with the {ORDINALS[list(options).index(answer) % len(ORDINALS)]} option."
+        return f"My pick: {answer.lower()}, all things considered, 2 of 3 times."
+
+    def drifts(self, text: str, fps: list[str]) -> bool:
+        """This request's reply is worded off the asked format (a share `drift` of requests)."""
+        return self.params.drift > 0 and uniform(self.params.seed, "drift", text, *fps) < self.params.drift
+
+    def reply(self, text: str, fps: list[str], sampling: Sampling | None = None,
+              structured: bool = False) -> SimReply:
+        """The reply to one request, given only what is in its body (`sampling`: its temperature and seed;
+        `structured`: it asks for its answer in a schema, so it never drifts off the format)."""
         opening = text.lstrip()  # extractor prompts are recognised by their first line
         for head, kind in self._judge_heads.items():
             if opening.startswith(head):
@@ -332,5 +356,7 @@ class SimModel:
             options = prompt_options(text)
             source = "unknown"
         content = self.render(style, answer, options, letters)
+        if not structured and style != "refusal" and self.drifts(text, fps):
+            content = self.off_format(answer, options)
         meant = None if style == "refusal" else "Yes" if style == "yes" else content if style == "first" else answer
         return SimReply(content, meant, source)

@@ -176,7 +176,17 @@ def _run_facts(r: ViewRun, site: Path) -> dict[str, Any]:
         "source": s.get("official_source"), "deviations": s.get("deviations") or [], "banner": banner(s),
         "manifest": facts, "has_manifest": r.manifest is not None, "settings": r.identity,
         "modes": modes or None, "judge": s.get("judge"), "hint": s.get("hint"), "notes": r.notes,
+        "structured": _structured_fact(s),
     }
+
+
+def _structured_fact(summary: dict[str, Any]) -> str | None:
+    """The run-facts line for `--structured` (summary.json's "structured"), or None: it was off."""
+    block = summary.get("structured")
+    if not isinstance(block, dict):
+        return None
+    return (f"on: {block.get('queries')} queries asked for a JSON answer in the benchmark's schema, "
+            f"{block.get('read')} read from it")
 
 
 def _rel(path: Path, site: Path) -> str:

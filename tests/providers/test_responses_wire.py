@@ -138,3 +138,27 @@ def test_a_batch_line_refused_on_chat_for_a_responses_only_model_names_the_flag(
         "message": "This model is only supported in v1/responses and not in v1/chat/completions."}}}})
     assert cid == "q1" and answer.error == "permanent"
     assert answer.error_message.endswith("run it with --api responses")
+
+
+def test_structured_answers_go_as_text_format_on_the_responses_route(tmp_path):
+    """--structured (item 3) on the Responses route: `text.format`, answered in the schema, read first."""
+    import json
+
+    from synthetic_data import make_mcq_jsonl
+
+    import evalkit
+    from evalkit.sim import SimConfig, SimThread
+    from evalkit.sim.from_bench import answer_key_for
+
+    data = make_mcq_jsonl(tmp_path / "ds", 4, seed=3)
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"data": str(data)}))) as sim:
+        result = evalkit.run("mcq", "openai/o3-pro", data=str(data), base_url=sim.url, env={"OPENAI_API_KEY": "k"},
+                             structured=True, mode="robust", out=str(tmp_path / "run"), cache_dir=str(tmp_path / "c"),
+                             progress=False, plots=False, quiet=True)
+        forms = [(h.path, h.answer_form) for h in sim.heard if h.method == "POST"]
+    assert result.exit_code == 0 and result.summary["metrics"]["accuracy"] == 100.0
+    assert {path for path, _ in forms} == {"/v1/responses"}
+    assert all(form["text"]["format"]["type"] == "json_schema" and "response_format" not in form for _, form in forms)
+    records = [json.loads(x) for x in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert {r["parse_method"] for r in records} == {"structured"}
+    assert all(json.loads(r["response"]) == {"answer": r["parsed"]} for r in records)

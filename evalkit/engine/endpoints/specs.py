@@ -16,6 +16,7 @@ from evalkit.providers.image_setting import check_image_setting
 from evalkit.providers.preflight import check_setup
 from evalkit.providers.reasoning import check_reasoning
 from evalkit.providers.registry import RECORDS, info
+from evalkit.providers.structured import check_structured
 from evalkit.providers.tiers import check_tier
 
 
@@ -25,6 +26,7 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
     nothing, needs no key)."""
     check_reasoning(cfg.model, cfg.reasoning_effort, cfg.thinking_budget)
     check_image_setting(cfg.model, cfg.detail, cfg.media_resolution)
+    check_structured(cfg.model, cfg.structured, cfg.reasoning_effort, cfg.thinking_budget, cfg.extra)
     spec = parse_spec(cfg.model, cfg.base_url, env)
     if cfg.provider_routing is not None and not info(spec.provider).routes_vendors:
         raise EvalkitError(f"--provider-routing is for openrouter/ models, not --model {spec.label}")

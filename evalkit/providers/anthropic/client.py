@@ -25,6 +25,7 @@ from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Messa
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.reasoning import budget_of, reasoning_problem
+from evalkit.providers.structured import THINKING_REFUSED, anthropic_fields, structured_problem, tool_text
 from evalkit.providers.tiers import ServiceTiers, served_tier
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.rate_headers import rate_info
@@ -129,6 +130,10 @@ def request_args(model: str, messages: Sequence[Message], params: GenParams, ima
         args["thinking"] = thinking
     if "thinking" in extra:  # --extra wins
         args["thinking"] = extra.pop("thinking")
+    if params.answer_schema is not None:  # --structured: a forced tool, which the API refuses with thinking on
+        if "thinking" in args and structured_problem(True, True, None, None, {"thinking": args["thinking"]}):
+            raise ProviderError("permanent", THINKING_REFUSED)
+        args.update(anthropic_fields(params))
     if extra:
         args["extra_body"] = extra
     return args
@@ -152,6 +157,8 @@ def response_from_anthropic(d: Any) -> Response:
             texts.append(string_of(block.get("text"), f"content[{i}].text"))
         elif kind == "thinking":
             thoughts.append(optional_text(block.get("thinking")) or "")
+        elif kind == "tool_use":  # --structured's forced tool: its input is the answer (providers/structured.py)
+            texts.append(tool_text(block.get("input")))
     stop_reason = optional_text(d.get("stop_reason"))
     if stop_reason == "refusal":
         raise ProviderError("refused", "content refused (stop_reason refusal)")

@@ -36,6 +36,7 @@ from evalkit.providers.bedrock.aws_sign import AwsCredentials, AwsRedactor, Pref
 from evalkit.providers.bedrock.errors import bedrock_error
 from evalkit.providers.openai.compat import proxy_for
 from evalkit.providers.registry import tiers_of
+from evalkit.providers.structured import converse_fields, tool_text
 from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.connect import connect_cause
 from evalkit.providers.wire.http_limits import (
@@ -105,6 +106,7 @@ def converse_body(messages: Sequence[Message], params: GenParams, images: Sequen
     fields = {**reasoning_fields(params), **(extra.pop("additionalModelRequestFields", None) or {})}
     if fields:
         body["additionalModelRequestFields"] = fields
+    body.update(converse_fields(params))  # --structured: a forced tool (providers/structured.py)
     body.update(extra)  # anything else given with --extra goes as it is (guardrailConfig, …)
     return body
 
@@ -121,6 +123,9 @@ def response_from_converse(d: Any) -> Response:
             raise malformed(f"content[{i}] is not an object")
         if isinstance(block.get("text"), str):
             texts.append(block["text"])
+        tool = block.get("toolUse")
+        if isinstance(tool, dict):  # --structured's forced tool: its input is the answer
+            texts.append(tool_text(tool.get("input")))
         reasoning = block.get("reasoningContent")
         if isinstance(reasoning, dict) and isinstance(reasoning.get("reasoningText"), dict):
             thoughts.append(optional_text(reasoning["reasoningText"].get("text")) or "")

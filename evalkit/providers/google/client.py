@@ -38,6 +38,7 @@ from evalkit.providers.google.reply import GeminiReply, joined_hops, reply_from_
 from evalkit.providers.image_setting import media_resolution_enum
 from evalkit.providers.reasoning import budget_of
 from evalkit.providers.registry import tiers_of
+from evalkit.providers.structured import gemini_fields
 from evalkit.providers.tiers import served_tier
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.redact import Redactor, url_credentials
@@ -106,6 +107,7 @@ def generation_settings(model: str, params: GenParams) -> dict[str, Any]:
         kw["top_p"] = params.top_p
     if params.seed is not None:
         kw["seed"] = params.seed
+    kw.update(gemini_fields(params))  # --structured: response_mime_type and response_schema (providers/structured.py)
     if params.media_resolution is not None:  # --media-resolution: the request-level setting (providers/image_setting.py)
         kw["media_resolution"] = media_resolution_enum(params.media_resolution)
     mode = thinking_mode(model)

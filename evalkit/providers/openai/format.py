@@ -8,6 +8,7 @@ from typing import Any
 from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, Message, Response, TextPart, Usage, reported_cost
 from evalkit.images.pipeline import PreparedImage
+from evalkit.providers.structured import openai_fields
 from evalkit.providers.wire.reply_json import first_of, member, optional_text, snapshot, text_of, token_count
 
 
@@ -53,6 +54,7 @@ def chat_body(model: str, messages: list[dict[str, Any]], params: GenParams, *, 
     if params.stop:
         body["stop"] = list(params.stop)
     body.update(reasoning or {})
+    body.update(openai_fields(params))  # --structured: response_format (providers/structured.py)
     for key, value in params.extra_dict().items():
         mine = (reasoning or {}).get(key)
         body[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value

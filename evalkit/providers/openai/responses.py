@@ -3,7 +3,7 @@ onto what Chat Completions sends and reads (platform.openai.com/docs/api-referen
 
 The request: the system prompt as `instructions`, the other messages as `input` (user text as `input_text`
 parts, images as `input_image` parts holding data URLs, with `detail` when `--detail` is given),
-`max_output_tokens`, `reasoning: {effort}` for `--reasoning-effort` (`--extra '{"reasoning": {"summary":
+`max_output_tokens`, `text.format` for `--structured`, `reasoning: {effort}` for `--reasoning-effort` (`--extra '{"reasoning": {"summary":
 "auto"}}'` adds a summary, merged key by key), `store: false` unless `--extra` says otherwise. The API has no
 `seed` and no `stop`: neither is sent, and stop strings cut the answer here, as a server would have.
 
@@ -22,6 +22,7 @@ from evalkit.core.errors import ProviderError
 from evalkit.core.types import GenParams, ImagePart, Message, Response, TextPart
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.openai.format import response_from_openai
+from evalkit.providers.structured import responses_fields
 from evalkit.providers.wire.reply_json import malformed, member, optional_text
 
 ROUTE = "/responses"
@@ -76,6 +77,7 @@ def responses_body(model: str, messages: Sequence[Message], images: Sequence[Pre
     if effort is not None:
         fields["reasoning"] = {"effort": effort}
     body.update(fields)
+    body.update(responses_fields(params))  # --structured: text.format (providers/structured.py)
     for key, value in params.extra_dict().items():
         mine = body.get(key)
         body[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value

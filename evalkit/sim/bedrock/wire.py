@@ -17,6 +17,7 @@ invalid."). Credentials are checked before a body is read (evalkit.sim.bedrock.a
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -135,7 +136,11 @@ class ConverseDialect:
         blocks: list[dict[str, Any]] = []
         if thought is not None:
             blocks.append({"reasoningContent": {"reasoningText": {"text": thought.text, "signature": "sim"}}})
-        if content:
+        if content and req.answer_tool is not None:  # a forced tool (--structured): the answer is its input
+            blocks.append({"toolUse": {"toolUseId": "tooluse_" + state.next_id().removeprefix("chatcmpl-"),
+                                       "name": req.answer_tool, "input": json.loads(content)}})
+            stop = "tool_use" if finish != "length" else stop
+        elif content:
             blocks.append({"text": content})
         return web.json_response({
             "output": {"message": {"role": "assistant", "content": blocks}}, "stopReason": stop,

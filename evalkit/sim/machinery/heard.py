@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from evalkit.sim.answer_forms import FORM_WORDS, answer_form
 from evalkit.sim.machinery.image_cost import image_details, media_resolution
 
 HEARD_MAX = 10_000
@@ -40,6 +41,7 @@ class Heard:
     provider: Any = None  # OpenRouter's `provider` body field (routing preferences), as sent
     image_detail: tuple[str | None, ...] = ()  # each chat-completions `image_url` part's `detail` (None: not sent)
     media_resolution: str | None = None  # a generateContent body's generationConfig.mediaResolution, as sent
+    answer_form: dict[str, Any] | None = None  # the fields asking for a structured answer, as sent (answer_forms)
 
 
 def auth_forms(request: web.Request) -> tuple[str, ...]:
@@ -88,7 +90,7 @@ async def _body_fields(request: web.Request) -> dict[str, Any]:
     if request.method != "POST" or not (routed or request.content_type == "application/json"):
         return {}  # a multipart upload (a batch file) is left unread: its handler reads it as a stream
     raw = await request.read()
-    if not routed and not any(word in raw for word in _RESOLUTION_WORDS):
+    if not routed and not any(word in raw for word in (*_RESOLUTION_WORDS, *FORM_WORDS)):
         return {}
     try:
         body = json.loads(raw)
@@ -97,7 +99,7 @@ async def _body_fields(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         return {}
     return {"provider": body.get("provider") if routed else None, "image_detail": image_details(body),
-            "media_resolution": media_resolution(body)}
+            "media_resolution": media_resolution(body), "answer_form": answer_form(body)}
 
 
 def listen(log: HeardLog) -> Callable[..., Awaitable[web.StreamResponse]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from evalkit.sim.answer_forms import asked_schema, structured_content
 from evalkit.sim.machinery.counters import server_request_key
 from evalkit.sim.machinery.dialect import Dialect, Handler
 from evalkit.sim.machinery.image_cost import server_request_image_tokens
@@ -119,7 +120,11 @@ def model_reply(state: SimState, dialect: Dialect, req: Any, body: Any, fps_info
     lines alike), counted as a completion, or as a cut-off when it ran out of tokens while thinking.
     `prompt_tokens`: server_prompt_tokens when the caller counted them already (a live call, for its limits)."""
     fps = [fp for fp, _, _ in fps_info]
-    reply = state.model.reply(req.text, fps, sampling_of(body))
+    schema, tool = asked_schema(body)  # --structured: the answer as JSON in the schema (answer_forms)
+    reply = state.model.reply(req.text, fps, sampling_of(body), structured=schema is not None)
+    if schema is not None and reply.source != "judge":
+        reply = replace(reply, content=structured_content(schema, reply.answer or reply.content))
+        req = replace(req, answer_tool=tool)
     if reply.source == "unknown" and state.config.answer_key is not None and len(state.config.answer_key):
         state.counters.unkeyed_request()  # asked what its key does not hold: answered at chance
     style = thinking_style(dialect.name, body) if state.config.think_tokens > 0 and not empty else None

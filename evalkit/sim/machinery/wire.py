@@ -41,6 +41,7 @@ class ParsedRequest:
     stop: list[str]
     guided_choice: list[str] | None
     service_tier: str | None = None  # the tier the body asks for (OpenAI-shaped dialects; sim.machinery.tiers)
+    answer_tool: str | None = None  # the tool a structured request forces (answer_forms): answer in it
 
 
 def message_parts(msg: Any, i: int) -> tuple[list[str], list[str]]:

@@ -88,6 +88,7 @@
     fact("deviations", r.deviations.join("; "));
     if (r.modes) fact("parser modes", "parsed in " + r.modes.mode + "; in " + r.modes.other_mode + " mode " +
       r.modes.answers_differ + " of " + r.modes.compared + " answers read differently, " + r.modes.verdicts_differ + " verdicts change");
+    fact("structured outputs", r.structured);
     fact("judge", r.judge);
     fact("hint", r.hint);
     fact("notes", r.notes.join("; "));
