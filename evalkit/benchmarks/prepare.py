@@ -81,6 +81,8 @@ def apply_generation(queries: list[Query], opts: Mapping[str, Any]) -> list[Quer
     changes: dict[str, Any] = {k: opts[k] for k in ("max_tokens", "temperature", "seed", "reasoning_effort",
                                                     "thinking_budget", "detail", "media_resolution")
                                if opts.get(k) is not None}
+    if opts.get("api") == "responses":  # the Responses route is in the request (and key); chat is as before
+        changes["api"] = "responses"
     if not changes and not extra:
         return queries
     out = []

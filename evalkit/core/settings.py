@@ -40,6 +40,7 @@ REASONING_EFFORTS = ("none", "low", "medium", "high")
 # ---- the image resolution settings (issue 45, item 2; which provider takes which: its record's image_setting)
 IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image_url detail; auto is the API's default: the same as none
 MEDIA_RESOLUTIONS = ("low", "medium", "high")  # Gemini's media_resolution (MEDIA_RESOLUTION_LOW, …)
+API_ROUTES = ("responses", "chat")  # --api (issue 47): OpenAI's Responses API or Chat Completions
 
 
 def switch_problem(effort: str | None, budget: int | None) -> str | None:
@@ -153,6 +154,10 @@ class RunConfig:
     media_resolution: str | None = option(help="the media resolution images are read at (google/ and vertex/ "
                                                "Gemini: MEDIA_RESOLUTION_LOW/MEDIUM/HIGH; docs/providers.md)",
                                           role="generation", choices=MEDIA_RESOLUTIONS)
+    api: str | None = option(help="the OpenAI API a request goes to: responses (the Responses API) or chat (Chat "
+                                  "Completions); default: the model's own (its record names the models that "
+                                  "exist only on Responses, e.g. o3-pro), else chat (docs/providers.md)",
+                             role="generation", choices=API_ROUTES)
     structured: bool = option(False, help="robust mode: ask for the answer as JSON in the benchmark's schema (a "
                               "letter among the options, Yes/No, a box), sent each provider's way; the rules "
                               "read other replies (docs/providers.md)", role="generation")

@@ -159,6 +159,9 @@ class GenParams:
     in to_dict() only when set, so requests without it keep their cache keys.
     detail / media_resolution: the image resolution setting (`--detail`, `--media-resolution`; issue 45,
     item 2): it changes answers, so it is in the key when set, and absent otherwise, as the switch above.
+    api: "responses" when the request goes to OpenAI's Responses API (`--api`, or a model that exists only
+    there; issue 47): it is part of what is sent, so it is in to_dict() and the key; None (Chat Completions)
+    is absent from both, so every chat request keeps its key.
     service_tier: the service tier this request asks for (--service-tier; providers/tiers.py), set by the
     runner as it sends; a delivery setting like --batch (same model, same answers), so never in to_dict(),
     the cache key or the run identity.
@@ -179,6 +182,7 @@ class GenParams:
     detail: str | None = None
     media_resolution: str | None = None
     service_tier: str | None = None
+    api: str | None = None
     answer_schema: str | None = None
 
     @staticmethod
@@ -198,7 +202,7 @@ class GenParams:
         d = asdict(self)
         del d["repeat"]  # not a request parameter (see the class docstring)
         del d["service_tier"]  # a delivery setting, never in the key (see the class docstring)
-        for name in ("reasoning_effort", "thinking_budget", "detail", "media_resolution", "answer_schema"):
+        for name in ("reasoning_effort", "thinking_budget", "detail", "media_resolution", "api", "answer_schema"):
             if d[name] is None:
                 del d[name]  # absent unless set: the cache keys and generation_sent of earlier runs stand
         if self.answer_schema is not None:

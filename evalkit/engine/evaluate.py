@@ -29,7 +29,7 @@ from evalkit.core.types import GenParams
 from evalkit.data.source import data_headline, source_phrase
 from evalkit.engine.budgeting import check_budget_flags
 from evalkit.engine.cutoffs import split_options
-from evalkit.engine.endpoints.specs import specs_for
+from evalkit.engine.endpoints.specs import routed, specs_for
 from evalkit.engine.job import Job, Talk
 from evalkit.engine.location import forget_created, locate_cut_off_run, locate_run
 from evalkit.engine.result import RunResult
@@ -75,6 +75,8 @@ async def run_async(bench_name: str, model: str, **options: Any) -> RunResult:
     console: Console = Console(stderr=True, quiet=True) if quiet else s.hooks.get("console") or Console(stderr=True)
     check_budget_flags(cfg, env)
     spec, judge_spec = await specs_for(cfg, env)
+    s = replace(s, config=routed(cfg, spec))  # --api, or the model's own route: in its requests' keys
+    cfg = s.config
     ignorable = image_setting_note(spec.provider, cfg.detail, cfg.media_resolution)
     if ignorable is not None:  # a server the user runs may not read --detail: said once, at the start
         console.print(f"evalkit: {ignorable}", markup=False, highlight=False, soft_wrap=True)

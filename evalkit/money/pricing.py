@@ -155,6 +155,8 @@ _TABLE: dict[str, tuple[str, list[tuple[str, float, float | None, float, str]]]]
         ("gpt-5-mini", 0.25, 0.025, 2.00, ""),
         ("o3", 2.00, 0.50, 8.00, "after the June 2025 price cut"),
         ("o4-mini", 1.10, 0.275, 4.40, ""),
+        ("o3-pro", 20.00, None, 80.00, "Responses API only; no cached-input rate; cross-checked 2026-11-29 in "
+                                        "modelpedia.dev/openai/o3-pro and aiwiki.ai/wiki/o3-pro (launch price)"),
     ]),
     "anthropic": (_ANTHROPIC_SRC, [
         ("claude-opus-4", 15.00, 1.50, 75.00, "retired on the Anthropic API (Google Cloud only)"),

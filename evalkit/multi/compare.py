@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 # Settings that may differ between the models of one comparison: who answered, and how it
 # was asked to generate. Everything else in a run's identity is protocol and must agree.
 PER_MODEL = {"model", "endpoint", "cache_tag", "max_tokens", "temperature", "seed", "top_p", "extra",
-             "max_side", "max_pixels", "reasoning_effort", "thinking_budget", "detail", "media_resolution"}
+             "max_side", "max_pixels", "reasoning_effort", "thinking_budget", "detail", "media_resolution", "api"}
 
 
 def load_run(path: Path, notes: list[str] | None = None) -> LoadedRun:

@@ -31,7 +31,7 @@ from evalkit.rundir.identity import protocol_view
 # config.json's delivery settings a continued run keeps (its identity holds the rest)
 KEPT = ("concurrency", "rpm", "tpm", "max_attempts", "group_images", "repeats", "judge", "service_tier", "images")
 PER_MODEL_IDENTITY = {"model", "endpoint", "cache_tag", "max_tokens", "temperature", "seed", "top_p", "extra",
-                      "max_side", "max_pixels", "reasoning_effort", "thinking_budget", "detail", "media_resolution"}
+                      "max_side", "max_pixels", "reasoning_effort", "thinking_budget", "detail", "media_resolution", "api"}
 
 
 @dataclass(frozen=True)

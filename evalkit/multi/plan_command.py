@@ -17,7 +17,7 @@ from evalkit.core.tiers import TIERS
 # the run flags that change what a run would send or what it costs (the dry run is given them)
 RUN_FLAGS = ("data", "lock", "images", "out", "base_url", "cache_tag", "cache_dir", "no_cache", "prices", "repeats",
              "max_tokens", "reasoning_effort", "thinking_budget", "detail", "media_resolution", "max_side",
-             "max_pixels", "api_version")
+             "max_pixels", "api_version", "api")
 
 
 def add_plan_parser(sub: Any) -> None:

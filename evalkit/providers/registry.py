@@ -158,6 +158,11 @@ class ProviderInfo:
     image_setting: ImageSetting | None = None  # optional: the resolution setting its requests carry (the flag:
     #                                            IMAGE_SETTING_FLAGS); None: it has none, and the flag is refused
     tiers: ServiceTiers | None = None  # optional: the service tiers it sells (--service-tier; providers/tiers.py)
+    responses: bool = False  # optional: it serves OpenAI's Responses API (`--api responses`; issue 47)
+    responses_only: str = ""  # optional: a pattern of the model names that exist only on Responses (sent there
+    #                           by default; dated snapshots included); "": none
+    responses_timeout: float | None = None  # optional: the default request timeout of those models, in seconds
+    #                                         (they can think for minutes); --timeout wins
 
     def __post_init__(self) -> None:
         """The image limits it names carry its name, whoever's figures they are (a new OpenAI-shaped record
@@ -188,7 +193,7 @@ _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sd
                        "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
                        "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate", "services",
                        "developer", "self_hosted", "version_path", "takes_api_version", "image_setting",
-                       "tiers"})
+                       "tiers", "responses", "responses_only", "responses_timeout"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -202,6 +207,12 @@ _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sd
 # Reasoning in output: OpenAI's completion_tokens includes completion_tokens_details.reasoning_tokens;
 # Anthropic's output_tokens includes thinking blocks; Gemini's thoughts_token_count is billed as output but
 # is not in candidates_token_count.
+# The Responses API, read 2026-11-29: o3-pro is "only available in the /responses API ... Some complex requests
+# may take a few minutes" (docs.aimlapi.com/api-references/text-models-llm/openai/o3-pro, after OpenAI's model
+# page); o1-pro and gpt-5-pro likewise, their dated snapshots (o3-pro-2025-06-10) too. Such models may think for
+# minutes: 900 s a request by default. An Azure deployment named after one of them is taken as one.
+RESPONSES_ONLY = r"^(o1-pro|o3-pro|gpt-5-pro|gpt-5\.\d+-pro)(-\d{4}-\d{2}-\d{2})?$"
+RESPONSES_TIMEOUT_S = 900.0
 RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
     ProviderInfo(
         name="openai",
@@ -215,7 +226,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         batch=BatchLimits(50_000, 200 * 1024 * 1024,
                           "platform.openai.com/docs/api-reference/batch/create (read 2026-11-25)"),
         batch_client="evalkit.providers.openai.batch:OpenAIBatches", batch_discount=0.5,
-        editor="evalkit.providers.openai.edit:OpenAIImageEditor", image_setting="detail", tiers=OPENAI_TIERS),
+        editor="evalkit.providers.openai.edit:OpenAIImageEditor", image_setting="detail", tiers=OPENAI_TIERS,
+        responses=True, responses_only=RESPONSES_ONLY, responses_timeout=RESPONSES_TIMEOUT_S),
     ProviderInfo(
         name="vllm",
         description="a vLLM server's OpenAI-compatible API (--base-url or VLLM_BASE_URL; VLLM_API_KEY optional)",
@@ -234,7 +246,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         key_env=("OPENAI_API_KEY",), key_required=False, base_url_env="OPENAI_BASE_URL", asks_unlisted=True,
         image_limits=COMPAT_IMAGES, rate_headers="openai", reasoning=TEMPLATE_REASONING,
         image_tokens=openai_image_tokens, price_key="openai-compatible", services=True, self_hosted=True,
-        image_setting="detail", tiers=PASSED_TIERS),
+        image_setting="detail", tiers=PASSED_TIERS, responses=True),
     ProviderInfo(
         name="anthropic",
         description="Anthropic Messages API through the official SDK (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)",
@@ -277,7 +289,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         batch=BatchLimits(100_000, 200 * 1024 * 1024,
                           "learn.microsoft.com/azure/ai-foundry/openai/how-to/batch (read 2026-11-26)"),
         batch_client="evalkit.providers.azure.batch:AzureBatches", batch_discount=0.5, image_setting="detail",
-        tiers=AZURE_TIERS),
+        tiers=AZURE_TIERS, responses=True, responses_only=RESPONSES_ONLY, responses_timeout=RESPONSES_TIMEOUT_S),
     # OpenRouter, read 2026-11-26 (openrouter.ai/docs/api-reference/overview, /use-cases/usage-accounting,
     # /features/provider-routing, /api-reference/limits, /faq): OpenAI's chat shape at /api/v1, a bearer key,
     # `usage.cost` in credits (1 credit = 1 USD) on every reply, `provider` routing preferences in the body,

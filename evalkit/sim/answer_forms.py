@@ -38,6 +38,11 @@ def asked_schema(body: Any) -> tuple[dict[str, Any] | None, str | None]:
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
         schema = fmt["json_schema"].get("schema")
         return (schema, None) if isinstance(schema, dict) else (None, None)
+    text = body.get("text")  # the Responses API's `text.format` (evalkit.sim.openai.responses)
+    fmt = text.get("format") if isinstance(text, dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        schema = fmt.get("schema")
+        return (schema, None) if isinstance(schema, dict) else (None, None)
     config = body.get("generationConfig", body.get("generation_config"))
     if isinstance(config, dict):
         schema = config.get("responseSchema", config.get("response_schema", config.get("responseJsonSchema")))
@@ -56,7 +61,7 @@ def asked_schema(body: Any) -> tuple[dict[str, Any] | None, str | None]:
     return None, None
 
 
-FORM_WORDS = (b'"response_format"', b"esponseSchema", b"esponse_schema", b'"tool_choice"', b'"toolConfig"')
+FORM_WORDS = (b'"json_schema"', b'"response_format"', b"esponseSchema", b"esponse_schema", b'"tool_choice"', b'"toolConfig"')
 
 
 def answer_form(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -65,6 +70,8 @@ def answer_form(body: dict[str, Any]) -> dict[str, Any] | None:
     `tool_choice`; `toolConfig`."""
     form: dict[str, Any] = {k: body[k] for k in ("response_format", "tools", "tool_choice", "toolConfig")
                             if k in body}
+    if isinstance(body.get("text"), dict) and "format" in body["text"]:  # the Responses API's
+        form["text"] = body["text"]
     config = body.get("generationConfig", body.get("generation_config"))
     if isinstance(config, dict):
         form.update({k: v for k, v in config.items() if k in ("responseMimeType", "responseSchema",

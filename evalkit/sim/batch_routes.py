@@ -5,7 +5,8 @@ google-genai 3.x `batches` in Gemini Developer API mode).
 - OpenAI: `POST /v1/files` (multipart, purpose batch), `GET /v1/files/{id}[/content]`,
   `POST /v1/batches`, `GET /v1/batches[/{id}]`, `POST /v1/batches/{id}/cancel`; output and error files.
   Azure OpenAI: the same under `/openai/` (classic, with `?api-version=`) and `/openai/v1/`, its lines
-  `"url": "/chat/completions"` and `body.model` the deployment (openai 3.x `AzureOpenAI`); one store.
+  `"url": "/chat/completions"` and `body.model` the deployment (openai 3.x `AzureOpenAI`); one store. Lines
+  for `/v1/responses` (`/responses` on Azure) are answered by the Responses dialect (evalkit.sim.openai.responses).
 - Anthropic: `POST|GET /v1/messages/batches`, `GET /v1/messages/batches/{id}[/results]`,
   `POST /v1/messages/batches/{id}/cancel`.
 - Gemini: `POST /v1beta/models/{model}:batchGenerateContent` (inline requests),
@@ -183,7 +184,7 @@ class _OpenAI:
         endpoint = str(body.get("endpoint") or "/v1/chat/completions")  # Azure says "/chat/completions"
         b = self.store.add(SimBatch(self.store.new_id("batch_"), "openai", lines, time.time(),
                                     tag={**(body.get("metadata") or {}), "_input": fid, "_endpoint": endpoint,
-                                         "_dialect": "azure" if request.path.startswith("/openai/") else "openai"},
+                                         "_dialect": _line_dialect(request.path, endpoint)},
                                     model=model))
         return web.json_response(self.shown(b))
 
@@ -355,6 +356,14 @@ def add_batch_routes(app: web.Application, model_reply: ModelReply) -> None:
     r.add_get("/{version:v1beta|v1alpha}/batches/{batch_id}", gemini.get)
     r.add_post("/{version:v1beta|v1alpha}/batches/{batch_id}", gemini.get)  # {id}:cancel
     r.add_post("/sim/batch/config", batches.configure)
+
+
+def _line_dialect(path: str, endpoint: str) -> str:
+    """The dialect answering an OpenAI-shaped batch's lines: Azure's or OpenAI's, chat or Responses (issue 47)."""
+    azure = path.startswith("/openai/")
+    if endpoint.endswith("/responses"):
+        return "azure-responses" if azure else "openai-responses"
+    return "azure" if azure else "openai"
 
 
 def _openai_line(cid: str, outcome: tuple[Any, ...], state: str = "ended") -> dict[str, Any]:

@@ -12,10 +12,11 @@ from evalkit.sim.bedrock.wire import BedrockClaudeDialect, ConverseDialect
 from evalkit.sim.gemini import GeminiDialect
 from evalkit.sim.machinery.dialect import Dialect
 from evalkit.sim.openai.dialect import OpenAIDialect
+from evalkit.sim.openai.responses import AzureResponsesDialect, ResponsesDialect
 from evalkit.sim.openrouter.wire import OpenRouterDialect
 from evalkit.sim.vertex.wire import VertexClaudeDialect, VertexGeminiDialect
 
 DIALECTS: tuple[Dialect, ...] = (OpenAIDialect(), AnthropicDialect(), GeminiDialect(), AzureDialect(),
                                  OpenRouterDialect(), VertexGeminiDialect(), VertexClaudeDialect(),
-                                 ConverseDialect(), BedrockClaudeDialect())
+                                 ConverseDialect(), BedrockClaudeDialect(), ResponsesDialect(), AzureResponsesDialect())
 __all__ = ["DIALECTS", "Dialect", "OpenAIDialect"]

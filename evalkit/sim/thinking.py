@@ -76,6 +76,10 @@ def thinking_style(dialect: str, body: Any) -> str | None:
         fields = body.get("additionalModelRequestFields")
         config = fields.get("reasoningConfig") if isinstance(fields, dict) else None
         return "converse" if isinstance(config, dict) and config.get("type") == "enabled" else None
+    if dialect in ("openai-responses", "azure-responses"):  # the Responses API: reasoning.effort (issue 47)
+        reasoning = body.get("reasoning")
+        effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+        return "openai" if isinstance(effort, str) and effort not in ("none", "minimal") else None
     kwargs = body.get("chat_template_kwargs")
     if isinstance(kwargs, dict) and kwargs.get("enable_thinking") is True:
         return "vllm"

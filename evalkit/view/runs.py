@@ -25,7 +25,7 @@ from evalkit.rundir.records import damaged_note
 MANIFEST = "manifest.json"
 # Settings that may differ between the models of one site without a note (who answered, and how).
 PER_MODEL = {"model", "endpoint", "cache_tag", "max_tokens", "temperature", "seed", "top_p", "extra",
-             "max_side", "max_pixels", "reasoning_effort", "thinking_budget", "detail", "media_resolution", "data",
+             "max_side", "max_pixels", "reasoning_effort", "thinking_budget", "detail", "media_resolution", "api", "data",
              "identity_version"}
 
 

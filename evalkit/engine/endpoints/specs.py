@@ -11,6 +11,7 @@ from dataclasses import replace
 from evalkit.core.errors import EvalkitError
 from evalkit.core.settings import RunConfig
 from evalkit.providers import ProviderSpec, api_key_for, check_batch, parse_spec, resolve_auto
+from evalkit.providers.api_route import api_setting, default_timeout, route_for
 from evalkit.providers.image_setting import check_image_setting
 from evalkit.providers.preflight import check_setup
 from evalkit.providers.reasoning import check_reasoning
@@ -35,6 +36,7 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
     if cfg.batch:
         check_batch(spec)
     check_tier(spec.provider, info(spec.provider).tiers, cfg.service_tier)  # a tier it does not sell: exit 2
+    route_for(spec.provider, spec.model, cfg.api)  # --api responses where it is not served: exit 2
     judge_urls = tuple(cfg.judge_base_url.replace(",", " ").split()) if cfg.judge_base_url else ()
     judge_spec = parse_spec(cfg.judge, judge_urls, env) if cfg.judge else None
     if cfg.api_version and not any(info(s.provider).takes_api_version for s in (spec, judge_spec) if s):
@@ -47,3 +49,14 @@ async def specs_for(cfg: RunConfig, env: Mapping[str, str]) -> tuple[ProviderSpe
         if judge_spec:
             api_key_for(judge_spec, env, flag="--judge")
     return await resolve_auto(spec, env), judge_spec
+
+
+def routed(cfg: RunConfig, spec: ProviderSpec) -> RunConfig:
+    """The settings with the model's route (issue 47): `api` "responses" when its requests go to the Responses
+    API (asked, or the model exists only there), else None, so a chat run is the run it always was; a
+    Responses-only model without --timeout waits as long as its record says."""
+    api = api_setting(spec.provider, spec.model, cfg.api)
+    longer = default_timeout(spec.provider, spec.model, api) if cfg.timeout is None else None
+    if api == cfg.api and longer is None:
+        return cfg
+    return replace(cfg, api=api, **({"timeout": longer} if longer is not None else {}))

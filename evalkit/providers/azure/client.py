@@ -5,7 +5,9 @@ Azure serves OpenAI's wire format on its own routes (learn.microsoft.com/azure/a
 
 - with an API version (`--api-version`, else `OPENAI_API_VERSION`), the classic route
   `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=…`;
-- without one, the v1 API `{endpoint}/openai/v1/chat/completions`, the deployment sent as `model`.
+- without one, the v1 API `{endpoint}/openai/v1/chat/completions`, the deployment sent as `model`;
+- the Responses API (`--api responses`; issue 47) on the v1 API only, `{endpoint}/openai/v1/responses`, the
+  deployment as `model`, with or without an API version (the v1 API takes none).
 
 Both reach the same deployment, so both share one cache endpoint: endpoint + deployment, without the API
 version (the version shapes the API, not the model that answers; evalkit sends the same body either way,
@@ -87,6 +89,8 @@ def azure_provider(spec: ProviderSpec, *, api_key: str | None, env: Mapping[str,
                              route=bases[0][1], key_header="api-key", headers=headers, secrets=secrets,
                              max_tokens_field="max_completion_tokens",
                              send_temperature=not fixed_temperature(spec.model), env_proxy=True,
-                             max_response_bytes=max_response_bytes)
+                             max_response_bytes=max_response_bytes,
+                             responses_urls={b: f"{azure_endpoint(u)}/openai/v1/responses"
+                                             for u, (b, _) in zip(spec.base_urls, bases, strict=True)})
     provider.api_version, provider.entra_token = version, secrets[0] if secrets else None
     return provider

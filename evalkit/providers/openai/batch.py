@@ -2,7 +2,8 @@
 /docs/api-reference/batch, read 2026-11-25), through the official SDK (imported when used).
 
 A batch is one uploaded JSONL file of `{custom_id, method, url, body}` lines for
-`/v1/chat/completions` — each body exactly what the live call sends — tagged in `metadata`
+`/v1/chat/completions`, or `/v1/responses` for a run on the Responses API (issue 47) — each body exactly
+what the live call sends — tagged in `metadata`
 (`evalkit_tag`) so a batch created just before a kill is found again by listing.
 """
 
@@ -15,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.errors import ProviderError, classify_status
 from evalkit.core.sdk import import_sdk
 from evalkit.core.types import Response
+from evalkit.providers.api_route import route_hint
 from evalkit.providers.batch_api import BatchGone, BatchLine, BatchStatus
 from evalkit.providers.openai.format import response_from_openai
+from evalkit.providers.openai.responses import is_responses_body, response_from_responses
 from evalkit.providers.registry import batch_limits
 from evalkit.providers.wire.sdk_errors import sdk_error
 from evalkit.providers.wire.sdk_http import EDIT_MAX_BYTES, guarded_sdk_client
@@ -41,7 +44,10 @@ def openai_line_result(d: Any) -> tuple[str, Response] | None:
     status = resp.get("status_code") if isinstance(resp, dict) else None
     if isinstance(resp, dict) and status == 200:
         try:
-            return d["custom_id"], response_from_openai(resp.get("body"))
+            body = resp.get("body")
+            reply = response_from_responses(body) if isinstance(body, dict) and body.get("object") == "response" \
+                else response_from_openai(body)
+            return d["custom_id"], reply
         except ProviderError as e:
             return d["custom_id"], Response(error=e.kind, error_message=e.message)
     if isinstance(status, int):
@@ -49,7 +55,7 @@ def openai_line_result(d: Any) -> tuple[str, Response] | None:
         words = body.get("error", {}).get("message", "") if isinstance(body, dict) and isinstance(
             body.get("error"), dict) else ""
         return d["custom_id"], Response(error=classify_status(status),
-                                        error_message=f"HTTP {status} in batch" + (f": {words}" if words else ""))
+                                        error_message=route_hint(f"HTTP {status} in batch" + (f": {words}" if words else "")))
     code = err.get("code") if isinstance(err, dict) else None
     message = err.get("message") if isinstance(err, dict) else None
     kind = "transient" if code in (None, "batch_expired", "batch_cancelled", "server_error") else "permanent"
@@ -83,12 +89,19 @@ class OpenAIBatches:
                 raise
             raise error from e
 
+    def url_for(self, lines: Sequence[BatchLine]) -> str:
+        """The lines' URL (and the batch's endpoint): Chat Completions', or the Responses API's for a run on it
+        (one run's lines all take one route)."""
+        responses = bool(lines) and is_responses_body(lines[0].body)
+        return self.line_url.replace("/chat/completions", "/responses") if responses else self.line_url
+
     async def submit(self, lines: Sequence[BatchLine], tag: str) -> str:
-        data = b"".join(json.dumps({"custom_id": x.custom_id, "method": "POST", "url": self.line_url,
+        url = self.url_for(lines)
+        data = b"".join(json.dumps({"custom_id": x.custom_id, "method": "POST", "url": url,
                                     "body": x.body}, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
                         for x in lines)
         uploaded = await self._call(self._client.files.create, file=(f"{tag}.jsonl", data), purpose="batch")
-        batch = await self._call(self._client.batches.create, input_file_id=uploaded.id, endpoint=self.line_url,
+        batch = await self._call(self._client.batches.create, input_file_id=uploaded.id, endpoint=url,
                                  completion_window="24h", metadata={TAG_KEY: tag})
         return batch.id
 

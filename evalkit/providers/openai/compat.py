@@ -25,8 +25,11 @@ from evalkit.core.errors import (
 )
 from evalkit.core.types import GenParams, Message, Response
 from evalkit.images.pipeline import PreparedImage
+from evalkit.providers.api_route import RESPONSES, route_hint
 from evalkit.providers.base import ProviderSpec, public_url
 from evalkit.providers.openai.format import chat_body, openai_messages, response_from_openai
+from evalkit.providers.openai.responses import ROUTE as RESPONSES_ROUTE
+from evalkit.providers.openai.responses import response_from_responses, responses_body
 from evalkit.providers.openai.service import service_reasoning
 from evalkit.providers.reasoning import chat_fields
 from evalkit.providers.registry import tiers_of
@@ -108,16 +111,18 @@ class OpenAICompatProvider:
                  send_temperature: bool = True, headers: Mapping[str, str] | None = None,
                  env_proxy: bool = False, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  route: str = "/chat/completions", key_header: str | None = None, reports_cost: bool = False,
-                 secrets: Sequence[str] = ()):
+                 secrets: Sequence[str] = (), responses_urls: Mapping[str, str] | None = None):
         """`route`: the chat call's path (and query) after each base URL; `key_header`: the header carrying
         the key (None: `Authorization: Bearer`); `reports_cost`: replies say what they cost (usage.cost);
-        `secrets`: more values to redact from every message (a token carried in `headers`)."""
+        `secrets`: more values to redact from every message (a token carried in `headers`);
+        `responses_urls`: each base URL's Responses API URL (None: the base + /responses)."""
         self.spec = spec
         self.max_response_bytes = max_response_bytes
         self.pool = ReplicaPool([normalise_base_url(u) for u in (urls or spec.base_urls)])
         self._max_tokens_field = max_tokens_field
         self._send_temperature = send_temperature
         self._route = route
+        self._responses_urls = dict(responses_urls or {})
         self._reports_cost = reports_cost
         self._tiers = tiers_of(spec.provider)  # --service-tier: its record says how
         self._headers = {"Content-Type": "application/json", **(headers or {})}
@@ -164,7 +169,7 @@ class OpenAICompatProvider:
             tried.append(replica)
             try:
                 with self.pool.lease(replica):
-                    out = await self._post(replica.url, payload, tier, tier_headers)
+                    out = await self._post(replica.url, payload, tier, tier_headers, params)
             except ProviderError as e:
                 replica.errors += 1
                 replica.rate_limited += e.kind == "rate_limit"
@@ -180,10 +185,11 @@ class OpenAICompatProvider:
             return out
 
     async def _post(self, base: str, payload: bytes, tier: str | None = None,
-                    tier_headers: Mapping[str, str] | None = None) -> Response:
+                    tier_headers: Mapping[str, str] | None = None, params: GenParams | None = None) -> Response:
         import aiohttp
 
-        url = base + self._route
+        responses = params is not None and params.api == RESPONSES  # the Responses API (issue 47)
+        url = self._responses_urls.get(base, base + RESPONSES_ROUTE) if responses else base + self._route
         start = time.perf_counter()
         try:
             async with self._get_session().post(url, data=payload, proxy=self._proxies.get(base),
@@ -192,7 +198,7 @@ class OpenAICompatProvider:
                     raise redirect_refused(resp.status, resp.headers.get("Location"), url)
                 if resp.status != 200:
                     text = await read_prefix(resp)
-                    raise ProviderError(error_kind(resp.status, text), error_message(resp.status, text),
+                    raise ProviderError(error_kind(resp.status, text), route_hint(error_message(resp.status, text)),
                                         status=resp.status, retry_after=retry_after_from_headers(resp.headers),
                                         limits=rate_info(resp.headers))
                 limits = rate_info(resp.headers)
@@ -208,7 +214,8 @@ class OpenAICompatProvider:
         except ValueError as e:  # aiohttp refused to send it (a key and URL credentials both given)
             raise ProviderError("permanent", f"request not sent: {e}") from e
         reply = json_object(body)
-        out = response_from_openai(reply, reports_cost=self._reports_cost)
+        out = response_from_responses(reply, params.stop) if responses and params is not None else \
+            response_from_openai(reply, reports_cost=self._reports_cost)
         out.latency_s = time.perf_counter() - start
         out.limits = limits
         out.served_tier = served_tier(self._tiers, tier, reply, resp.headers)
@@ -229,6 +236,9 @@ class OpenAICompatProvider:
 
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
         """The request body as a dict, images inline: what a batch line carries (the same JSON as _encode's)."""
+        if params.api == RESPONSES:
+            return responses_body(self.spec.model, messages, images, params, send_temperature=self._send_temperature,
+                                  reasoning=self._reasoning(params))
         return chat_body(self.spec.model, openai_messages(messages, images, params.detail), params,
                          max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
                          reasoning=self._reasoning(params))
@@ -237,9 +247,13 @@ class OpenAICompatProvider:
         """JSON body with the data URIs spliced in as bytes: JSON-encoding a 40 KB base64 string
         on every request was the largest cost of the client (base64 needs no JSON escaping)."""
         marks = [f"{self._nonce}{i}@" for i in range(len(images))]
-        body = chat_body(self.spec.model, openai_messages(messages, marks, params.detail), params,
-                         max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
-                         reasoning=self._reasoning(params))
+        if params.api == RESPONSES:
+            body = responses_body(self.spec.model, messages, marks, params, send_temperature=self._send_temperature,
+                                  reasoning=self._reasoning(params))
+        else:
+            body = chat_body(self.spec.model, openai_messages(messages, marks, params.detail), params,
+                             max_tokens_field=self._max_tokens_field, send_temperature=self._send_temperature,
+                             reasoning=self._reasoning(params))
         if self._tiers is not None and params.service_tier is not None:  # a delivery setting: not in the key
             body = {**self._tiers.body_fields(params.service_tier), **body}
         payload = json.dumps(body, ensure_ascii=False).encode()

@@ -82,14 +82,19 @@ def server_gemini_image_cost(model: str, resolution: str | None, sizes: Sequence
 
 
 def image_details(body: Any) -> tuple[str | None, ...]:
-    """The `detail` of each `image_url` part of a chat-completions body, in order (None: not given)."""
+    """The `detail` of each `image_url` part of a chat-completions body, or each `input_image` part of a Responses
+    body's `input` (issue 47), in order (None: not given)."""
     out: list[str | None] = []
-    for msg in body.get("messages") or [] if isinstance(body, dict) else []:
+    messages = (body.get("messages") or body.get("input")) if isinstance(body, dict) else None
+    for msg in messages if isinstance(messages, list) else []:
         content = msg.get("content") if isinstance(msg, dict) else None
         for part in content if isinstance(content, list) else []:
             if isinstance(part, dict) and part.get("type") == "image_url":
                 ref = part.get("image_url")
                 detail = ref.get("detail") if isinstance(ref, dict) else None
+                out.append(detail if isinstance(detail, str) else None)
+            elif isinstance(part, dict) and part.get("type") == "input_image":
+                detail = part.get("detail")
                 out.append(detail if isinstance(detail, str) else None)
     return tuple(out)
 
@@ -108,6 +113,7 @@ def server_request_image_tokens(model: str, body: Any, sizes: Sequence[tuple[int
     `contents`) by Gemini's rule, a chat-completions body by OpenAI's, any other as the simulator always did."""
     if isinstance(body, dict) and "contents" in body:
         return server_gemini_image_cost(model, media_resolution(body), sizes)
-    if isinstance(body, dict) and isinstance(body.get("messages"), list) and "anthropic_version" not in body:
+    if isinstance(body, dict) and isinstance(body.get("messages") or body.get("input"), list) \
+            and "anthropic_version" not in body:  # chat completions, or OpenAI's Responses API
         return server_openai_image_cost(model, image_details(body), sizes)
     return sum(server_image_tokens(w, h) for w, h in sizes)

@@ -60,9 +60,10 @@ async def _serve(request: web.Request, state: SimState, dialect: Dialect, *,
     try:
         req = dialect.parse(body, request)
         fps_info = [await state.image_info(u) for u in req.image_urls]
-    except BadRequest as exc:
-        counters.status(400)
-        return dialect.error(400, "bad_request", str(exc))
+    except BadRequest as exc:  # (a status of its own: a model this route does not serve, sim/openai/only_responses)
+        status = getattr(exc, "status", 400)
+        counters.status(status)
+        return dialect.error(status, "bad_request" if status == 400 else "invalid_request", str(exc))
     if config.strict_model and req.model != config.served_model_name:
         counters.status(404)
         return dialect.error(404, "not_found", f"The model `{req.model}` does not exist.")

@@ -11,6 +11,7 @@ from aiohttp import web
 from evalkit.sim.machinery.prompt_cache import prompt_chunks
 from evalkit.sim.machinery.tiers import requested_tier, served_value
 from evalkit.sim.machinery.wire import ParsedRequest, SimUsage, error_response, parse_body
+from evalkit.sim.openai.only_responses import refuse_on_chat
 
 if TYPE_CHECKING:
     from evalkit.sim.machinery.state import SimState
@@ -33,7 +34,9 @@ class OpenAIDialect:
         return requested_tier(body)
 
     def parse(self, body: Any, request: web.Request) -> ParsedRequest:
-        return parse_body(body)
+        parsed = parse_body(body)
+        refuse_on_chat(parsed.model)  # a Responses-only model (o3-pro): OpenAI's 404 naming v1/responses
+        return parsed
 
     def ok(self, state: SimState, req: ParsedRequest, content: str, finish: str, usage: SimUsage,
            thought: Thought | None = None) -> web.Response:
