@@ -24,7 +24,7 @@ from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams
-from evalkit.providers.registry import find
+from evalkit.providers.registry import find, is_claude
 
 TOOL_NAME = "answer"  # the one tool a structured request forces
 SCHEMA_NAME = "answer"  # the json_schema's name (OpenAI: letters, digits, _ and -)
@@ -124,20 +124,17 @@ def structured_problem(claude: bool, structured: bool, effort: str | None, budge
     return None
 
 
-def is_claude(provider: str, model: str) -> bool:
-    """Asked through Anthropic's Messages API: anthropic/, or Claude on a cloud serving several vendors."""
+def asked_as_claude(provider: str, model: str) -> bool:
+    """Asked through Anthropic's Messages API: its own record's wire, or Claude on a cloud serving several
+    vendors (registry.is_claude)."""
     record = find(provider)
-    if record is None:
-        return False
-    vendor = record.model_vendor(model) if record.model_vendor is not None else None
-    served = find(vendor) if vendor is not None else None  # the vendor's own record: whose API shape it is
-    return record.wire == "messages" or (served is not None and served.wire == "messages")
+    return record is not None and (record.wire == "messages" or is_claude(provider, model))
 
 
 def check_structured(model: str, structured: bool, effort: str | None, budget: int | None,
                      extra: dict[str, Any] | None) -> None:
     """Refuse, as one line, `--structured` where the model's API cannot take it (before anything is written)."""
     provider, _, name = model.partition("/")
-    problem = structured_problem(structured and is_claude(provider, name), structured, effort, budget, extra)
+    problem = structured_problem(structured and asked_as_claude(provider, name), structured, effort, budget, extra)
     if problem is not None:
         raise EvalkitError(problem)
