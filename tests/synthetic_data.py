@@ -156,3 +156,22 @@ def tiny_mcq_set(folder: Path, n: int, seed: int) -> Path:
     path = folder / "data.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def tiny_tdbench_set(folder: Path, n: int, *, unequal: bool = False) -> Path:
+    """n TDBench problems in the generated form, four categories in turn (`unequal`: the last one gets 2/5
+    of the items), a white square top-left to find: many problems cheaply, for the sampled-run tests."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cats = ["Object Presence", "Spatial Relationship", "Object Localization", "Attribute Recognition"]
+    rows = []
+    for i in range(n):
+        img = Image.new("RGB", (32, 32), (i % 256, 40, 90))
+        ImageDraw.Draw(img).rectangle((0, 0, 5, 5), fill=(255, 255, 255))
+        img.save(folder / f"{i}.png")
+        rows.append({"id": str(i), "image": f"{i}.png", "category": cats[min(i % 5, 3) if unequal else i % 4],
+                     "question": f"Which side is the white square on? (#{i})",
+                     "options": ["<dir:top-left>", "<dir:top-right>", "<dir:bottom-left>", "<dir:bottom-right>"],
+                     "answer": "A"})
+    path = folder / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

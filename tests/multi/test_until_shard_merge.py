@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from synthetic_data import tiny_mcq_set
+from synthetic_data import tiny_mcq_set, tiny_tdbench_set
 
 import evalkit
 from evalkit.sim.from_bench import answer_key_for
@@ -139,30 +139,9 @@ def test_shards_stop_on_their_own_interval_and_merge_recomputes_it(data, tmp_pat
         assert sim.counters.snapshot()["completions"] == N  # nothing asked twice
 
 
-def _tdbench_set(folder: Path, n: int) -> Path:
-    """n TDBench problems in the generated form (four categories of unequal sizes, a white square top-left
-    to find)."""
-    from PIL import Image, ImageDraw
-
-    folder.mkdir(parents=True, exist_ok=True)
-    cats = ["Object Presence", "Spatial Relationship", "Object Localization", "Attribute Recognition"]
-    rows = []
-    for i in range(n):
-        img = Image.new("RGB", (32, 32), (i % 256, 40, 90))
-        ImageDraw.Draw(img).rectangle((0, 0, 5, 5), fill=(255, 255, 255))
-        img.save(folder / f"{i}.png")
-        rows.append({"id": str(i), "image": f"{i}.png", "category": cats[min(i % 5, 3)],  # the last 2/5
-                     "question": f"Which side is the white square on? (#{i})",
-                     "options": ["<dir:top-left>", "<dir:top-right>", "<dir:bottom-left>", "<dir:bottom-right>"],
-                     "answer": "A"})
-    path = folder / "set.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 def test_a_macro_headline_weighs_each_category_equally_across_shards(tmp_path):
     """TDBench's RE is the mean over categories: the merged strata share each category's 1/C by size."""
-    data = _tdbench_set(tmp_path / "ds", 300)
+    data = tiny_tdbench_set(tmp_path / "ds", 300, unequal=True)
     key = answer_key_for("tdbench", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key, params=SimParams(theta=0.8, seed=4))) as sim:
         shards = {k: tmp_path / f"shard{k}" for k in (1, 2)}

@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from synthetic_data import tiny_mcq_set
+from synthetic_data import tiny_mcq_set, tiny_tdbench_set
 
 import evalkit
 from evalkit.sim.from_bench import answer_key_for
@@ -19,26 +19,6 @@ from evalkit.sim.model import SimParams
 from evalkit.sim.server import SimConfig, SimThread
 
 ENV = {"OPENAI_API_KEY": "sk-test"}
-
-
-def _tdbench_set(folder: Path, n: int) -> Path:
-    """n TDBench problems in the generated form (four categories, a white square top-left to find)."""
-    from PIL import Image, ImageDraw
-
-    folder.mkdir(parents=True, exist_ok=True)
-    cats = ["Object Presence", "Spatial Relationship", "Object Localization", "Attribute Recognition"]
-    rows = []
-    for i in range(n):
-        img = Image.new("RGB", (32, 32), (i % 256, 40, 90))
-        ImageDraw.Draw(img).rectangle((0, 0, 5, 5), fill=(255, 255, 255))
-        img.save(folder / f"{i}.png")
-        rows.append({"id": str(i), "image": f"{i}.png", "category": cats[i % 4],
-                     "question": f"Which side is the white square on? (#{i})",
-                     "options": ["<dir:top-left>", "<dir:top-right>", "<dir:bottom-left>", "<dir:bottom-right>"],
-                     "answer": "A"})
-    path = folder / "set.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def _cli(args: list[str], capsys) -> tuple[int, str]:
@@ -112,7 +92,7 @@ def test_a_sampled_mcq_run_marks_every_table_and_keeps_the_marks(tmp_path, capsy
 
 
 def test_a_sampled_tdbench_run_leaves_out_the_tables_that_need_every_item(tmp_path):
-    data = _tdbench_set(tmp_path / "ds", 240)
+    data = tiny_tdbench_set(tmp_path / "ds", 240)
     key = answer_key_for("tdbench", {"data": str(data)})
     with SimThread(SimConfig(answer_key=key)) as sim:
         res = _run("tdbench", data, sim, tmp_path / "run", until_ci=25)
