@@ -163,6 +163,8 @@ class ProviderInfo:
     #                           by default; dated snapshots included); "": none
     responses_timeout: float | None = None  # optional: the default request timeout of those models, in seconds
     #                                         (they can think for minutes); --timeout wins
+    json_output: str = ""  # optional: a pattern of the Claude model names that take Anthropic's structured outputs
+    #                        (`output_config.format`): --structured sends that, not a forced tool; "": none
 
     def __post_init__(self) -> None:
         """The image limits it names carry its name, whoever's figures they are (a new OpenAI-shaped record
@@ -193,7 +195,7 @@ _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sd
                        "reasoning_in_output", "batch", "batch_client", "batch_discount", "seedless_batch", "editor",
                        "reports_cost", "routes_vendors", "key_check", "model_vendor", "locate", "services",
                        "developer", "self_hosted", "version_path", "takes_api_version", "image_setting",
-                       "tiers", "responses", "responses_only", "responses_timeout"})
+                       "tiers", "responses", "responses_only", "responses_timeout", "json_output"})
 
 
 # Batch limits, read 2026-11-25. OpenAI: "up to 50,000 requests, and can be up to 200 MB in size" (Batch API
@@ -213,6 +215,17 @@ _OPTIONAL = frozenset({"key_required", "default_url", "default_in_endpoint", "sd
 # minutes: 900 s a request by default. An Azure deployment named after one of them is taken as one.
 RESPONSES_ONLY = r"^(o1-pro|o3-pro|gpt-5-pro|gpt-5\.\d+-pro)(-\d{4}-\d{2}-\d{2})?$"
 RESPONSES_TIMEOUT_S = 900.0
+# Anthropic's structured outputs, read 2026-11-29 (platform.claude.com/docs/en/build-with-claude/structured-outputs):
+# JSON outputs, `output_config.format: {type: json_schema, schema}`, no beta header, "generally available on the
+# Claude API and Amazon Bedrock for Claude Opus 4.6, Claude Sonnet 4.6, Claude Sonnet 4.5, Claude Opus 4.5, and
+# Claude Haiku 4.5", and Opus 4.7 (docs.cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/
+# structured_outputs lists Opus 4.7, Sonnet 4.6 and Opus 4.6); AWS: "Claude models on Amazon Bedrock return
+# schema-compliant JSON on both the bedrock-runtime and bedrock-mantle endpoints" (docs.aws.amazon.com/bedrock/
+# latest/userguide/claude-messages-structured-outputs). Vertex AI keeps the feature "disabled by the organization
+# policy constraint" until a project allows it, so vertex/ keeps the forced tool, which needs no policy.
+_JSON_OUTPUT_CLAUDE = r"claude-(?:opus-4-[5-7]|sonnet-4-[56]|haiku-4-5)"
+ANTHROPIC_JSON_OUTPUT = rf"^{_JSON_OUTPUT_CLAUDE}(?:-\d{{8}})?$"  # dated snapshots too
+BEDROCK_JSON_OUTPUT = rf"^(?:[a-z]{{2,6}}\.)?anthropic\.{_JSON_OUTPUT_CLAUDE}(?:-\d{{8}})?(?:-v\d+(?::\d+)?)?$"
 RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
     ProviderInfo(
         name="openai",
@@ -258,7 +271,7 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
         batch=BatchLimits(100_000, 256 * 1024 * 1024,
                           "docs.anthropic.com/en/docs/build-with-claude/batch-processing (read 2026-11-25)"),
         batch_client="evalkit.providers.anthropic.batch:AnthropicBatches", batch_discount=0.5,
-        seedless_batch=True),
+        seedless_batch=True, json_output=ANTHROPIC_JSON_OUTPUT),
     ProviderInfo(
         name="google",
         description="Google Gemini API through google-genai (GEMINI_API_KEY or GOOGLE_API_KEY; GEMINI_BASE_URL optional)",
@@ -341,7 +354,8 @@ RECORDS: dict[str, ProviderInfo] = {r.name: r for r in (
                             no_budget="goes through Converse, which takes --reasoning-effort (Amazon Nova's "
                                       "reasoningConfig); a budget is for Claude's ids (…anthropic.…)"),
         image_tokens=anthropic_image_tokens, price_key="bedrock",
-        model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock.client:locate", tiers=BEDROCK_TIERS),
+        model_vendor=bedrock_vendor, locate="evalkit.providers.bedrock.client:locate", tiers=BEDROCK_TIERS,
+        json_output=BEDROCK_JSON_OUTPUT),
 )}
 
 
@@ -408,3 +422,10 @@ def is_claude(provider: str, model: str) -> bool:
     record = RECORDS.get(provider)
     return record is not None and record.model_vendor is not None and record.model_vendor(model) == "anthropic"
 
+
+
+def takes_json_output(provider: str, model: str) -> bool:
+    """A Claude model that takes Anthropic's structured outputs (`output_config.format`) where it is asked: its
+    provider's record's `json_output` pattern matches the name."""
+    record = RECORDS.get(provider)
+    return record is not None and bool(record.json_output) and re.match(record.json_output, model) is not None

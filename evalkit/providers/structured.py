@@ -9,12 +9,14 @@ runner is unchanged. What each API documents (and the date it was read) is in do
   route, `text.format` (`responses_fields`).
 - Gemini (google/, vertex/): `response_mime_type: application/json` and `response_schema`, the OpenAPI
   subset Gemini's `Schema` takes (upper-case types; no `additionalProperties`).
-- Anthropic (anthropic/, Claude on Bedrock and Vertex AI): one tool whose `input_schema` is the schema,
-  forced with `tool_choice: {type: tool, name}`; the API refuses a forced tool with extended thinking on,
-  so that combination is refused before anything is sent (`structured_problem`).
+- Anthropic (anthropic/, Claude on Bedrock and Vertex AI): a model that takes Anthropic's structured outputs (its
+  provider record's `json_output` pattern) gets `output_config.format: {type: json_schema, schema}` and answers
+  with the JSON as ordinary text, thinking on or off; any other Claude model gets one tool whose `input_schema`
+  is the schema, forced with `tool_choice: {type: tool, name}`; the API refuses a forced tool with extended
+  thinking on, so that combination is refused before anything is sent (`structured_problem`).
 - Bedrock Converse: `toolConfig` with the same tool, forced (`toolChoice: {tool: {name}}`).
 
-The Anthropic and Bedrock clients return the forced tool's input, JSON-encoded, as the response text.
+The Anthropic and Bedrock clients return a forced tool's input, JSON-encoded, as the response text.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from typing import Any
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.types import GenParams
-from evalkit.providers.registry import find, is_claude
+from evalkit.providers.registry import find, is_claude, takes_json_output
 
 TOOL_NAME = "answer"  # the one tool a structured request forces
 SCHEMA_NAME = "answer"  # the json_schema's name (OpenAI: letters, digits, _ and -)
 TOOL_DESCRIPTION = "Give the answer to the question, in this form."
-THINKING_REFUSED = ("--structured cannot go with extended thinking on Claude models (--reasoning-effort, "
-                    "--thinking-budget or --extra thinking): the API refuses a forced tool with thinking on; "
-                    "drop one of them")
+THINKING_REFUSED = ("--structured cannot go with extended thinking on this Claude model (--reasoning-effort, "
+                    "--thinking-budget or --extra thinking): it has no structured outputs, and the API refuses the "
+                    "forced tool sent instead with thinking on; drop one of them")
 
 
 def openai_fields(params: GenParams) -> dict[str, Any]:
@@ -92,6 +94,14 @@ def anthropic_fields(params: GenParams) -> dict[str, Any]:
             "tool_choice": {"type": "tool", "name": TOOL_NAME}}
 
 
+def json_output_fields(params: GenParams) -> dict[str, Any]:
+    """Messages' `output_config.format` (Anthropic's structured outputs: the reply is the JSON as text), or {}."""
+    schema = params.schema()
+    if schema is None:
+        return {}
+    return {"output_config": {"format": {"type": "json_schema", "schema": schema}}}
+
+
 def converse_fields(params: GenParams) -> dict[str, Any]:
     """Converse's `toolConfig`: one tool, forced, or {}."""
     schema = params.schema()
@@ -131,10 +141,15 @@ def asked_as_claude(provider: str, model: str) -> bool:
     return record is not None and (record.wire == "messages" or is_claude(provider, model))
 
 
+def asked_with_a_tool(provider: str, model: str) -> bool:
+    """A Claude model whose structured answer is a forced tool: it has no structured outputs of its own."""
+    return asked_as_claude(provider, model) and not takes_json_output(provider, model)
+
+
 def check_structured(model: str, structured: bool, effort: str | None, budget: int | None,
                      extra: dict[str, Any] | None) -> None:
     """Refuse, as one line, `--structured` where the model's API cannot take it (before anything is written)."""
     provider, _, name = model.partition("/")
-    problem = structured_problem(structured and asked_as_claude(provider, name), structured, effort, budget, extra)
+    problem = structured_problem(structured and asked_with_a_tool(provider, name), structured, effort, budget, extra)
     if problem is not None:
         raise EvalkitError(problem)

@@ -2,7 +2,8 @@
 
 A request asks for its answer in a JSON schema each provider's own way: OpenAI-shaped bodies
 `response_format: {type: json_schema, json_schema: {schema}}`, Gemini `generationConfig.responseSchema`
-(with `responseMimeType: application/json`), Anthropic a forced tool (`tools` + `tool_choice: {type: tool}`),
+(with `responseMimeType: application/json`), Anthropic `output_config.format: {type: json_schema, schema}` (its
+structured outputs: the JSON comes back as a text block) or a forced tool (`tools` + `tool_choice: {type: tool}`),
 Bedrock Converse `toolConfig` with `toolChoice: {tool: {name}}`. The model then answers as JSON in that
 schema; a forced tool's answer goes back as the dialect's tool-use block (the dialects' `ok`).
 """
@@ -43,6 +44,11 @@ def asked_schema(body: Any) -> tuple[dict[str, Any] | None, str | None]:
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         schema = fmt.get("schema")
         return (schema, None) if isinstance(schema, dict) else (None, None)
+    output = body.get("output_config")  # Anthropic's structured outputs: answered as text (evalkit.sim.anthropic)
+    fmt = output.get("format") if isinstance(output, dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        schema = fmt.get("schema")
+        return (schema, None) if isinstance(schema, dict) else (None, None)
     config = body.get("generationConfig", body.get("generation_config"))
     if isinstance(config, dict):
         schema = config.get("responseSchema", config.get("response_schema", config.get("responseJsonSchema")))
@@ -66,10 +72,10 @@ FORM_WORDS = (b'"json_schema"', b'"response_format"', b"esponseSchema", b"espons
 
 def answer_form(body: dict[str, Any]) -> dict[str, Any] | None:
     """The fields of a body that ask for a structured answer, as sent (what tests assert on), or None:
-    `response_format`; `generationConfig`'s `responseMimeType` and `responseSchema`; `tools` and
-    `tool_choice`; `toolConfig`."""
-    form: dict[str, Any] = {k: body[k] for k in ("response_format", "tools", "tool_choice", "toolConfig")
-                            if k in body}
+    `response_format`; `generationConfig`'s `responseMimeType` and `responseSchema`; `output_config`; `tools`
+    and `tool_choice`; `toolConfig`."""
+    form: dict[str, Any] = {k: body[k] for k in ("response_format", "output_config", "tools", "tool_choice",
+                                                 "toolConfig") if k in body}
     if isinstance(body.get("text"), dict) and "format" in body["text"]:  # the Responses API's
         form["text"] = body["text"]
     config = body.get("generationConfig", body.get("generation_config"))

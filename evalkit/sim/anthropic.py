@@ -20,6 +20,9 @@ Prompt caching follows Anthropic's documented rule, explicit breakpoints:
   block positions that the real service does is not simulated: only breakpoints match.
 - Each server (SimState) has its own cache, so tests do not see each other's entries.
 
+`--structured` arrives as `output_config.format` (structured outputs: the JSON answer is a text block, with
+thinking on or off) or as a forced tool (the answer is a `tool_use` block's input); evalkit.sim.answer_forms.
+
 Like the real API, version 2026-10-21 (the `anthropic-version` the 2.x SDKs send) rejects
 temperature, top_p and top_k; older versions accept them, but temperature only at 1 with
 thinking on.

@@ -1,7 +1,9 @@
 """`--structured` through each provider dialect the simulator speaks (issue 47, item 3): an MCQ run in robust
 mode whose request bodies carry the provider's own form (OpenAI's json_schema response_format, Gemini's
-responseMimeType and responseSchema, Anthropic's forced tool, Bedrock Converse's toolConfig), whose answers
-are read from the structured reply; and Claude with thinking on, refused in one line before any request.
+responseMimeType and responseSchema, Anthropic's structured outputs (`output_config.format`) for the Claude
+models that have them and a forced tool for the others, Bedrock Converse's toolConfig), whose answers are read
+from the structured reply; a Claude model with structured outputs answers with thinking on too, and a Claude
+model asked with a forced tool refuses thinking in one line before any request.
 
 Only the public surface (`evalkit.run`, `evalkit.sim`), so the same file runs on 0.3.0, where the flag is unknown."""
 
@@ -24,11 +26,15 @@ CASES = {
     "openai": ("openai/gpt-4o", lambda url: ({"base_url": url + "/v1"}, {"OPENAI_API_KEY": "sk-structured"})),
     "vllm": ("vllm/sim-model", lambda url: ({"base_url": url + "/v1"}, {})),
     "azure": ("azure/my-gpt4o", lambda url: ({}, {"AZURE_OPENAI_API_KEY": "structured", "AZURE_OPENAI_ENDPOINT": url})),
-    "anthropic": ("anthropic/claude-haiku-4-5",
+    "anthropic": ("anthropic/claude-3-5-haiku-20241022",
                   lambda url: ({}, {"ANTHROPIC_API_KEY": "sk-ant-structured", "ANTHROPIC_BASE_URL": url})),
+    "anthropic-json": ("anthropic/claude-sonnet-4-6",
+                       lambda url: ({}, {"ANTHROPIC_API_KEY": "sk-ant-structured", "ANTHROPIC_BASE_URL": url})),
     "google": ("google/gemini-2.5-flash", lambda url: ({}, {"GEMINI_API_KEY": "structured", "GEMINI_BASE_URL": url})),
     "bedrock": ("bedrock/us.amazon.nova-lite-v1:0", lambda url: ({"base_url": url}, dict(AWS))),
-    "bedrock-claude": ("bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0", lambda url: ({"base_url": url}, dict(AWS))),
+    "bedrock-claude": ("bedrock/us.anthropic.claude-3-5-haiku-20241022-v1:0", lambda url: ({"base_url": url}, dict(AWS))),
+    "bedrock-claude-json": ("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                            lambda url: ({"base_url": url}, dict(AWS))),
 }
 
 
@@ -56,6 +62,11 @@ def _schema_sent(case: str, form: dict) -> dict:
         assert form["responseMimeType"] == "application/json" and form["responseSchema"]["type"] == "OBJECT"
         assert "additionalProperties" not in form["responseSchema"]  # not in Gemini's Schema subset
         return form["responseSchema"]
+    if case in ("anthropic-json", "bedrock-claude-json"):  # structured outputs: no tool, the JSON comes as text
+        assert set(form) == {"output_config"}
+        fmt = form["output_config"]["format"]
+        assert set(fmt) == {"type", "schema"} and fmt["type"] == "json_schema"
+        return fmt["schema"]
     if case in ("anthropic", "bedrock-claude"):
         (tool,) = form["tools"]
         assert form["tool_choice"] == {"type": "tool", "name": tool["name"]}
@@ -86,12 +97,46 @@ def test_each_provider_sends_its_own_form_and_the_answers_are_read(case, sim, tm
     assert done.summary["structured"] == {"queries": LIMIT, "read": LIMIT}
 
 
-@pytest.mark.parametrize("thinking", [{"reasoning_effort": "low"}, {"thinking_budget": 2048},
-                                      {"extra": {"thinking": {"type": "enabled", "budget_tokens": 2048}}}])
-def test_claude_with_thinking_refuses_the_flag_in_one_line(thinking, sim, tmp_path):
+THINKING = [{"reasoning_effort": "low"}, {"thinking_budget": 2048},
+            {"extra": {"thinking": {"type": "enabled", "budget_tokens": 2048}}}]
+
+
+THINK = 300  # the simulated model thinks uniform [THINK/2, 3*THINK/2] tokens, only when the body asks it to
+
+
+@pytest.fixture(scope="module")
+def thinking_sim():
+    with SimThread(SimConfig(answer_key=answer_key_for("mcq", {"limit": LIMIT}), think_tokens=THINK)) as server:
+        yield server
+
+
+@pytest.mark.parametrize("thinking", THINKING)
+def test_claude_with_structured_outputs_answers_with_thinking_on(thinking, thinking_sim, tmp_path):
+    sim = thinking_sim
+    before = len(sim.heard)
+    done = evalkit.run("mcq", "anthropic/claude-sonnet-4-6", env={"ANTHROPIC_API_KEY": "x", "ANTHROPIC_BASE_URL": sim.url},
+                       limit=LIMIT, mode="robust", structured=True, out=str(tmp_path / "run"), no_cache=True,
+                       progress=False, plots=False, **thinking)
+    assert done.exit_code == 0, done.messages
+    asked = [h for h in sim.heard[before:] if h.method == "POST"]
+    assert len(asked) == LIMIT
+    for h in asked:  # the schema as output_config.format, and no forced tool (which the API refuses with thinking)
+        assert set(h.answer_form) == {"output_config"}
+        assert _letters_schema(h.answer_form["output_config"]["format"]["schema"])
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert len(records) == LIMIT
+    for r in records:  # the JSON answer is a few tokens: the rest of the output is the thinking the body asked for
+        assert r["usage"]["output_tokens"] >= THINK // 2
+        assert json.loads(r["response"]) == {"answer": r["parsed"]}
+        assert r["parse_method"] == "structured" and r["correct"] is True
+    assert done.summary["structured"] == {"queries": LIMIT, "read": LIMIT}
+
+
+@pytest.mark.parametrize("thinking", THINKING)
+def test_claude_with_a_forced_tool_and_thinking_refuses_the_flag_in_one_line(thinking, sim, tmp_path):
     before = len(sim.heard)
     with pytest.raises(EvalkitError) as caught:
-        evalkit.run("mcq", "anthropic/claude-haiku-4-5", env={"ANTHROPIC_API_KEY": "x", "ANTHROPIC_BASE_URL": sim.url},
+        evalkit.run("mcq", "anthropic/claude-3-5-haiku-20241022", env={"ANTHROPIC_API_KEY": "x", "ANTHROPIC_BASE_URL": sim.url},
                     limit=LIMIT, mode="robust", structured=True, out=str(tmp_path / "run"), no_cache=True,
                     progress=False, plots=False, **thinking)
     message = str(caught.value)

@@ -25,7 +25,14 @@ from evalkit.core.types import TOKEN_LIMIT_FINISHES, GenParams, ImagePart, Messa
 from evalkit.images.pipeline import PreparedImage
 from evalkit.providers.base import ProviderSpec
 from evalkit.providers.reasoning import budget_of, reasoning_problem
-from evalkit.providers.structured import THINKING_REFUSED, anthropic_fields, structured_problem, tool_text
+from evalkit.providers.registry import takes_json_output
+from evalkit.providers.structured import (
+    THINKING_REFUSED,
+    anthropic_fields,
+    json_output_fields,
+    structured_problem,
+    tool_text,
+)
 from evalkit.providers.tiers import ServiceTiers, served_tier
 from evalkit.providers.wire.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 from evalkit.providers.wire.rate_headers import rate_info
@@ -108,8 +115,11 @@ def anthropic_messages(messages: Sequence[Message], images: Sequence[PreparedIma
 
 
 def request_args(model: str, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage], *,
-                 cache_marker: bool = True, sampling: bool = False) -> dict[str, Any]:
+                 cache_marker: bool = True, sampling: bool = False, json_output: bool = False) -> dict[str, Any]:
     """Keyword arguments for `messages.create`; unknown extras go to `extra_body` verbatim.
+
+    `--structured` is `output_config.format` for a model with structured outputs (`json_output`: its record's
+    pattern), sent in `extra_body` so any SDK version carries it; else a forced tool.
 
     seed is dropped (the API has none). temperature and top_p go only where the API takes them
     (`sampling`), and temperature never with thinking on (only the default is allowed then).
@@ -130,7 +140,9 @@ def request_args(model: str, messages: Sequence[Message], params: GenParams, ima
         args["thinking"] = thinking
     if "thinking" in extra:  # --extra wins
         args["thinking"] = extra.pop("thinking")
-    if params.answer_schema is not None:  # --structured: a forced tool, which the API refuses with thinking on
+    if params.answer_schema is not None and json_output:  # --structured as JSON text: thinking allowed
+        extra = {**json_output_fields(params), **extra}  # --extra wins
+    elif params.answer_schema is not None:  # --structured: a forced tool, which the API refuses with thinking on
         if "thinking" in args and structured_problem(True, True, None, None, {"thinking": args["thinking"]}):
             raise ProviderError("permanent", THINKING_REFUSED)
         args.update(anthropic_fields(params))
@@ -191,6 +203,7 @@ class AnthropicProvider:
         kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "timeout": timeout_s,
                                   "http_client": guarded_sdk_client(anthropic, timeout_s, max_response_bytes)}
         self._client = self._make_client(anthropic, kwargs)
+        self.json_output = takes_json_output(spec.provider, spec.model)  # --structured as output_config.format
         # SDKs before 1.0 (API 2023-06-01) still take sampling parameters; 2.x rejects them
         self.sampling = "temperature" in inspect.signature(self._client.messages.create).parameters
 
@@ -227,14 +240,14 @@ class AnthropicProvider:
     def body(self, messages: Sequence[Message], params: GenParams, images: Sequence[PreparedImage]) -> dict:
         """The request as JSON (extra_body merged in, as the SDK sends it): what a batch request's params are."""
         args = request_args(self.spec.model, messages, params, images, cache_marker=self.cache_marker,
-                            sampling=self.sampling)
+                            sampling=self.sampling, json_output=self.json_output)
         extra = args.pop("extra_body", {})
         return {**args, **extra}
 
     async def complete(self, messages: Sequence[Message], params: GenParams,
                        images: Sequence[PreparedImage]) -> Response:
         args = request_args(self.spec.model, messages, params, images, cache_marker=self.cache_marker,
-                            sampling=self.sampling)
+                            sampling=self.sampling, json_output=self.json_output)
         if self.body_fields:  # a platform's own body fields (Vertex AI's anthropic_version)
             args["extra_body"] = {**self.body_fields, **args.get("extra_body", {})}
         tier_headers = self.wire_tiers.headers(params.service_tier) if self.wire_tiers is not None else {}
