@@ -38,6 +38,14 @@ from evalkit.images.token_formulas import anthropic_image_tokens as anthropic_im
 from evalkit.images.token_formulas import gemini_image_tokens as gemini_image_tokens
 from evalkit.images.token_formulas import openai_image_tokens as openai_image_tokens
 from evalkit.providers.batch_api import BatchLimits
+from evalkit.providers.reasoning_switch import (
+    ANTHROPIC_MIN_BUDGET,
+    NO_BUDGET_SWITCHES,
+    OPENAI_REASONING,
+    TEMPLATE_REASONING,
+    Reasoning,
+    Switch,
+)
 from evalkit.providers.tiers import (
     AZURE_TIERS,
     BEDROCK_TIERS,
@@ -53,10 +61,6 @@ from evalkit.providers.tiers import (
 # "azure-openai" is chat completions on Azure's routes, "messages" Anthropic's Messages API, "gemini"
 # generateContent, "vertex-ai" either of the last two on Vertex AI, "bedrock-runtime" Bedrock's invoke/Converse.
 Wire = Literal["chat-completions", "azure-openai", "messages", "gemini", "vertex-ai", "bedrock-runtime"]
-# The reasoning switch a provider's requests carry (providers/reasoning.py): "effort" OpenAI's levels,
-# "chat-template" a chat template's on/off, "router" an effort or a budget the router translates, "budget"
-# thinking tokens, "converse" Bedrock Converse's reasoningConfig (levels).
-Switch = Literal["effort", "chat-template", "router", "budget", "converse"]
 # The image resolution setting a provider's requests carry (issue 45, item 2; providers/image_setting.py): "detail"
 # each `image_url` part's detail (chat completions), "media_resolution" generationConfig.mediaResolution (Gemini).
 ImageSetting = Literal["detail", "media_resolution"]
@@ -76,34 +80,6 @@ def bedrock_vendor(model: str) -> str | None:
     """Whose model a `bedrock/` id is: Claude's (`anthropic.…`, `us.anthropic.…`) is Anthropic's; other ids are
     asked through Converse, under Bedrock's own limits."""
     return "anthropic" if _BEDROCK_CLAUDE.match(model) else None
-
-
-# ---------------------------------------------------------------- the reasoning switch
-
-@dataclass(frozen=True)
-class Reasoning:
-    """What `--reasoning-effort` / `--thinking-budget` become on a provider's wire, and which it refuses.
-    Said in the record, so a new provider cannot drop a flag silently: the run refuses what the record
-    refuses, before anything is written (providers/reasoning.py), and sends what it says."""
-
-    field: str  # the wire field, as people read it (docs/reasoning.md)
-    sends: Switch  # which switch its requests carry
-    no_budget: str = ""  # why --thinking-budget is refused, after "--thinking-budget: PROVIDER/ "; "": taken
-    min_budget: int = 0  # the smallest budget above 0 it takes (0 switches thinking off)
-    always_on: str = ""  # a pattern of model names that cannot switch reasoning off (their lowest effort is low)
-
-    def takes_budget(self) -> bool:
-        """A --thinking-budget goes to it (it gives no reason to refuse one)."""
-        return not self.no_budget
-
-
-_NO_BUDGET_SWITCHES = ("effort", "chat-template", "converse")  # switches with no budget: the record says why
-OPENAI_REASONING = Reasoning("reasoning_effort", "effort",
-                             no_budget="takes no thinking budget; use --reasoning-effort low|medium|high")
-TEMPLATE_REASONING = Reasoning("chat_template_kwargs.enable_thinking", "chat-template",
-                               no_budget="servers take no thinking budget (chat templates switch thinking on or "
-                                         "off); use --reasoning-effort")
-ANTHROPIC_MIN_BUDGET = 1024  # docs.anthropic.com, extended thinking: budget_tokens >= 1024
 
 
 # ---------------------------------------------------------------- the record
@@ -186,7 +162,7 @@ class ProviderInfo:
             empty.append(f"rate_headers (not one of {', '.join(RATE_DIALECTS)})")
         if self.reasoning and self.reasoning.sends not in get_args(Switch):
             empty.append(f"reasoning.sends (not one of {', '.join(get_args(Switch))})")
-        elif self.reasoning and self.reasoning.sends in _NO_BUDGET_SWITCHES and self.reasoning.takes_budget():
+        elif self.reasoning and self.reasoning.sends in NO_BUDGET_SWITCHES and self.reasoning.takes_budget():
             empty.append(f"reasoning.no_budget ({self.reasoning.sends} has no budget: say why one is refused)")
         return empty
 
