@@ -38,13 +38,15 @@ from evalkit.images.token_formulas import anthropic_image_tokens as anthropic_im
 from evalkit.images.token_formulas import gemini_image_tokens as gemini_image_tokens
 from evalkit.images.token_formulas import openai_image_tokens as openai_image_tokens
 from evalkit.providers.batch_api import BatchLimits
-from evalkit.providers.reasoning_switch import (
+from evalkit.providers.record_parts import (
     ANTHROPIC_MIN_BUDGET,
     NO_BUDGET_SWITCHES,
     OPENAI_REASONING,
     TEMPLATE_REASONING,
     Reasoning,
     Switch,
+    bedrock_vendor,
+    vertex_vendor,
 )
 from evalkit.providers.tiers import (
     AZURE_TIERS,
@@ -68,18 +70,6 @@ IMAGE_SETTING_FLAGS: dict[str, str] = {"detail": "--detail", "media_resolution":
 RATE_DIALECTS = ("openai", "anthropic", "openrouter", "none")  # as evalkit.providers.wire.rate_headers reads them (and the simulator speaks)
 
 
-def vertex_vendor(model: str) -> str:
-    """Whose model a `vertex/` name is: Claude is Anthropic's, every other name is asked as Gemini."""
-    return "anthropic" if model.startswith("claude-") else "google"
-
-
-_BEDROCK_CLAUDE = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")  # an inference profile's geography, then the vendor
-
-
-def bedrock_vendor(model: str) -> str | None:
-    """Whose model a `bedrock/` id is: Claude's (`anthropic.…`, `us.anthropic.…`) is Anthropic's; other ids are
-    asked through Converse, under Bedrock's own limits."""
-    return "anthropic" if _BEDROCK_CLAUDE.match(model) else None
 
 
 # ---------------------------------------------------------------- the record

@@ -1,12 +1,12 @@
-"""A provider's reasoning switch: what `--reasoning-effort` / `--thinking-budget` become on its wire.
-
-Part of the provider record (registry.py's `ProviderInfo.reasoning`), kept apart so the record module
-stays one screenful of facts per provider; providers/reasoning.py applies it. Stdlib only: the record
-module imports this.
+"""The parts the provider records are built from that are not one provider's facts: the reasoning switch
+(what `--reasoning-effort` / `--thinking-budget` become on a wire; providers/reasoning.py applies it) and
+whose model a name on a several-vendor cloud is. Kept apart so registry.py stays the records themselves.
+Stdlib only: the record module imports this.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,3 +40,17 @@ TEMPLATE_REASONING = Reasoning("chat_template_kwargs.enable_thinking", "chat-tem
                                no_budget="servers take no thinking budget (chat templates switch thinking on or "
                                          "off); use --reasoning-effort")
 ANTHROPIC_MIN_BUDGET = 1024  # docs.anthropic.com, extended thinking: budget_tokens >= 1024
+
+
+def vertex_vendor(model: str) -> str:
+    """Whose model a `vertex/` name is: Claude is Anthropic's, every other name is asked as Gemini."""
+    return "anthropic" if model.startswith("claude-") else "google"
+
+
+_BEDROCK_CLAUDE = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")  # an inference profile's geography, then the vendor
+
+
+def bedrock_vendor(model: str) -> str | None:
+    """Whose model a `bedrock/` id is: Claude's (`anthropic.…`, `us.anthropic.…`) is Anthropic's; other ids are
+    asked through Converse, under Bedrock's own limits."""
+    return "anthropic" if _BEDROCK_CLAUDE.match(model) else None
